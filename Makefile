@@ -1,0 +1,40 @@
+# Thin wrapper for humans; the build itself is CMake (see README.md).
+#   make deps   install the Debian packages the build, tests and demo need (root)
+#   make build  configure + build into build/
+#   make test   deps + build + every test (ctest)
+#   make demo   deps + build + the protection demo
+#   make bench  deps + build + the long benchmarks (results in bench-results/)
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+# Exactly the Debian 12 packages ioqos needs to build, test and demo.
+DEB_PACKAGES := build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler \
+	libprotobuf-c-dev protobuf-compiler libcurl4-openssl-dev libjson-c-dev \
+	libcriterion-dev libmicrohttpd-dev python3-grpcio python3-protobuf python3-yaml \
+	qemu-system-x86 busybox-static fio kmod cpio e2fsprogs util-linux gnuplot-nox valgrind \
+	clang libclang-rt-14-dev ca-certificates
+
+.PHONY: all deps build test demo bench clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh $(DEB_PACKAGES)
+
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 1
+
+demo: deps build
+	./scripts/demo.sh $(BUILD)
+
+bench: deps build
+	./scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

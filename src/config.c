@@ -1,0 +1,416 @@
+#include "ioqos/config.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
+
+static const char *const g_policy_names[] = {"least-allocated", "most-allocated", "balanced"};
+
+const char *ioq_policy_name(enum ioq_policy p) {
+  return (unsigned)p < 3 ? g_policy_names[p] : "?";
+}
+
+int ioq_policy_parse(const char *s, enum ioq_policy *out) {
+  for (int i = 0; i < 3; i++)
+    if (s && strcmp(s, g_policy_names[i]) == 0) {
+      *out = (enum ioq_policy)i;
+      return 0;
+    }
+  return -1;
+}
+
+int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
+  memset(c, 0, sizeof *c);
+  c->source = strdup("(built-in defaults)");
+  c->kubelet_root = strdup(IOQ_DEFAULT_KUBELET_ROOT);
+  c->calibration_file = strdup(IOQ_DEFAULT_CALIBRATION_FILE);
+  c->default_class = strdup(IOQ_DEFAULT_CLASS);
+  if (!c->source || !c->kubelet_root || !c->calibration_file || !c->default_class) {
+    ioq_config_free(c);
+    return ioq_fail(e, ENOMEM, "config: out of memory");
+  }
+  ioq_unit_sizes_default(&c->units);
+  c->allocatable_fraction = IOQ_DEFAULT_ALLOCATABLE_FRACTION;
+  c->policy = IOQ_POLICY_LEAST_ALLOCATED;
+  c->enforcement.fail_open = false;
+  c->enforcement.io_weight = true;
+  c->enforcement.bfq_weight = true;
+  c->enforcement.enable_controllers = true;
+  c->enforcement.reconcile_interval_s = 10;
+  c->node_policy.iocost_ctrl_user = true;
+  c->node_policy.iocost_min = 100.0;
+  c->node_policy.iocost_max = 100.0;
+  return 0;
+}
+
+void ioq_config_free(struct ioq_config *c) {
+  if (!c)
+    return;
+  free(c->source);
+  free(c->kubelet_root);
+  free(c->calibration_file);
+  free(c->default_class);
+  for (size_t i = 0; i < c->n_devices; i++) {
+    free(c->devices[i].select);
+    free(c->devices[i].class_name);
+  }
+  free(c->devices);
+  memset(c, 0, sizeof *c);
+}
+
+/* ---- typed field readers: each error names source and field path ---- */
+
+struct ctx {
+  const char *src;
+  ioq_err *e;
+};
+
+static int bad(struct ctx *x, const char *path, const char *what) {
+  return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: %s: %s", x->src, path, what);
+}
+
+/* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
+ * silently ignored setting. */
+static int check_keys(struct ctx *x, json_object *obj, const char *path, const char *const *allowed) {
+  json_object_object_foreach(obj, key, val) {
+    (void)val;
+    bool ok = false;
+    for (const char *const *a = allowed; *a; a++)
+      if (strcmp(key, *a) == 0)
+        ok = true;
+    if (!ok) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "unknown field '%.100s' (allowed:", key);
+      for (const char *const *a = allowed; *a; a++) {
+        strncat(msg, " ", sizeof msg - strlen(msg) - 1);
+        strncat(msg, *a, sizeof msg - strlen(msg) - 1);
+      }
+      strncat(msg, ")", sizeof msg - strlen(msg) - 1);
+      return bad(x, path[0] ? path : "(top level)", msg);
+    }
+  }
+  return 0;
+}
+
+static int get_string(struct ctx *x, json_object *obj, const char *key, const char *path,
+                      char **out, bool allow_empty) {
+  json_object *v;
+  if (!json_object_object_get_ex(obj, key, &v))
+    return 0;
+  if (!json_object_is_type(v, json_type_string))
+    return bad(x, path, "must be a string");
+  const char *s = json_object_get_string(v);
+  if (!allow_empty && !*s)
+    return bad(x, path, "must not be empty");
+  char *dup = strdup(s);
+  if (!dup)
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+  free(*out);
+  *out = dup;
+  return 0;
+}
+
+static int get_bool(struct ctx *x, json_object *obj, const char *key, const char *path, bool *out) {
+  json_object *v;
+  if (!json_object_object_get_ex(obj, key, &v))
+    return 0;
+  if (!json_object_is_type(v, json_type_boolean))
+    return bad(x, path, "must be true or false");
+  *out = json_object_get_boolean(v);
+  return 0;
+}
+
+static int get_uint(struct ctx *x, json_object *obj, const char *key, const char *path,
+                    uint64_t *out, uint64_t min, uint64_t max) {
+  json_object *v;
+  if (!json_object_object_get_ex(obj, key, &v))
+    return 0;
+  if (!json_object_is_type(v, json_type_int))
+    return bad(x, path, "must be an integer");
+  errno = 0;
+  int64_t n = json_object_get_int64(v);
+  if (n < 0 || (uint64_t)n < min || (uint64_t)n > max || errno) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "must be an integer in [%llu, %llu]", (unsigned long long)min,
+             (unsigned long long)max);
+    return bad(x, path, msg);
+  }
+  *out = (uint64_t)n;
+  return 0;
+}
+
+static int get_double(struct ctx *x, json_object *obj, const char *key, const char *path,
+                      double *out, double lo_excl, double hi_incl) {
+  json_object *v;
+  if (!json_object_object_get_ex(obj, key, &v))
+    return 0;
+  if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+    return bad(x, path, "must be a number");
+  double d = json_object_get_double(v);
+  if (!isfinite(d) || d <= lo_excl || d > hi_incl) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "must be a number in (%g, %g]", lo_excl, hi_incl);
+    return bad(x, path, msg);
+  }
+  *out = d;
+  return 0;
+}
+
+static int get_object(struct ctx *x, json_object *obj, const char *key, const char *path,
+                      json_object **out) {
+  *out = NULL;
+  json_object *v;
+  if (!json_object_object_get_ex(obj, key, &v))
+    return 0;
+  if (!json_object_is_type(v, json_type_object))
+    return bad(x, path, "must be an object");
+  *out = v;
+  return 0;
+}
+
+static bool class_name_valid(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > IOQ_CLASS_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.';
+    if (!ok)
+      return false;
+  }
+  return s[0] != '-' && s[n - 1] != '-';
+}
+
+static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_device_config *out) {
+  char path[128];
+  snprintf(path, sizeof path, "devices[%zu]", i);
+  if (!json_object_is_type(d, json_type_object))
+    return bad(x, path, "must be an object");
+  static const char *const keys[] = {"select", "class", "capacity", "allocatableFraction", NULL};
+  if (check_keys(x, d, path, keys) < 0)
+    return -1;
+  char p2[160];
+  out->allocatable_fraction = -1;
+  snprintf(p2, sizeof p2, "%s.select", path);
+  if (!json_object_object_get_ex(d, "select", NULL))
+    return bad(x, p2, "is required (disk name, /dev path, mount point or MAJ:MIN)");
+  if (get_string(x, d, "select", p2, &out->select, false) < 0)
+    return -1;
+  snprintf(p2, sizeof p2, "%s.class", path);
+  if (get_string(x, d, "class", p2, &out->class_name, false) < 0)
+    return -1;
+  if (out->class_name && !class_name_valid(out->class_name))
+    return bad(x, p2, "must be 1-63 characters of a-z, 0-9, '-' and '.'");
+  json_object *cap;
+  snprintf(p2, sizeof p2, "%s.capacity", path);
+  if (get_object(x, d, "capacity", p2, &cap) < 0)
+    return -1;
+  if (cap) {
+    static const char *const ckeys[] = {"bandwidthBytesPerSec", "iops", NULL};
+    if (check_keys(x, cap, p2, ckeys) < 0)
+      return -1;
+    char p3[200];
+    snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
+    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1, UINT64_MAX >> 4) < 0)
+      return -1;
+    snprintf(p3, sizeof p3, "%s.iops", p2);
+    if (get_uint(x, cap, "iops", p3, &out->capacity_iops, 1, 1000000000ull) < 0)
+      return -1;
+  }
+  snprintf(p2, sizeof p2, "%s.allocatableFraction", path);
+  if (get_double(x, d, "allocatableFraction", p2, &out->allocatable_fraction, 0.0, 1.0) < 0)
+    return -1;
+  return 0;
+}
+
+static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
+  if (!json_object_is_type(root, json_type_object))
+    return bad(x, "(top level)", "must be a JSON object");
+  static const char *const keys[] = {"kubeletRootDir", "calibrationFile", "defaultClass",
+                                     "units", "allocatableFraction", "placementPolicy",
+                                     "devices", "enforcement", "nodePolicy", NULL};
+  if (check_keys(x, root, "", keys) < 0)
+    return -1;
+  if (get_string(x, root, "kubeletRootDir", "kubeletRootDir", &c->kubelet_root, false) < 0 ||
+      get_string(x, root, "calibrationFile", "calibrationFile", &c->calibration_file, false) < 0 ||
+      get_string(x, root, "defaultClass", "defaultClass", &c->default_class, false) < 0)
+    return -1;
+  if (c->kubelet_root[0] != '/')
+    return bad(x, "kubeletRootDir", "must be an absolute path");
+  if (c->calibration_file[0] != '/')
+    return bad(x, "calibrationFile", "must be an absolute path");
+  if (!class_name_valid(c->default_class))
+    return bad(x, "defaultClass", "must be 1-63 characters of a-z, 0-9, '-' and '.'");
+
+  json_object *units;
+  if (get_object(x, root, "units", "units", &units) < 0)
+    return -1;
+  if (units) {
+    static const char *const ukeys[] = {"bandwidthBytesPerSec", "iops", NULL};
+    if (check_keys(x, units, "units", ukeys) < 0 ||
+        get_uint(x, units, "bandwidthBytesPerSec", "units.bandwidthBytesPerSec",
+                 &c->units.size[IOQ_RES_BANDWIDTH], 4096, 1ull << 40) < 0 ||
+        get_uint(x, units, "iops", "units.iops", &c->units.size[IOQ_RES_IOPS], 1, 1000000) < 0)
+      return -1;
+  }
+  if (get_double(x, root, "allocatableFraction", "allocatableFraction", &c->allocatable_fraction,
+                 0.0, 1.0) < 0)
+    return -1;
+  char *policy = NULL;
+  if (get_string(x, root, "placementPolicy", "placementPolicy", &policy, false) < 0)
+    return -1;
+  if (policy) {
+    int rc = ioq_policy_parse(policy, &c->policy);
+    free(policy);
+    if (rc < 0)
+      return bad(x, "placementPolicy", "must be least-allocated, most-allocated or balanced");
+  }
+
+  json_object *devs;
+  if (json_object_object_get_ex(root, "devices", &devs)) {
+    if (!json_object_is_type(devs, json_type_array))
+      return bad(x, "devices", "must be an array");
+    size_t n = json_object_array_length(devs);
+    if (n > 256)
+      return bad(x, "devices", "more than 256 entries");
+    c->devices = calloc(n ? n : 1, sizeof *c->devices);
+    if (!c->devices)
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    for (size_t i = 0; i < n; i++) {
+      c->n_devices = i + 1;
+      if (parse_device(x, json_object_array_get_idx(devs, i), i, &c->devices[i]) < 0)
+        return -1;
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(c->devices[j].select, c->devices[i].select) == 0) {
+          char p[64];
+          snprintf(p, sizeof p, "devices[%zu].select", i);
+          return bad(x, p, "selects the same device as an earlier entry");
+        }
+    }
+  }
+
+  json_object *enf;
+  if (get_object(x, root, "enforcement", "enforcement", &enf) < 0)
+    return -1;
+  if (enf) {
+    static const char *const ekeys[] = {"failOpen", "ioWeight", "bfqWeight", "enableControllers",
+                                        "reconcileIntervalSeconds", NULL};
+    uint64_t ri = c->enforcement.reconcile_interval_s;
+    if (check_keys(x, enf, "enforcement", ekeys) < 0 ||
+        get_bool(x, enf, "failOpen", "enforcement.failOpen", &c->enforcement.fail_open) < 0 ||
+        get_bool(x, enf, "ioWeight", "enforcement.ioWeight", &c->enforcement.io_weight) < 0 ||
+        get_bool(x, enf, "bfqWeight", "enforcement.bfqWeight", &c->enforcement.bfq_weight) < 0 ||
+        get_bool(x, enf, "enableControllers", "enforcement.enableControllers",
+                 &c->enforcement.enable_controllers) < 0 ||
+        get_uint(x, enf, "reconcileIntervalSeconds", "enforcement.reconcileIntervalSeconds", &ri, 1,
+                 3600) < 0)
+      return -1;
+    c->enforcement.reconcile_interval_s = (unsigned)ri;
+  }
+
+  json_object *np;
+  if (get_object(x, root, "nodePolicy", "nodePolicy", &np) < 0)
+    return -1;
+  if (np) {
+    static const char *const nkeys[] = {"qosClassWeights", "iocost", NULL};
+    if (check_keys(x, np, "nodePolicy", nkeys) < 0)
+      return -1;
+    json_object *w, *ic;
+    if (get_object(x, np, "qosClassWeights", "nodePolicy.qosClassWeights", &w) < 0 ||
+        get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0)
+      return -1;
+    if (w) {
+      static const char *const wkeys[] = {"guaranteed", "burstable", "besteffort", NULL};
+      uint64_t g = 0, b = 0, be = 0;
+      if (check_keys(x, w, "nodePolicy.qosClassWeights", wkeys) < 0 ||
+          get_uint(x, w, "guaranteed", "nodePolicy.qosClassWeights.guaranteed", &g, 1, 10000) < 0 ||
+          get_uint(x, w, "burstable", "nodePolicy.qosClassWeights.burstable", &b, 1, 10000) < 0 ||
+          get_uint(x, w, "besteffort", "nodePolicy.qosClassWeights.besteffort", &be, 1, 10000) < 0)
+        return -1;
+      c->node_policy.weight_guaranteed = (unsigned)g;
+      c->node_policy.weight_burstable = (unsigned)b;
+      c->node_policy.weight_besteffort = (unsigned)be;
+    }
+    if (ic) {
+      static const char *const ikeys[] = {"enable", "ctrl", "min", "max", NULL};
+      char *ctrl = NULL;
+      if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
+          get_bool(x, ic, "enable", "nodePolicy.iocost.enable", &c->node_policy.iocost_enable) < 0 ||
+          get_string(x, ic, "ctrl", "nodePolicy.iocost.ctrl", &ctrl, false) < 0)
+        return -1;
+      if (ctrl) {
+        bool user = strcmp(ctrl, "user") == 0, autom = strcmp(ctrl, "auto") == 0;
+        free(ctrl);
+        if (!user && !autom)
+          return bad(x, "nodePolicy.iocost.ctrl", "must be user or auto");
+        c->node_policy.iocost_ctrl_user = user;
+      }
+      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99, 10000) < 0 ||
+          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99, 10000) < 0)
+        return -1;
+      if (c->node_policy.iocost_min > c->node_policy.iocost_max)
+        return bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
+    }
+  }
+  return 0;
+}
+
+int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e) {
+  if (ioq_config_defaults(c, e) < 0)
+    return -1;
+  free(c->source);
+  c->source = strdup(source ? source : "(config)");
+  struct ctx x = {c->source ? c->source : "(config)", e};
+
+  json_tokener *tok = json_tokener_new();
+  if (!tok) {
+    ioq_config_free(c);
+    return ioq_fail(e, ENOMEM, "%s: out of memory", x.src);
+  }
+  size_t len = strlen(text);
+  json_object *root = json_tokener_parse_ex(tok, text, (int)len);
+  enum json_tokener_error jerr = json_tokener_get_error(tok);
+  size_t consumed = json_tokener_get_parse_end(tok);
+  json_tokener_free(tok);
+  int rc;
+  if (!root || jerr != json_tokener_success) {
+    /* report the line of the parse error */
+    int line = 1;
+    for (size_t i = 0; i < consumed && i < len; i++)
+      if (text[i] == '\n')
+        line++;
+    rc = ioq_fail(e, IOQ_EINVAL_INPUT, "%s: line %d: invalid JSON: %s", x.src, line,
+                  jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+                                               : "unexpected end of input");
+  } else {
+    for (size_t i = consumed; i < len; i++)
+      if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') {
+        json_object_put(root);
+        ioq_config_free(c);
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: trailing data after the JSON object", x.src);
+      }
+    rc = parse_root(&x, root, c);
+  }
+  json_object_put(root);
+  if (rc < 0)
+    ioq_config_free(c); /* the message in *e does not point into c */
+  return rc;
+}
+
+int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e) {
+  if (!path)
+    return ioq_config_defaults(c, e);
+  char *text;
+  if (ioq_read_file(path, &text, NULL, 4u << 20, e) < 0) {
+    ioq_err_prefix(e, "config");
+    return -1;
+  }
+  int rc = ioq_config_parse(text, path, c, e);
+  free(text);
+  return rc;
+}

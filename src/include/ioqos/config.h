@@ -1,0 +1,75 @@
+/* Node configuration: a JSON file (see docs/configuration.md).
+ *
+ * No file means a working default: one managed disk, the one behind the
+ * kubelet root directory, in class "default", capacity from io.cost.model or
+ * a saved calibration. Validation is strict: unknown fields, wrong types and
+ * out-of-range values are errors naming the file, the field path and what is
+ * wrong ("config.json: devices[1].capacity.iops: must be a positive integer").
+ */
+#ifndef IOQOS_CONFIG_H
+#define IOQOS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+#include "ioqos/units.h"
+
+#define IOQ_DEFAULT_CLASS "default"
+#define IOQ_DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
+#define IOQ_DEFAULT_CALIBRATION_FILE "/var/lib/ioqos/calibration.json"
+#define IOQ_DEFAULT_ALLOCATABLE_FRACTION 0.8
+#define IOQ_CLASS_NAME_MAX 63
+
+enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
+const char *ioq_policy_name(enum ioq_policy p);
+int ioq_policy_parse(const char *s, enum ioq_policy *out);
+
+struct ioq_device_config {
+  char *select; /* disk name ("nvme0n1"), /dev path, mount point, or "MAJ:MIN" */
+  char *class_name;
+  /* capacity overrides; 0 = not set (use io.cost.model or calibration) */
+  uint64_t capacity_bw_bytes; /* bytes/s */
+  uint64_t capacity_iops;
+  double allocatable_fraction; /* < 0 = use the node-wide value */
+};
+
+struct ioq_config {
+  char *source; /* file path, or "(built-in defaults)" */
+  char *kubelet_root;
+  char *calibration_file;
+  char *default_class;
+  struct ioq_unit_sizes units;
+  double allocatable_fraction; /* (0, 1] */
+  enum ioq_policy policy;
+
+  struct ioq_device_config *devices; /* empty = the kubelet root disk */
+  size_t n_devices;
+
+  struct {
+    bool fail_open;           /* PreStart failure lets the container run unthrottled */
+    bool io_weight;           /* write io.weight (v2) from the pod's share */
+    bool bfq_weight;          /* write io.bfq.weight / blkio.bfq.weight when BFQ runs */
+    bool enable_controllers;  /* enable io (+memory) in ancestors' subtree_control */
+    unsigned reconcile_interval_s;
+  } enforcement;
+
+  struct {
+    /* opt-in io.weight for the QoS-class slices; 0 = leave untouched */
+    unsigned weight_guaranteed, weight_burstable, weight_besteffort;
+    bool iocost_enable; /* write io.cost.qos for managed disks */
+    bool iocost_ctrl_user;
+    double iocost_min, iocost_max; /* percent, 1..10000 */
+  } node_policy;
+};
+
+/* Fills *c with defaults (no devices). */
+int ioq_config_defaults(struct ioq_config *c, ioq_err *e);
+/* Loads and validates a file. path NULL = defaults only. */
+int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e);
+/* Parses JSON text; `source` names it in error messages. */
+int ioq_config_parse(const char *json_text, const char *source, struct ioq_config *c, ioq_err *e);
+void ioq_config_free(struct ioq_config *c);
+
+#endif

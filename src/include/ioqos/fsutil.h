@@ -1,0 +1,48 @@
+/* Small file helpers for sysfs/cgroupfs style files: whole-file reads,
+ * single-write() writes (cgroup files take one command per write), bounded
+ * path joins. All report failures with the path in the message. */
+#ifndef IOQOS_FSUTIL_H
+#define IOQOS_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+
+/* Joins parts with '/', collapsing duplicate separators at the seams.
+ * Fails (ENAMETOOLONG) if the result does not fit. Last argument NULL. */
+int ioq_path_join(char *out, size_t outsz, ioq_err *e, const char *first, ...)
+    __attribute__((sentinel));
+
+/* Reads the whole file into a malloc'd NUL-terminated buffer (*out),
+ * length in *len (may be NULL). Files up to `max` bytes (0 = 1 MiB). */
+int ioq_read_file(const char *path, char **out, size_t *len, size_t max, ioq_err *e);
+
+/* Reads the file and strips trailing whitespace into buf. */
+int ioq_read_line(const char *path, char *buf, size_t bufsz, ioq_err *e);
+
+/* Reads an unsigned decimal number (trailing whitespace allowed). */
+int ioq_read_u64(const char *path, uint64_t *out, ioq_err *e);
+
+/* Writes `data` with one write(2) call (O_WRONLY, no O_CREAT, no O_TRUNC
+ * semantics beyond what the kernel file does). Error: "write PATH: strerror". */
+int ioq_write_file(const char *path, const char *data, ioq_err *e);
+
+/* Creates/truncates a regular file atomically (temp + rename), mode 0644,
+ * creating missing parent directories (0755). For state files, not cgroups. */
+int ioq_write_file_atomic(const char *path, const char *data, ioq_err *e);
+
+/* mkdir -p (0755). */
+int ioq_mkdir_p(const char *path, ioq_err *e);
+
+bool ioq_path_exists(const char *path);
+bool ioq_is_dir(const char *path);
+
+/* Trims leading/trailing ASCII whitespace in place; returns s. */
+char *ioq_trim(char *s);
+
+/* Parses a whole string as an unsigned decimal (no sign, no garbage). */
+int ioq_parse_u64(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,44 @@
+/* Codec for the node annotation `ioqos.io/devices` that the plugin publishes
+ * and the extender reads (docs/annotations.md):
+ *
+ * {"version":1,"node":"node-a",
+ *  "units":{"ioqos/bandwidth":1048576,"ioqos/iops":100},
+ *  "devices":[{"name":"nvme0n1","dev":"259:0","class":"default","healthy":true,
+ *    "capacity":{"ioqos/bandwidth":2000,"ioqos/iops":500},
+ *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
+ *    "capabilities":["io.max","io.weight"]}]}
+ *
+ * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
+ * allocated are in advertised units. Unknown fields and unknown capability
+ * names are ignored (forward compatible); missing or mistyped known fields are
+ * errors that name the field.
+ */
+#ifndef IOQOS_NODEANNO_H
+#define IOQOS_NODEANNO_H
+
+#include <stddef.h>
+
+#include "ioqos/error.h"
+#include "ioqos/placement.h"
+
+#define IOQ_NODE_ANNOTATION "ioqos.io/devices"
+#define IOQ_POD_DISK_ANNOTATION "ioqos.io/disk"
+#define IOQ_POD_CLASS_ANNOTATION "ioqos.io/class"
+#define IOQ_NODE_ANNO_VERSION 1
+#define IOQ_NODE_NAME_MAX 253
+
+struct ioq_node_state {
+  int version;
+  char node[IOQ_NODE_NAME_MAX + 1];
+  struct ioq_unit_sizes units;
+  struct ioq_disk_state *disks;
+  size_t n_disks;
+};
+
+/* Parses annotation text (len bytes, need not be NUL-terminated). */
+int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out, ioq_err *e);
+/* Serialises to compact JSON (malloc'd, caller frees); NULL on OOM. */
+char *ioq_node_anno_format(const struct ioq_node_state *s);
+void ioq_node_state_free(struct ioq_node_state *s);
+
+#endif

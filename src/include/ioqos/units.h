@@ -1,0 +1,65 @@
+/* The two ioqos resources, their unit sizes, Kubernetes quantity parsing and
+ * the unit ID codec.
+ *
+ * A unit is one device-plugin "device". Its ID names the disk it belongs to,
+ * so any set of IDs kubelet hands out maps back to per-disk grants without
+ * extra state:  ID = DISK "-" RES "-" INDEX   e.g. "nvme0n1-bw-17", "dm-0-iops-3"
+ * RES is "bw" or "iops"; INDEX is decimal without leading zeros; the whole ID
+ * is at most 63 characters (device plugin limit). Parsing splits at the last
+ * two dashes, so disk names that contain dashes (dm-0) round-trip.
+ */
+#ifndef IOQOS_UNITS_H
+#define IOQOS_UNITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+
+enum ioq_resource { IOQ_RES_BANDWIDTH = 0, IOQ_RES_IOPS = 1, IOQ_RES_COUNT = 2 };
+
+#define IOQ_RESOURCE_BANDWIDTH "ioqos/bandwidth"
+#define IOQ_RESOURCE_IOPS "ioqos/iops"
+#define IOQ_UNIT_ID_MAX 63
+#define IOQ_DISK_NAME_MAX 48 /* leaves room for "-iops-" + 8 digits within 63 */
+
+#define IOQ_DEFAULT_UNIT_BW_BYTES (1024u * 1024u) /* 1 unit = 1 MiB/s */
+#define IOQ_DEFAULT_UNIT_IOPS 100u                /* 1 unit = 100 IOPS */
+
+/* "ioqos/bandwidth" / "ioqos/iops" */
+const char *ioq_resource_name(enum ioq_resource r);
+/* "bandwidth" / "iops" (for human messages) */
+const char *ioq_resource_short(enum ioq_resource r);
+/* Accepts the full resource name; returns -1 if it is not an ioqos resource. */
+int ioq_resource_from_name(const char *name, enum ioq_resource *out);
+
+/* Unit sizes: bytes/s per bandwidth unit, IOPS per iops unit. */
+struct ioq_unit_sizes {
+  uint64_t size[IOQ_RES_COUNT];
+};
+void ioq_unit_sizes_default(struct ioq_unit_sizes *u);
+
+/* Parses a Kubernetes quantity that must be a whole number ("200", "2k",
+ * "1Ki", "3M"; "1.5k" = 1500 is fine, "0.5" is not). Extended resources are
+ * integers, so fractional results are rejected. */
+int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e);
+
+/* True if `name` is a valid disk name for unit IDs: 1..IOQ_DISK_NAME_MAX chars
+ * from [A-Za-z0-9._!+] and '-'. */
+bool ioq_disk_name_valid(const char *name);
+
+/* Formats a unit ID into out (size >= IOQ_UNIT_ID_MAX + 1). */
+int ioq_unit_id_format(char *out, size_t outsz, const char *disk, enum ioq_resource r,
+                       uint32_t index, ioq_err *e);
+
+struct ioq_unit_id {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  enum ioq_resource res;
+  uint32_t index;
+};
+/* Parses an ID; anything not produced by ioq_unit_id_format is rejected with
+ * a message saying what is wrong (never guessed). */
+int ioq_unit_id_parse(const char *id, struct ioq_unit_id *out, ioq_err *e);
+
+#endif

@@ -1,0 +1,25 @@
+/* Test fixtures: temporary directory trees that stand in for sysfs,
+ * cgroupfs, procfs and kubelet directories, so every path resolution and
+ * file format is tested without root. */
+#ifndef IOQOS_TEST_FIXTURE_H
+#define IOQOS_TEST_FIXTURE_H
+
+#include <stddef.h>
+
+/* Creates a fresh temp directory; returns its path (static storage per call
+ * is NOT used: the returned string is malloc'd). */
+char *fx_tmpdir(void);
+/* rm -rf of a fixture tree (refuses paths outside /tmp). */
+void fx_rmtree(const char *path);
+/* Writes a file at root/rel (parents created); content may be "". */
+void fx_write(const char *root, const char *rel, const char *content);
+/* Creates a directory root/rel (with parents). */
+void fx_mkdir(const char *root, const char *rel);
+/* Creates a symlink root/rel -> target (target taken literally). */
+void fx_symlink(const char *root, const char *rel, const char *target);
+/* Reads root/rel into a malloc'd string (aborts the test on failure). */
+char *fx_read(const char *root, const char *rel);
+/* Formats into a static rotating buffer (8 slots) for short-lived paths. */
+const char *fx_path(const char *root, const char *rel);
+
+#endif
