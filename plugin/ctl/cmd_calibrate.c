@@ -1,0 +1,4 @@
+/* PLACEHOLDER until the node core lands. */
+#include <stdio.h>
+#include "commands.h"
+int cmd_calibrate(int argc, char **argv) { (void)argc; fprintf(stderr, "%s: not built yet\n", argv[0]); return 1; }

@@ -1,0 +1,12 @@
+/* ioqosctl subcommands; each returns the process exit status
+ * (0 ok, 1 operation failed, 2 usage error). argv[0] is the subcommand. */
+#ifndef IOQOSCTL_COMMANDS_H
+#define IOQOSCTL_COMMANDS_H
+
+int cmd_probe(int argc, char **argv);       /* cmd_probe.c */
+int cmd_calibrate(int argc, char **argv);   /* cmd_calibrate.c */
+int cmd_cgroup_path(int argc, char **argv); /* cmd_cgroup.c */
+int cmd_apply(int argc, char **argv);       /* cmd_cgroup.c */
+int cmd_show(int argc, char **argv);        /* cmd_cgroup.c */
+
+#endif
