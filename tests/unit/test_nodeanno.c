@@ -1,0 +1,107 @@
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/nodeanno.h"
+
+static const char *k_example =
+    "{\"version\":1,\"node\":\"node-a\",\"units\":{\"ioqos/bandwidth\":1048576,\"ioqos/iops\":100},"
+    "\"devices\":[{\"name\":\"nvme0n1\",\"dev\":\"259:0\",\"class\":\"default\",\"healthy\":true,"
+    "\"capacity\":{\"ioqos/bandwidth\":2000,\"ioqos/iops\":500},"
+    "\"allocated\":{\"ioqos/bandwidth\":350,\"ioqos/iops\":0},"
+    "\"capabilities\":[\"io.max\",\"io.weight\",\"io.future-thing\"],\"extra\":{\"x\":1}}],"
+    "\"newTopLevel\":[1,2]}";
+
+Test(nodeanno, parse_example_ignores_unknown) {
+  struct ioq_node_state s;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(k_example, strlen(k_example), &s, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(s.node, "node-a");
+  cr_assert_eq(s.n_disks, 1);
+  cr_assert_str_eq(s.disks[0].name, "nvme0n1");
+  cr_assert_str_eq(s.disks[0].dev, "259:0");
+  cr_assert(s.disks[0].healthy);
+  cr_assert_eq(s.disks[0].capacity[IOQ_RES_BANDWIDTH], 2000);
+  cr_assert_eq(s.disks[0].allocated[IOQ_RES_BANDWIDTH], 350);
+  cr_assert_eq(s.disks[0].capacity[IOQ_RES_IOPS], 500);
+  cr_assert_eq(s.disks[0].caps, IOQ_CAP_IO_MAX | IOQ_CAP_IO_WEIGHT);
+  cr_assert_eq(s.units.size[IOQ_RES_BANDWIDTH], 1048576);
+  ioq_node_state_free(&s);
+}
+
+Test(nodeanno, roundtrip) {
+  struct ioq_disk_state disks[2];
+  memset(disks, 0, sizeof disks);
+  strcpy(disks[0].name, "sda");
+  strcpy(disks[0].dev, "8:0");
+  strcpy(disks[0].class_name, "default");
+  disks[0].healthy = true;
+  disks[0].capacity[0] = 400;
+  disks[0].allocated[0] = 12;
+  disks[0].caps = IOQ_CAP_BLKIO_THROTTLE;
+  strcpy(disks[1].name, "dm-0");
+  strcpy(disks[1].dev, "253:0");
+  strcpy(disks[1].class_name, "fast");
+  disks[1].capacity[1] = 77;
+  struct ioq_node_state s = {.version = 1, .disks = disks, .n_disks = 2};
+  strcpy(s.node, "worker-1");
+  ioq_unit_sizes_default(&s.units);
+  char *txt = ioq_node_anno_format(&s);
+  cr_assert_not_null(txt);
+  struct ioq_node_state back;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s: %s", txt, e.msg);
+  cr_assert_eq(back.n_disks, 2);
+  cr_assert_eq(memcmp(back.disks, disks, sizeof disks), 0, "%s", txt);
+  cr_assert_str_eq(back.node, "worker-1");
+  ioq_node_state_free(&back);
+  free(txt);
+}
+
+struct bad { char json[300]; char want[120]; };
+ParameterizedTestParameters(nodeanno, rejects) {
+  static struct bad cases[] = {
+      {"", "is empty"},
+      {"{\"version\":1,", "invalid JSON"},
+      {"[1]", "must be a JSON object"},
+      {"{\"version\":1,\"devices\":[]} x", "trailing data"},
+      {"{\"devices\":[]}", "version: must be an integer"},
+      {"{\"version\":2,\"devices\":[]}", "version 2 is not supported"},
+      {"{\"version\":1}", "devices: must be an array"},
+      {"{\"version\":1,\"devices\":[5]}", "devices[0]: must be an object"},
+      {"{\"version\":1,\"devices\":[{\"healthy\":true,\"capacity\":{}}]}", "devices[0].name"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"a/b\",\"healthy\":true,\"capacity\":{}}]}", "devices[0].name"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"capacity\":{}}]}", "devices[0].healthy"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true}]}", "devices[0].capacity: is missing"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{\"ioqos/bandwidth\":-5}}]}",
+       "devices[0].capacity[\"ioqos/bandwidth\"]: must be a non-negative integer"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{\"ioqos/iops\":\"9\"}}]}",
+       "capacity[\"ioqos/iops\"]"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{},\"capabilities\":\"io.max\"}]}",
+       "capabilities: must be an array"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}},{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}}]}",
+       "devices[1].name: duplicates"},
+      {"{\"version\":1,\"node\":7,\"devices\":[]}", "node: must be"},
+  };
+  return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
+}
+ParameterizedTest(struct bad *c, nodeanno, rejects) {
+  struct ioq_node_state s;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(c->json, strlen(c->json), &s, &e), -1, "accepted: %s", c->json);
+  cr_assert(strstr(e.msg, c->want), "'%s' -> '%s' (want '%s')", c->json, e.msg, c->want);
+  cr_assert(strstr(e.msg, "ioqos.io/devices"), "%s", e.msg);
+  cr_assert_null(s.disks);
+}
+
+Test(nodeanno, not_nul_terminated) {
+  char buf[64];
+  const char *j = "{\"version\":1,\"devices\":[]}";
+  memcpy(buf, j, strlen(j));
+  memset(buf + strlen(j), 'Z', sizeof buf - strlen(j));
+  struct ioq_node_state s;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(buf, strlen(j), &s, &e), 0, "%s", e.msg);
+  ioq_node_state_free(&s);
+}
