@@ -1,0 +1,323 @@
+/* Kubernetes API client: credentials and single requests. */
+#include "kube.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+
+struct ioq_kube {
+  char *server;
+  char *token_file;
+  char *ca_file;
+  long timeout_ms;
+  char *user_agent;
+  /* cached bearer token, re-read when the file's mtime changes */
+  pthread_mutex_t lock;
+  char *token;
+  struct timespec token_mtime;
+};
+
+static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
+  pthread_once(&g_curl_once, curl_init_once);
+  struct ioq_kube *k = calloc(1, sizeof *k);
+  if (!k) {
+    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&k->lock, NULL);
+  k->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+  k->user_agent = strdup(o->user_agent ? o->user_agent : "ioqos/" IOQOS_VERSION);
+  if (o->server && *o->server) {
+    k->server = strdup(o->server);
+    k->token_file = dup_or_null(o->token_file);
+    k->ca_file = dup_or_null(o->ca_file);
+  } else {
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    const char *sa = o->sa_dir ? o->sa_dir : IOQ_KUBE_SA_DIR;
+    if (!host || !*host || !port || !*port) {
+      ioq_fail(e, IOQ_EINVAL_INPUT,
+               "kube client: no API server given and not in a cluster "
+               "(KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset); pass --kube-api-server");
+      ioq_kube_free(k);
+      return NULL;
+    }
+    char url[512], tok[1024], ca[1024];
+    /* an IPv6 service host needs brackets in the URL */
+    snprintf(url, sizeof url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    snprintf(tok, sizeof tok, "%s/token", sa);
+    snprintf(ca, sizeof ca, "%s/ca.crt", sa);
+    k->server = strdup(url);
+    k->token_file = strdup(o->token_file && *o->token_file ? o->token_file : tok);
+    k->ca_file = strdup(o->ca_file && *o->ca_file ? o->ca_file : ca);
+  }
+  size_t l = k->server ? strlen(k->server) : 0;
+  while (l > 0 && k->server[l - 1] == '/')
+    k->server[--l] = '\0';
+  if (!k->server || !k->user_agent) {
+    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    ioq_kube_free(k);
+    return NULL;
+  }
+  if (strncmp(k->server, "http://", 7) != 0 && strncmp(k->server, "https://", 8) != 0) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "kube client: API server URL '%s' must start with https:// or http://",
+             k->server);
+    ioq_kube_free(k);
+    return NULL;
+  }
+  if (k->token_file && !ioq_path_exists(k->token_file)) {
+    ioq_fail(e, ENOENT, "kube client: token file %s does not exist", k->token_file);
+    ioq_kube_free(k);
+    return NULL;
+  }
+  if (k->ca_file && !ioq_path_exists(k->ca_file)) {
+    ioq_fail(e, ENOENT, "kube client: CA file %s does not exist", k->ca_file);
+    ioq_kube_free(k);
+    return NULL;
+  }
+  return k;
+}
+
+void ioq_kube_free(struct ioq_kube *k) {
+  if (!k)
+    return;
+  free(k->server);
+  free(k->token_file);
+  free(k->ca_file);
+  free(k->user_agent);
+  free(k->token);
+  pthread_mutex_destroy(&k->lock);
+  free(k);
+}
+
+const char *ioq_kube_server(const struct ioq_kube *k) { return k->server; }
+
+/* Returns a malloc'd "Authorization: Bearer ..." header, NULL if no token
+ * file is configured; -1 on read errors. */
+static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
+  *out = NULL;
+  if (!k->token_file)
+    return 0;
+  struct stat st;
+  if (stat(k->token_file, &st) < 0)
+    return ioq_fail_errno(e, "stat token file %s", k->token_file);
+  pthread_mutex_lock(&k->lock);
+  if (!k->token || st.st_mtim.tv_sec != k->token_mtime.tv_sec ||
+      st.st_mtim.tv_nsec != k->token_mtime.tv_nsec) {
+    char *tok;
+    if (ioq_read_file(k->token_file, &tok, NULL, 64 * 1024, e) < 0) {
+      pthread_mutex_unlock(&k->lock);
+      return -1;
+    }
+    ioq_trim(tok);
+    free(k->token);
+    k->token = tok;
+    k->token_mtime = st.st_mtim;
+  }
+  int n = asprintf(out, "Authorization: Bearer %s", k->token);
+  pthread_mutex_unlock(&k->lock);
+  if (n < 0) {
+    *out = NULL;
+    return ioq_fail(e, ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
+struct buf {
+  char *data;
+  size_t len, cap, max;
+  bool overflow;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
+  struct buf *b = ud;
+  size_t n = size * nmemb;
+  if (b->len + n + 1 > b->max) {
+    b->overflow = true;
+    return 0; /* aborts the transfer */
+  }
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 16384;
+    while (cap < b->len + n + 1)
+      cap *= 2;
+    char *nd = realloc(b->data, cap);
+    if (!nd)
+      return 0;
+    b->data = nd;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, ptr, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+  return n;
+}
+
+/* Shared handle set-up for requests and watches. */
+CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
+                           const char *content_type, ioq_err *e);
+CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
+                           const char *content_type, ioq_err *e) {
+  char *auth;
+  if (auth_header(k, &auth, e) < 0)
+    return NULL;
+  CURL *c = curl_easy_init();
+  if (!c) {
+    free(auth);
+    ioq_fail(e, ENOMEM, "curl_easy_init failed");
+    return NULL;
+  }
+  char *url;
+  if (asprintf(&url, "%s%s", k->server, path) < 0) {
+    free(auth);
+    curl_easy_cleanup(c);
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  free(url);
+  *hdrs = curl_slist_append(NULL, "Accept: application/json");
+  if (auth) {
+    *hdrs = curl_slist_append(*hdrs, auth);
+    free(auth);
+  }
+  if (content_type) {
+    char ct[128];
+    snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+    *hdrs = curl_slist_append(*hdrs, ct);
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, k->user_agent);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM-based DNS timeouts */
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, k->timeout_ms < 5000 ? k->timeout_ms : 5000L);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (k->ca_file)
+    curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
+  return c;
+}
+
+void ioq_kube_resp_free(struct ioq_kube_resp *r) {
+  if (!r)
+    return;
+  free(r->body);
+  r->body = NULL;
+  r->len = 0;
+}
+
+int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
+                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e) {
+  memset(resp, 0, sizeof *resp);
+  struct curl_slist *hdrs = NULL;
+  CURL *c = ioq_kube_curl_handle(k, path, &hdrs, body ? content_type : NULL, e);
+  if (!c)
+    return -1;
+  struct buf b = {.max = 256u << 20};
+  char errbuf[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+  } else if (strcmp(method, "GET") == 0) {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  }
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hdrs);
+  if (rc != CURLE_OK) {
+    free(b.data);
+    if (b.overflow)
+      return ioq_fail(e, EFBIG, "%s %s%s: reply larger than %zu bytes", method, k->server, path, b.max);
+    return ioq_fail(e, EIO, "%s %s%s: %s", method, k->server, path,
+                    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  }
+  resp->status = status;
+  resp->body = b.data ? b.data : strdup("");
+  resp->len = b.len;
+  return 0;
+}
+
+char *ioq_kube_escape(const char *s) {
+  CURL *c = curl_easy_init();
+  if (!c)
+    return NULL;
+  char *esc = curl_easy_escape(c, s, 0);
+  char *out = esc ? strdup(esc) : NULL;
+  curl_free(esc);
+  curl_easy_cleanup(c);
+  return out;
+}
+
+/* Turns a reply into the JSON result or an error with the API's message. */
+static int finish_json(const char *method, const char *path, struct ioq_kube_resp *r,
+                       json_object **out, long *status, ioq_err *e) {
+  if (status)
+    *status = r->status;
+  json_object *j = r->len ? json_tokener_parse(r->body) : NULL;
+  if (r->status < 200 || r->status > 299) {
+    const char *msg = NULL;
+    json_object *m;
+    if (j && json_object_object_get_ex(j, "message", &m) && json_object_is_type(m, json_type_string))
+      msg = json_object_get_string(m);
+    ioq_fail(e, r->status == 404 ? IOQ_ENOTFOUND : r->status == 409 ? IOQ_ECONFLICT : EIO,
+             "%s %s: HTTP %ld: %.300s", method, path, r->status,
+             msg ? msg : (r->len ? r->body : "(empty reply)"));
+    json_object_put(j);
+    return -1;
+  }
+  if (out) {
+    if (!j)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s %s: reply is not JSON: %.120s", method, path, r->body);
+    *out = j;
+  } else {
+    json_object_put(j);
+  }
+  return 0;
+}
+
+int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
+                      ioq_err *e) {
+  if (status)
+    *status = 0;
+  struct ioq_kube_resp r;
+  if (ioq_kube_do(k, "GET", path, NULL, NULL, &r, e) < 0)
+    return -1;
+  int rc = finish_json("GET", path, &r, out, status, e);
+  ioq_kube_resp_free(&r);
+  return rc;
+}
+
+int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
+                       const char *content_type, json_object *body, json_object **out,
+                       long *status, ioq_err *e) {
+  if (status)
+    *status = 0;
+  const char *txt = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+  struct ioq_kube_resp r;
+  if (ioq_kube_do(k, method, path, content_type ? content_type : "application/json", txt, &r, e) < 0)
+    return -1;
+  int rc = finish_json(method, path, &r, out, status, e);
+  ioq_kube_resp_free(&r);
+  return rc;
+}
+
+int ioq_kube_merge_patch(struct ioq_kube *k, const char *path, json_object *patch,
+                         json_object **out, long *status, ioq_err *e) {
+  return ioq_kube_send_json(k, "PATCH", path, "application/merge-patch+json", patch, out, status, e);
+}

@@ -1,0 +1,110 @@
+/* Kubernetes API client (libcurl + json-c), shared by ioqos-plugin and
+ * ioqos-scheduler-ext.
+ *
+ * Credentials: an explicit server URL (plain http:// is allowed, for local
+ * testing) with optional bearer-token and CA files, or, with no server given,
+ * the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the token and
+ * CA under /var/run/secrets/kubernetes.io/serviceaccount). The token file is
+ * re-read when it changes, since bound service-account tokens rotate.
+ *
+ * Every call is synchronous with a bounded timeout; a struct ioq_kube may be
+ * used from several threads at once (each request has its own curl handle).
+ */
+#ifndef IOQOS_KUBE_H
+#define IOQOS_KUBE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ioqos/error.h"
+
+#define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+struct ioq_kube_opts {
+  const char *server;     /* NULL/"" = in-cluster */
+  const char *token_file; /* NULL = none (in-cluster: the service account token) */
+  const char *ca_file;    /* NULL = system CAs (in-cluster: the service account CA) */
+  long timeout_ms;        /* per request; 0 = 10000 */
+  const char *user_agent; /* NULL = "ioqos/VERSION" */
+  const char *sa_dir;     /* NULL = IOQ_KUBE_SA_DIR (tests point it at a temp dir) */
+};
+
+struct ioq_kube;
+
+struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e);
+void ioq_kube_free(struct ioq_kube *k);
+const char *ioq_kube_server(const struct ioq_kube *k);
+
+struct ioq_kube_resp {
+  long status; /* HTTP status */
+  char *body;  /* NUL-terminated, malloc'd */
+  size_t len;
+};
+void ioq_kube_resp_free(struct ioq_kube_resp *r);
+
+/* One request. Returns -1 only for transport failures (connect, TLS,
+ * timeout); any HTTP status is returned in resp->status. `path` starts with
+ * '/' and may carry a query string. body may be NULL. */
+int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
+                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e);
+
+/* JSON convenience wrappers: -1 on transport failure, non-2xx status (the
+ * message carries the status and the API's Status.message) or unparsable
+ * JSON. *status (may be NULL) receives the HTTP status in all cases where
+ * one was received (0 otherwise). *out (may be NULL) gets the parsed reply. */
+int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
+                      ioq_err *e);
+int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
+                       const char *content_type, json_object *body, json_object **out,
+                       long *status, ioq_err *e);
+/* PATCH with application/merge-patch+json. */
+int ioq_kube_merge_patch(struct ioq_kube *k, const char *path, json_object *patch,
+                         json_object **out, long *status, ioq_err *e);
+
+/* Percent-encodes a query value (field selectors contain '=' and ','). */
+char *ioq_kube_escape(const char *s);
+
+/* Event on an object (core/v1 Event). */
+struct ioq_kube_event {
+  const char *ns;          /* namespace of the event and the object */
+  const char *kind;        /* "Pod", "Node" */
+  const char *name;
+  const char *uid;         /* may be NULL */
+  const char *type;        /* "Normal" or "Warning" */
+  const char *reason;      /* CamelCase, e.g. "IoqosEnforceFailed" */
+  const char *message;
+  const char *component;   /* reporting component, e.g. "ioqos-plugin" */
+  const char *host;        /* node name, may be NULL */
+};
+int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e);
+
+/* ---- list + watch ----
+ * A background thread lists `path` (paginated), hands the full set to
+ * on_list, then watches from the list's resourceVersion with bookmarks.
+ * A 410 Gone (or an ERROR event) triggers a fresh list; transport errors back
+ * off exponentially (0.5 s .. 30 s). Callbacks run on the informer thread;
+ * the json objects are only valid during the call (take a ref to keep). */
+struct ioq_kube_informer_cb {
+  /* replaces everything known: items is a JSON array of objects */
+  void (*on_list)(void *ud, json_object *items);
+  /* type: "ADDED", "MODIFIED", "DELETED" */
+  void (*on_event)(void *ud, const char *type, json_object *obj);
+};
+
+struct ioq_kube_informer;
+
+/* path: collection, e.g. "/api/v1/pods"; field_selector may be NULL
+ * (e.g. "spec.nodeName=node-a"). */
+struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char *path,
+                                                  const char *field_selector,
+                                                  const struct ioq_kube_informer_cb *cb, void *ud,
+                                                  ioq_err *e);
+/* true once the first list has been delivered */
+bool ioq_kube_informer_synced(struct ioq_kube_informer *inf);
+/* number of (re)lists done, for metrics and tests */
+unsigned long ioq_kube_informer_lists(struct ioq_kube_informer *inf);
+/* Stops the thread (returns within about a second) and frees. */
+void ioq_kube_informer_stop(struct ioq_kube_informer *inf);
+
+#endif

@@ -1,0 +1,326 @@
+/* list + watch in a background thread (the informer pattern of client-go,
+ * reduced to what ioqos needs: a full list, then ordered events). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioqos/log.h"
+#include "kube.h"
+
+CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
+                           const char *content_type, ioq_err *e);
+
+struct ioq_kube_informer {
+  struct ioq_kube *k;
+  char *path;
+  char *selector_q; /* "&fieldSelector=..." or "" */
+  struct ioq_kube_informer_cb cb;
+  void *ud;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  atomic_bool stop;
+  atomic_bool synced;
+  atomic_ulong lists;
+  char rv[128];
+  bool need_list;
+  /* watch stream line assembly */
+  char *line;
+  size_t line_len, line_cap;
+  bool stream_failed;
+};
+
+/* Sleeps up to ms, returning early on stop. */
+static void nap(struct ioq_kube_informer *inf, long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&inf->lock);
+  while (!atomic_load(&inf->stop))
+    if (pthread_cond_timedwait(&inf->cond, &inf->lock, &ts) == ETIMEDOUT)
+      break;
+  pthread_mutex_unlock(&inf->lock);
+}
+
+static const char *obj_rv(json_object *obj) {
+  json_object *m, *rv;
+  if (json_object_object_get_ex(obj, "metadata", &m) &&
+      json_object_object_get_ex(m, "resourceVersion", &rv) && json_object_is_type(rv, json_type_string))
+    return json_object_get_string(rv);
+  return NULL;
+}
+
+static void set_rv(struct ioq_kube_informer *inf, const char *rv) {
+  if (rv)
+    snprintf(inf->rv, sizeof inf->rv, "%s", rv);
+}
+
+/* Lists every page; on success hands the whole set to on_list. */
+static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
+  json_object *all = json_object_new_array();
+  char cont[1024] = "";
+  char rv[128] = "";
+  for (;;) {
+    char *path;
+    char *cesc = cont[0] ? ioq_kube_escape(cont) : NULL;
+    int n = asprintf(&path, "%s?limit=500%s%s%s", inf->path, inf->selector_q,
+                     cesc ? "&continue=" : "", cesc ? cesc : "");
+    free(cesc);
+    if (n < 0) {
+      json_object_put(all);
+      return ioq_fail(e, ENOMEM, "out of memory");
+    }
+    json_object *page;
+    int rc = ioq_kube_get_json(inf->k, path, &page, NULL, e);
+    free(path);
+    if (rc < 0) {
+      json_object_put(all);
+      return -1;
+    }
+    json_object *items, *meta, *c;
+    if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
+      for (size_t i = 0; i < json_object_array_length(items); i++)
+        json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
+    cont[0] = '\0';
+    if (json_object_object_get_ex(page, "metadata", &meta)) {
+      const char *prv = obj_rv(page);
+      if (prv)
+        snprintf(rv, sizeof rv, "%s", prv);
+      if (json_object_object_get_ex(meta, "continue", &c) && json_object_is_type(c, json_type_string))
+        snprintf(cont, sizeof cont, "%s", json_object_get_string(c));
+    }
+    json_object_put(page);
+    if (!cont[0] || atomic_load(&inf->stop))
+      break;
+  }
+  if (atomic_load(&inf->stop)) {
+    json_object_put(all);
+    return ioq_fail(e, ECANCELED, "stopped");
+  }
+  set_rv(inf, rv);
+  inf->cb.on_list(inf->ud, all);
+  json_object_put(all);
+  atomic_store(&inf->lists, atomic_load(&inf->lists) + 1);
+  atomic_store(&inf->synced, true);
+  ioq_debug("kube list done path=%s items_rv=%s", inf->path, inf->rv);
+  return 0;
+}
+
+static void handle_event_line(struct ioq_kube_informer *inf, const char *line, size_t len) {
+  json_object *ev = json_tokener_parse(line);
+  json_object *type, *obj;
+  if (!ev || !json_object_object_get_ex(ev, "type", &type) ||
+      !json_object_object_get_ex(ev, "object", &obj)) {
+    ioq_warn("kube watch: unparsable event path=%s bytes=%zu, re-listing", inf->path, len);
+    inf->need_list = true;
+    inf->stream_failed = true;
+    json_object_put(ev);
+    return;
+  }
+  const char *t = json_object_get_string(type);
+  if (strcmp(t, "BOOKMARK") == 0) {
+    set_rv(inf, obj_rv(obj));
+  } else if (strcmp(t, "ERROR") == 0) {
+    /* a Status object; 410 Gone means our resourceVersion is too old */
+    json_object *code, *msg;
+    long c = json_object_object_get_ex(obj, "code", &code) ? (long)json_object_get_int(code) : 0;
+    const char *m = json_object_object_get_ex(obj, "message", &msg) ? json_object_get_string(msg) : "";
+    if (c == 410)
+      ioq_info("kube watch expired path=%s rv=%s, re-listing (%s)", inf->path, inf->rv, m);
+    else
+      ioq_warn("kube watch error path=%s code=%ld message=%s, re-listing", inf->path, c, m);
+    inf->need_list = true;
+    inf->stream_failed = true;
+  } else if (strcmp(t, "ADDED") == 0 || strcmp(t, "MODIFIED") == 0 || strcmp(t, "DELETED") == 0) {
+    set_rv(inf, obj_rv(obj));
+    inf->cb.on_event(inf->ud, t, obj);
+  } else {
+    ioq_debug("kube watch: ignoring event type=%s", t);
+  }
+  json_object_put(ev);
+}
+
+static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud) {
+  struct ioq_kube_informer *inf = ud;
+  size_t n = size * nmemb;
+  for (size_t i = 0; i < n; i++) {
+    if (ptr[i] == '\n') {
+      if (inf->line_len) {
+        inf->line[inf->line_len] = '\0';
+        handle_event_line(inf, inf->line, inf->line_len);
+        inf->line_len = 0;
+        if (inf->stream_failed)
+          return 0; /* abort this watch */
+      }
+      continue;
+    }
+    if (inf->line_len + 2 > inf->line_cap) {
+      size_t cap = inf->line_cap ? inf->line_cap * 2 : 65536;
+      if (cap > (64u << 20)) {
+        ioq_warn("kube watch: event larger than 64 MiB path=%s, re-listing", inf->path);
+        inf->need_list = true;
+        inf->stream_failed = true;
+        return 0;
+      }
+      char *nl = realloc(inf->line, cap);
+      if (!nl)
+        return 0;
+      inf->line = nl;
+      inf->line_cap = cap;
+    }
+    inf->line[inf->line_len++] = ptr[i];
+  }
+  return n;
+}
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+  (void)a, (void)b, (void)c, (void)d;
+  struct ioq_kube_informer *inf = ud;
+  return atomic_load(&inf->stop) ? 1 : 0;
+}
+
+/* One watch request; returns 0 when the server ended it normally. */
+static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
+  long server_timeout = 240 + rand() % 60; /* spread reconnects like client-go */
+  char *path;
+  if (asprintf(&path, "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld%s",
+               inf->path, inf->rv, server_timeout, inf->selector_q) < 0)
+    return ioq_fail(e, ENOMEM, "out of memory");
+  struct curl_slist *hdrs = NULL;
+  CURL *c = ioq_kube_curl_handle(inf->k, path, &hdrs, NULL, e);
+  if (!c) {
+    free(path);
+    return -1;
+  }
+  char errbuf[CURL_ERROR_SIZE] = "";
+  inf->line_len = 0;
+  inf->stream_failed = false;
+  curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, inf);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, inf);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, server_timeout + 30L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hdrs);
+  free(path);
+  if (atomic_load(&inf->stop))
+    return 0;
+  if (inf->stream_failed)
+    return 0; /* need_list is set; not a transport failure */
+  if (status == 410) {
+    inf->need_list = true;
+    return 0;
+  }
+  if (rc != CURLE_OK)
+    return ioq_fail(e, EIO, "watch %s: %s", inf->path, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  if (status < 200 || status > 299) {
+    inf->need_list = true;
+    return ioq_fail(e, EIO, "watch %s: HTTP %ld", inf->path, status);
+  }
+  return 0;
+}
+
+static void *informer_main(void *arg) {
+  struct ioq_kube_informer *inf = arg;
+  long backoff = 500;
+  while (!atomic_load(&inf->stop)) {
+    ioq_err e = {0};
+    int rc = 0;
+    if (inf->need_list) {
+      rc = do_list(inf, &e);
+      if (rc == 0)
+        inf->need_list = false;
+    }
+    if (rc == 0 && !atomic_load(&inf->stop))
+      rc = do_watch(inf, &e);
+    if (atomic_load(&inf->stop))
+      break;
+    if (rc < 0) {
+      ioq_warn("kube list/watch failed path=%s retry_in_ms=%ld error=\"%s\"", inf->path, backoff, e.msg);
+      nap(inf, backoff);
+      backoff = backoff * 2 > 30000 ? 30000 : backoff * 2;
+    } else {
+      backoff = 500;
+    }
+  }
+  return NULL;
+}
+
+struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char *path,
+                                                  const char *field_selector,
+                                                  const struct ioq_kube_informer_cb *cb, void *ud,
+                                                  ioq_err *e) {
+  if (!cb || !cb->on_list || !cb->on_event) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "informer: on_list and on_event callbacks are required");
+    return NULL;
+  }
+  struct ioq_kube_informer *inf = calloc(1, sizeof *inf);
+  if (!inf) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  inf->k = k;
+  inf->path = strdup(path);
+  char *sel = field_selector && *field_selector ? ioq_kube_escape(field_selector) : NULL;
+  if (asprintf(&inf->selector_q, "%s%s", sel ? "&fieldSelector=" : "", sel ? sel : "") < 0)
+    inf->selector_q = NULL;
+  free(sel);
+  inf->cb = *cb;
+  inf->ud = ud;
+  inf->need_list = true;
+  pthread_mutex_init(&inf->lock, NULL);
+  pthread_cond_init(&inf->cond, NULL);
+  if (!inf->path || !inf->selector_q) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    goto fail;
+  }
+  int rc = pthread_create(&inf->thread, NULL, informer_main, inf);
+  if (rc != 0) {
+    errno = rc;
+    ioq_fail_errno(e, "informer: start thread for %s", path);
+    goto fail;
+  }
+  return inf;
+fail:
+  free(inf->path);
+  free(inf->selector_q);
+  pthread_mutex_destroy(&inf->lock);
+  pthread_cond_destroy(&inf->cond);
+  free(inf);
+  return NULL;
+}
+
+bool ioq_kube_informer_synced(struct ioq_kube_informer *inf) { return atomic_load(&inf->synced); }
+unsigned long ioq_kube_informer_lists(struct ioq_kube_informer *inf) { return atomic_load(&inf->lists); }
+
+void ioq_kube_informer_stop(struct ioq_kube_informer *inf) {
+  if (!inf)
+    return;
+  pthread_mutex_lock(&inf->lock);
+  atomic_store(&inf->stop, true);
+  pthread_cond_broadcast(&inf->cond);
+  pthread_mutex_unlock(&inf->lock);
+  pthread_join(inf->thread, NULL);
+  free(inf->path);
+  free(inf->selector_q);
+  free(inf->line);
+  pthread_mutex_destroy(&inf->lock);
+  pthread_cond_destroy(&inf->cond);
+  free(inf);
+}

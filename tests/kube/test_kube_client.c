@@ -1,0 +1,285 @@
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kube.h"
+
+static pid_t g_srv;
+static char g_url[64];
+static char g_dir[64];
+
+static void start_server(const char *token) {
+  strcpy(g_dir, "/tmp/ioqos-kube-XXXXXX");
+  cr_assert_not_null(mkdtemp(g_dir));
+  char portfile[128];
+  snprintf(portfile, sizeof portfile, "%s/port", g_dir);
+  g_srv = fork();
+  if (g_srv == 0) {
+    if (token)
+      execl("/usr/bin/python3", "python3", FAKE_APISERVER, "--port-file", portfile, "--token", token,
+            (char *)NULL);
+    else
+      execl("/usr/bin/python3", "python3", FAKE_APISERVER, "--port-file", portfile, (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 200; i++) {
+    FILE *f = fopen(portfile, "r");
+    if (f) {
+      int port = 0;
+      if (fscanf(f, "%d", &port) == 1)
+        snprintf(g_url, sizeof g_url, "http://127.0.0.1:%d", port);
+      fclose(f);
+      return;
+    }
+    usleep(50000);
+  }
+  cr_assert_fail("fake API server did not start");
+}
+
+static void stop_server(void) {
+  if (g_srv > 0) {
+    kill(g_srv, SIGTERM);
+    waitpid(g_srv, NULL, 0);
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup of %s failed\n", g_dir);
+}
+
+static struct ioq_kube *client(const char *token_file) {
+  struct ioq_kube_opts o = {.server = g_url, .token_file = token_file, .timeout_ms = 5000};
+  ioq_err e = {0};
+  struct ioq_kube *k = ioq_kube_new(&o, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  return k;
+}
+
+static void admin_put(struct ioq_kube *k, const char *json) {
+  struct ioq_kube_resp r;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/objects", "application/json", json, &r, &e), 0, "%s", e.msg);
+  cr_assert_eq(r.status, 200, "%s", r.body);
+  ioq_kube_resp_free(&r);
+}
+
+TestSuite(kube, .init = NULL, .fini = stop_server);
+
+Test(kube, get_patch_and_errors) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  admin_put(k, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"annotations\":{\"a\":\"1\"}}}");
+  json_object *o;
+  ioq_err e = {0};
+  long st;
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes/n1", &o, &st, &e), 0, "%s", e.msg);
+  cr_assert_eq(st, 200);
+  json_object_put(o);
+
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes/missing", &o, &st, &e), -1);
+  cr_assert_eq(st, 404);
+  cr_assert_eq(e.code, IOQ_ENOTFOUND);
+  cr_assert(strstr(e.msg, "HTTP 404") && strstr(e.msg, "nodes \"missing\" not found"), "%s", e.msg);
+
+  json_object *patch = json_tokener_parse("{\"metadata\":{\"annotations\":{\"ioqos.io/devices\":\"x\",\"a\":null}}}");
+  cr_assert_eq(ioq_kube_merge_patch(k, "/api/v1/nodes/n1", patch, &o, &st, &e), 0, "%s", e.msg);
+  json_object_put(patch);
+  json_object *md, *ann, *v;
+  cr_assert(json_object_object_get_ex(o, "metadata", &md) && json_object_object_get_ex(md, "annotations", &ann));
+  cr_assert(json_object_object_get_ex(ann, "ioqos.io/devices", &v));
+  cr_assert_str_eq(json_object_get_string(v), "x");
+  cr_assert_not(json_object_object_get_ex(ann, "a", &v), "merge patch null must delete");
+  json_object_put(o);
+  ioq_kube_free(k);
+}
+
+Test(kube, transport_error_is_clear) {
+  struct ioq_kube_opts o = {.server = "http://127.0.0.1:1", .timeout_ms = 2000};
+  ioq_err e = {0};
+  struct ioq_kube *k = ioq_kube_new(&o, &e);
+  cr_assert_not_null(k);
+  json_object *j;
+  long st = -1;
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/pods", &j, &st, &e), -1);
+  cr_assert_eq(st, 0);
+  cr_assert(strstr(e.msg, "GET http://127.0.0.1:1/api/v1/pods"), "%s", e.msg);
+  ioq_kube_free(k);
+}
+
+Test(kube, bad_options) {
+  ioq_err e = {0};
+  struct ioq_kube_opts o = {.server = "ftp://x"};
+  cr_assert_null(ioq_kube_new(&o, &e));
+  cr_assert(strstr(e.msg, "must start with https:// or http://"), "%s", e.msg);
+  struct ioq_kube_opts o2 = {.server = "https://x", .token_file = "/nonexistent/token"};
+  cr_assert_null(ioq_kube_new(&o2, &e));
+  cr_assert(strstr(e.msg, "token file /nonexistent/token does not exist"), "%s", e.msg);
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  struct ioq_kube_opts o3 = {0};
+  cr_assert_null(ioq_kube_new(&o3, &e));
+  cr_assert(strstr(e.msg, "not in a cluster"), "%s", e.msg);
+}
+
+Test(kube, in_cluster_config_and_token) {
+  start_server("s3cret");
+  char sa[128];
+  snprintf(sa, sizeof sa, "%s/sa", g_dir);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s && printf 's3cret\\n' > %s/token && touch %s/ca.crt", sa, sa, sa);
+  cr_assert_eq(system(cmd), 0);
+  const char *port = strrchr(g_url, ':') + 1;
+  setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", port, 1);
+  struct ioq_kube_opts o = {.sa_dir = sa};
+  ioq_err e = {0};
+  struct ioq_kube *k = ioq_kube_new(&o, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  char want[96];
+  snprintf(want, sizeof want, "https://127.0.0.1:%s", port);
+  cr_assert_str_eq(ioq_kube_server(k), want);
+  ioq_kube_free(k);
+
+  /* explicit http server + token file: token is sent and re-read on change */
+  char tok[160];
+  snprintf(tok, sizeof tok, "%s/token", sa);
+  k = client(tok);
+  json_object *j;
+  long st;
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), 0, "%s", e.msg);
+  json_object_put(j);
+  sleep(1); /* mtime granularity */
+  snprintf(cmd, sizeof cmd, "printf 'wrong' > %s/token", sa);
+  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), -1);
+  cr_assert_eq(st, 401, "%ld %s", st, e.msg);
+  ioq_kube_free(k);
+}
+
+Test(kube, event_post) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  struct ioq_kube_event ev = {.ns = "db", .kind = "Pod", .name = "pg-0", .uid = "u1",
+                              .type = "Warning", .reason = "IoqosEnforceFailed",
+                              .message = "write io.max: No such device", .component = "ioqos-plugin",
+                              .host = "n1"};
+  ioq_err e = {0};
+  cr_assert_eq(ioq_kube_post_event(k, &ev, &e), 0, "%s", e.msg);
+  json_object *evs;
+  cr_assert_eq(ioq_kube_get_json(k, "/_admin/events", &evs, NULL, &e), 0);
+  cr_assert_eq(json_object_array_length(evs), 1);
+  const char *txt = json_object_to_json_string_ext(evs, JSON_C_TO_STRING_PLAIN);
+  cr_assert(strstr(txt, "\"reason\":\"IoqosEnforceFailed\"") && strstr(txt, "\"kind\":\"Pod\"") &&
+            strstr(txt, "\"namespace\":\"db\""), "%s", txt);
+  json_object_put(evs);
+  struct ioq_kube_event bad = {.ns = "db"};
+  cr_assert_eq(ioq_kube_post_event(k, &bad, &e), -1);
+  ioq_kube_free(k);
+}
+
+/* ---- informer ---- */
+struct seen {
+  pthread_mutex_t lock;
+  int lists, last_list_len, added, modified, deleted;
+  char last_name[64];
+};
+
+static void on_list(void *ud, json_object *items) {
+  struct seen *s = ud;
+  pthread_mutex_lock(&s->lock);
+  s->lists++;
+  s->last_list_len = (int)json_object_array_length(items);
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void on_event(void *ud, const char *type, json_object *obj) {
+  struct seen *s = ud;
+  json_object *md, *n;
+  pthread_mutex_lock(&s->lock);
+  if (!strcmp(type, "ADDED"))
+    s->added++;
+  else if (!strcmp(type, "MODIFIED"))
+    s->modified++;
+  else if (!strcmp(type, "DELETED"))
+    s->deleted++;
+  if (json_object_object_get_ex(obj, "metadata", &md) && json_object_object_get_ex(md, "name", &n))
+    snprintf(s->last_name, sizeof s->last_name, "%s", json_object_get_string(n));
+  pthread_mutex_unlock(&s->lock);
+}
+
+static int wait_for(struct seen *s, int *field, int want) {
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&s->lock);
+    int v = *field;
+    pthread_mutex_unlock(&s->lock);
+    if (v >= want)
+      return v;
+    usleep(50000);
+  }
+  return *field;
+}
+
+Test(kube, informer_list_watch_relist) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  /* 1203 pods, 3 on another node: the list is paginated (limit=500) and
+   * filtered by the field selector */
+  for (int i = 0; i < 1203; i++) {
+    char j[256];
+    snprintf(j, sizeof j, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%d\",\"namespace\":\"ns\"},"
+             "\"spec\":{\"nodeName\":\"%s\"}}", i, i < 1200 ? "n1" : "n2");
+    admin_put(k, j);
+  }
+  struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  struct ioq_kube_informer_cb cb = {on_list, on_event};
+  ioq_err e = {0};
+  struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", "spec.nodeName=n1", &cb, &s, &e);
+  cr_assert_not_null(inf, "%s", e.msg);
+  cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
+  cr_assert(ioq_kube_informer_synced(inf));
+  cr_assert_eq(s.last_list_len, 1200);
+
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"new\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n1\"}}");
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n2\"}}");
+  cr_assert_eq(wait_for(&s, &s.added, 1), 1);
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"new\",\"namespace\":\"ns\",\"labels\":{\"x\":\"y\"}},\"spec\":{\"nodeName\":\"n1\"}}");
+  cr_assert_eq(wait_for(&s, &s.modified, 1), 1);
+  struct ioq_kube_resp r;
+  cr_assert_eq(ioq_kube_do(k, "DELETE", "/_admin/objects/Pod/ns/new", NULL, NULL, &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(wait_for(&s, &s.deleted, 1), 1);
+  cr_assert_str_eq(s.last_name, "new");
+  cr_assert_eq(s.added, 1, "the pod on n2 must be filtered out");
+
+  /* watch ends: reconnect from the last resourceVersion, no re-list */
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/close-watches", "application/json", "{}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"after\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n1\"}}");
+  cr_assert_eq(wait_for(&s, &s.added, 2), 2);
+  cr_assert_eq(ioq_kube_informer_lists(inf), 1);
+
+  /* history compacted + watch reconnect: 410 Gone -> fresh list */
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/compact", "application/json", "{}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/close-watches", "application/json", "{}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(wait_for(&s, &s.lists, 2), 2);
+  cr_assert_eq(s.last_list_len, 1201);
+
+  /* API errors: injected 500s on list are retried with backoff */
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/fail", "application/json",
+                           "{\"path_prefix\":\"/api/v1/pods\",\"status\":500,\"count\":2}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/compact", "application/json", "{}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/close-watches", "application/json", "{}", &r, &e), 0);
+  ioq_kube_resp_free(&r);
+  cr_assert_eq(wait_for(&s, &s.lists, 3), 3);
+
+  ioq_kube_informer_stop(inf);
+  ioq_kube_free(k);
+}
