@@ -92,6 +92,19 @@ int ioq_read_file(const char *path, char **out, size_t *len, size_t max, ioq_err
   return 0;
 }
 
+bool ioq_copy(char *dst, size_t dstsz, const char *src) {
+  if (dstsz == 0)
+    return false;
+  size_t n = strlen(src);
+  if (n >= dstsz) {
+    memcpy(dst, src, dstsz - 1);
+    dst[dstsz - 1] = '\0';
+    return false;
+  }
+  memcpy(dst, src, n + 1);
+  return true;
+}
+
 char *ioq_trim(char *s) {
   char *start = s;
   while (*start && isspace((unsigned char)*start))

@@ -1,4 +1,226 @@
-/* PLACEHOLDER until the node core lands. */
+/* ioqosctl probe: what ioqos would manage on this node and why. */
+#include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
-int cmd_probe(int argc, char **argv) { (void)argc; fprintf(stderr, "%s: not built yet\n", argv[0]); return 1; }
+#include "ioqos/config.h"
+#include "ioqos/placement.h"
+#include "ioqos/probe.h"
+#include "util.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ioqosctl probe [--json] [--config FILE] [--sysfs-root DIR] [--cgroup-root DIR]\n"
+          "                      [--mountinfo FILE] [--dev-root DIR] [--kubepods-cgroup DIR]\n\n"
+          "Reports every disk ioqos manages on this node: how it was resolved (mount point,\n"
+          "partition -> disk, device-mapper/md stack), which device is throttled, kernel\n"
+          "capabilities (and why any is missing), capacity and its source, and the units\n"
+          "that would be advertised. Without --config: the disk behind /var/lib/kubelet.\n\n"
+          "  --json                 machine-readable output\n"
+          "  --config FILE          node config (JSON); default: built-in defaults\n"
+          "  --sysfs-root DIR       default /sys\n"
+          "  --cgroup-root DIR      default /sys/fs/cgroup\n"
+          "  --mountinfo FILE       default /proc/self/mountinfo\n"
+          "  --dev-root DIR         default /dev\n"
+          "  --kubepods-cgroup DIR  cgroup to judge per-cgroup io files by (default: kubepods[.slice])\n"
+          "\nExit status: 0 probe done (see 'enforceable' per disk), 1 probe failed, 2 usage error.\n");
+}
+
+/* capabilities that matter for the layout's cgroup version */
+static const unsigned k_v2_caps[] = {IOQ_CAP_IO_MAX, IOQ_CAP_IO_WEIGHT, IOQ_CAP_IO_BFQ_WEIGHT,
+                                     IOQ_CAP_IO_LATENCY, IOQ_CAP_BUFFERED_WRITES};
+static const unsigned k_v1_caps[] = {IOQ_CAP_BLKIO_THROTTLE, IOQ_CAP_BLKIO_BFQ_WEIGHT,
+                                     IOQ_CAP_BUFFERED_WRITES};
+
+static int cap_pos(unsigned bit) {
+  for (int i = 0; i < 8; i++)
+    if (bit == (1u << i))
+      return i;
+  return 0;
+}
+
+static void relevant_caps(const struct ioq_inventory *inv, const unsigned **caps, size_t *n) {
+  if (inv->layout.io_version == IOQ_CGV2) {
+    *caps = k_v2_caps;
+    *n = sizeof k_v2_caps / sizeof k_v2_caps[0];
+  } else {
+    *caps = k_v1_caps;
+    *n = sizeof k_v1_caps / sizeof k_v1_caps[0];
+  }
+}
+
+static void human_rate(char *out, size_t outsz, uint64_t bps) {
+  snprintf(out, outsz, "%.1f MiB/s", (double)bps / (1024.0 * 1024.0));
+}
+
+static void print_text(const struct ioq_config *cfg, const struct ioq_inventory *inv) {
+  printf("cgroup:  %s\n", inv->layout.description);
+  printf("config:  %s\n", cfg->source);
+  printf("units:   1 %s unit = %llu bytes/s, 1 %s unit = %llu IOPS, allocatable fraction %.2f\n",
+         IOQ_RESOURCE_BANDWIDTH, (unsigned long long)cfg->units.size[IOQ_RES_BANDWIDTH],
+         IOQ_RESOURCE_IOPS, (unsigned long long)cfg->units.size[IOQ_RES_IOPS],
+         cfg->allocatable_fraction);
+  const unsigned *caps;
+  size_t ncaps;
+  relevant_caps(inv, &caps, &ncaps);
+  for (size_t i = 0; i < inv->n; i++) {
+    const struct ioq_disk *d = &inv->disks[i];
+    printf("\ndisk %s (%u:%u), class %s\n", d->dev.name, d->dev.major, d->dev.minor, d->class_name);
+    printf("  selected by:   %s\n", d->selected_by);
+    printf("  resolved:      %s\n", d->resolution);
+    printf("  throttled:     %s\n", d->throttle_note);
+    for (size_t k = 0; k < d->n_leaves; k++)
+      printf("  queue %-8s scheduler %s, %s, logical block %u bytes\n", d->leaves[k].name,
+             d->leaves[k].scheduler[0] ? d->leaves[k].scheduler : "?",
+             d->leaves[k].rotational ? "rotational" : "non-rotational", d->leaves[k].logical_block_size);
+    printf("  enforceable:   %s%s%s\n", d->enforceable ? "yes" : "NO",
+           d->enforceable ? "" : ": ", d->enforceable ? "" : d->not_enforceable_reason);
+    printf("  capabilities:\n");
+    for (size_t k = 0; k < ncaps; k++) {
+      bool on = d->caps & caps[k];
+      printf("    %s %-17s %s\n", on ? "+" : "-", ioq_cap_name(caps[k]),
+             on ? "" : d->cap_reasons[cap_pos(caps[k])]);
+    }
+    char bw[32];
+    human_rate(bw, sizeof bw, d->capacity_bw_bytes);
+    if (d->capacity_bw_bytes || d->capacity_iops)
+      printf("  capacity:      %s, %llu IOPS (from %s)\n", bw, (unsigned long long)d->capacity_iops,
+             d->capacity_source);
+    else
+      printf("  capacity:      %s\n", d->capacity_source);
+    printf("  advertised:    %s %llu units, %s %llu units (fraction %.2f)\n", IOQ_RESOURCE_BANDWIDTH,
+           (unsigned long long)d->units[IOQ_RES_BANDWIDTH], IOQ_RESOURCE_IOPS,
+           (unsigned long long)d->units[IOQ_RES_IOPS], d->allocatable_fraction);
+  }
+  if (inv->n_notes) {
+    printf("\nnotes:\n");
+    for (size_t i = 0; i < inv->n_notes; i++)
+      printf("  - %s\n", inv->node_notes[i]);
+  }
+}
+
+static json_object *blockdev_json(const struct ioq_blockdev *b) {
+  json_object *o = json_object_new_object();
+  char dev[32];
+  snprintf(dev, sizeof dev, "%u:%u", b->major, b->minor);
+  json_object_object_add(o, "name", json_object_new_string(b->name));
+  json_object_object_add(o, "dev", json_object_new_string(dev));
+  json_object_object_add(o, "scheduler", json_object_new_string(b->scheduler));
+  json_object_object_add(o, "rotational", json_object_new_boolean(b->rotational));
+  json_object_object_add(o, "logicalBlockSize", json_object_new_int((int)b->logical_block_size));
+  return o;
+}
+
+static void print_json(const struct ioq_config *cfg, const struct ioq_inventory *inv) {
+  json_object *root = json_object_new_object();
+  json_object *cg = json_object_new_object();
+  json_object_object_add(cg, "version", json_object_new_int((int)inv->layout.io_version));
+  json_object_object_add(cg, "hybrid", json_object_new_boolean(inv->layout.hybrid));
+  json_object_object_add(cg, "ioRoot", json_object_new_string(inv->layout.io_root));
+  json_object_object_add(cg, "description", json_object_new_string(inv->layout.description));
+  json_object_object_add(root, "cgroup", cg);
+  json_object_object_add(root, "config", json_object_new_string(cfg->source));
+  json_object *units = json_object_new_object();
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    json_object_object_add(units, ioq_resource_name(r), json_object_new_int64((int64_t)cfg->units.size[r]));
+  json_object_object_add(root, "units", units);
+  json_object *notes = json_object_new_array();
+  for (size_t i = 0; i < inv->n_notes; i++)
+    json_object_array_add(notes, json_object_new_string(inv->node_notes[i]));
+  json_object_object_add(root, "notes", notes);
+
+  const unsigned *caps;
+  size_t ncaps;
+  relevant_caps(inv, &caps, &ncaps);
+  json_object *disks = json_object_new_array();
+  for (size_t i = 0; i < inv->n; i++) {
+    const struct ioq_disk *d = &inv->disks[i];
+    json_object *o = blockdev_json(&d->dev);
+    json_object_object_add(o, "class", json_object_new_string(d->class_name));
+    json_object_object_add(o, "selectedBy", json_object_new_string(d->selected_by));
+    json_object_object_add(o, "resolution", json_object_new_string(d->resolution));
+    json_object_object_add(o, "throttle", json_object_new_string(d->throttle_note));
+    json_object *leaves = json_object_new_array();
+    for (size_t k = 0; k < d->n_leaves; k++)
+      json_object_array_add(leaves, blockdev_json(&d->leaves[k]));
+    json_object_object_add(o, "leaves", leaves);
+    json_object_object_add(o, "enforceable", json_object_new_boolean(d->enforceable));
+    if (!d->enforceable)
+      json_object_object_add(o, "notEnforceableReason", json_object_new_string(d->not_enforceable_reason));
+    json_object *have = json_object_new_array(), *miss = json_object_new_object();
+    for (size_t k = 0; k < ncaps; k++) {
+      if (d->caps & caps[k])
+        json_object_array_add(have, json_object_new_string(ioq_cap_name(caps[k])));
+      else
+        json_object_object_add(miss, ioq_cap_name(caps[k]),
+                               json_object_new_string(d->cap_reasons[cap_pos(caps[k])]));
+    }
+    json_object_object_add(o, "capabilities", have);
+    json_object_object_add(o, "missing", miss);
+    json_object *cap = json_object_new_object();
+    json_object_object_add(cap, "bandwidthBytesPerSec", json_object_new_int64((int64_t)d->capacity_bw_bytes));
+    json_object_object_add(cap, "iops", json_object_new_int64((int64_t)d->capacity_iops));
+    json_object_object_add(cap, "source", json_object_new_string(d->capacity_source));
+    json_object_object_add(o, "capacity", cap);
+    json_object_object_add(o, "allocatableFraction", json_object_new_double(d->allocatable_fraction));
+    json_object *u = json_object_new_object();
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      json_object_object_add(u, ioq_resource_name(r), json_object_new_int64((int64_t)d->units[r]));
+    json_object_object_add(o, "units", u);
+    json_object_array_add(disks, o);
+  }
+  json_object_object_add(root, "disks", disks);
+  printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(root);
+}
+
+int cmd_probe(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, 'j'},          {"config", required_argument, NULL, 'c'},
+      {"sysfs-root", required_argument, NULL, 's'}, {"cgroup-root", required_argument, NULL, 'g'},
+      {"mountinfo", required_argument, NULL, 'm'}, {"dev-root", required_argument, NULL, 'd'},
+      {"kubepods-cgroup", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  bool json = false;
+  const char *config = NULL;
+  struct ioq_probe_opts po;
+  ioq_probe_opts_default(&po);
+  int c;
+  while ((c = ctl_getopt(argc, argv, "h", longopts, "probe")) != -1) {
+    switch (c) {
+    case 'j': json = true; break;
+    case 'c': config = optarg; break;
+    case 's': po.roots.sysfs = optarg; break;
+    case 'g': po.roots.cgroupfs = optarg; break;
+    case 'm': po.roots.mountinfo = optarg; break;
+    case 'd': po.roots.devfs = optarg; break;
+    case 'k': po.kubepods_dir = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return 2;
+    }
+  }
+  if (optind < argc)
+    return ctl_usage_error("probe", "unexpected argument '%s'", argv[optind]);
+
+  struct ioq_config cfg;
+  ioq_err e = {0};
+  if (ioq_config_load(config, &cfg, &e) < 0) {
+    fprintf(stderr, "ioqosctl probe: %s\n", e.msg);
+    return 1;
+  }
+  struct ioq_inventory inv;
+  if (ioq_inventory_build(&cfg, &po, &inv, &e) < 0) {
+    fprintf(stderr, "ioqosctl probe: %s\n", e.msg);
+    ioq_config_free(&cfg);
+    return 1;
+  }
+  if (json)
+    print_json(&cfg, &inv);
+  else
+    print_text(&cfg, &inv);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&cfg);
+  return 0;
+}

@@ -39,6 +39,9 @@ int ioq_mkdir_p(const char *path, ioq_err *e);
 bool ioq_path_exists(const char *path);
 bool ioq_is_dir(const char *path);
 
+/* Copies src into dst (always NUL-terminated); false if it was truncated. */
+bool ioq_copy(char *dst, size_t dstsz, const char *src);
+
 /* Trims leading/trailing ASCII whitespace in place; returns s. */
 char *ioq_trim(char *s);
 

@@ -1,0 +1,49 @@
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
+
+int ctl_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "ioqosctl %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry 'ioqosctl %s --help'.\n", cmd);
+  va_end(ap);
+  return 2;
+}
+
+int ctl_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char *cmd) {
+  /* a leading ':' makes getopt report a missing value as ':' (not '?') */
+  char opts[128];
+  snprintf(opts, sizeof opts, ":%s", shortopts[0] == ':' ? shortopts + 1 : shortopts);
+  opterr = 0;
+  int c = getopt_long(argc, argv, opts, longopts, NULL);
+  if (c == ':') {
+    ctl_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+    return '?';
+  }
+  if (c == '?') {
+    ctl_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+    return '?';
+  }
+  return c;
+}
+
+int ctl_parse_u64(const char *cmd, const char *flag, const char *val, uint64_t min, uint64_t max,
+                  uint64_t *out) {
+  uint64_t v;
+  if (ioq_parse_u64(val, &v) < 0 || v < min || v > max) {
+    ctl_usage_error(cmd, "%s: '%s' is not an integer in [%llu, %llu]", flag, val,
+                    (unsigned long long)min, (unsigned long long)max);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}

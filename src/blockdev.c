@@ -1,0 +1,203 @@
+#include "ioqos/blockdev.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
+
+static int cls_path(char *out, const char *sysfs, const char *name, const char *attr, ioq_err *e) {
+  return ioq_path_join(out, PATH_MAX, e, sysfs, "class/block", name, attr, NULL);
+}
+
+/* The active scheduler is the bracketed word: "mq-deadline kyber [bfq] none". */
+static void active_scheduler(const char *line, char *out, size_t outsz) {
+  const char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
+  if (l && r && (size_t)(r - l - 1) < outsz) {
+    memcpy(out, l + 1, (size_t)(r - l - 1));
+    out[r - l - 1] = '\0';
+  } else {
+    /* a single word without brackets ("none" on bio-based devices) */
+    ioq_copy(out, outsz, line);
+    char *sp = strchr(out, ' ');
+    if (sp)
+      *sp = '\0';
+  }
+}
+
+int ioq_blockdev_read(const char *sysfs, const char *name, struct ioq_blockdev *out, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  if (!ioq_disk_name_valid(name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "block device name '%s' is not valid", name);
+  ioq_copy(out->name, sizeof out->name, name);
+  char p[PATH_MAX], line[256];
+  if (cls_path(p, sysfs, name, "dev", e) < 0)
+    return -1;
+  if (ioq_read_line(p, line, sizeof line, e) < 0) {
+    if (e && e->code == ENOENT)
+      return ioq_fail(e, ENOENT, "block device %s not found (%s missing)", name, p);
+    return -1;
+  }
+  if (sscanf(line, "%u:%u", &out->major, &out->minor) != 2)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: '%s' is not MAJ:MIN", p, line);
+  if (cls_path(p, sysfs, name, "queue/scheduler", e) < 0)
+    return -1;
+  if (ioq_read_line(p, line, sizeof line, NULL) == 0)
+    active_scheduler(line, out->scheduler, sizeof out->scheduler);
+  uint64_t v;
+  if (cls_path(p, sysfs, name, "queue/rotational", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
+    out->rotational = v != 0;
+  if (cls_path(p, sysfs, name, "queue/logical_block_size", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
+    out->logical_block_size = (unsigned)v;
+  return 0;
+}
+
+bool ioq_blockdev_is_partition(const char *sysfs, const char *name, char *disk, size_t disksz) {
+  char p[PATH_MAX], real[PATH_MAX];
+  if (cls_path(p, sysfs, name, "partition", NULL) < 0 || !ioq_path_exists(p))
+    return false;
+  /* /sys/class/block/sda2 -> .../block/sda/sda2: the parent dir is the disk */
+  if (cls_path(p, sysfs, name, NULL, NULL) < 0 || !realpath(p, real))
+    return false;
+  char *slash = strrchr(real, '/');
+  if (!slash)
+    return false;
+  *slash = '\0';
+  const char *parent = strrchr(real, '/');
+  if (!parent)
+    return false;
+  ioq_copy(disk, disksz, parent + 1);
+  return true;
+}
+
+int ioq_blockdev_name_for(const char *sysfs, unsigned major, unsigned minor, char *name,
+                          size_t namesz, ioq_err *e) {
+  char p[PATH_MAX], real[PATH_MAX], mm[32];
+  snprintf(mm, sizeof mm, "%u:%u", major, minor);
+  if (ioq_path_join(p, sizeof p, e, sysfs, "dev/block", mm, NULL) < 0)
+    return -1;
+  if (realpath(p, real)) {
+    const char *b = strrchr(real, '/');
+    ioq_copy(name, namesz, b ? b + 1 : real);
+    return 0;
+  }
+  /* no /sys/dev/block link: scan class/block/ (old kernels, minimal trees) */
+  char dir[PATH_MAX];
+  if (ioq_path_join(dir, sizeof dir, e, sysfs, "class/block", NULL) < 0)
+    return -1;
+  DIR *d = opendir(dir);
+  if (!d)
+    return ioq_fail_errno(e, "open %s", dir);
+  struct dirent *de;
+  int rc = ioq_fail(e, ENOENT, "no block device %s in %s", mm, dir);
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.')
+      continue;
+    char dp[PATH_MAX], line[64];
+    if (ioq_path_join(dp, sizeof dp, NULL, dir, de->d_name, "dev", NULL) < 0)
+      continue;
+    if (ioq_read_line(dp, line, sizeof line, NULL) == 0 && strcmp(line, mm) == 0) {
+      ioq_copy(name, namesz, de->d_name);
+      rc = 0;
+      break;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+int ioq_blockdev_dm_by_name(const char *sysfs, const char *dm_name, char *name, size_t namesz,
+                            ioq_err *e) {
+  char dir[PATH_MAX];
+  if (ioq_path_join(dir, sizeof dir, e, sysfs, "class/block", NULL) < 0)
+    return -1;
+  DIR *d = opendir(dir);
+  if (!d)
+    return ioq_fail_errno(e, "open %s", dir);
+  struct dirent *de;
+  int rc = ioq_fail(e, ENOENT, "no device-mapper device named '%s' in %s", dm_name, dir);
+  while ((de = readdir(d))) {
+    if (strncmp(de->d_name, "dm-", 3) != 0)
+      continue;
+    char p[PATH_MAX], line[256];
+    if (ioq_path_join(p, sizeof p, NULL, dir, de->d_name, "dm/name", NULL) == 0 &&
+        ioq_read_line(p, line, sizeof line, NULL) == 0 && strcmp(line, dm_name) == 0) {
+      ioq_copy(name, namesz, de->d_name);
+      rc = 0;
+      break;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+bool ioq_blockdev_is_stacked(const char *sysfs, const char *name) {
+  char p[PATH_MAX];
+  if (cls_path(p, sysfs, name, "slaves", NULL) < 0)
+    return false;
+  DIR *d = opendir(p);
+  if (!d)
+    return false;
+  struct dirent *de;
+  bool any = false;
+  while ((de = readdir(d)))
+    if (de->d_name[0] != '.')
+      any = true;
+  closedir(d);
+  return any;
+}
+
+static int add_leaf(const char *sysfs, const char *name, struct ioq_blockdev *leaves, size_t max,
+                    size_t *n, ioq_err *e) {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  const char *whole = name;
+  if (ioq_blockdev_is_partition(sysfs, name, disk, sizeof disk))
+    whole = disk;
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp(leaves[i].name, whole) == 0)
+      return 0;
+  if (*n >= max)
+    return ioq_fail(e, E2BIG, "device stack has more than %zu leaf disks", max);
+  if (ioq_blockdev_read(sysfs, whole, &leaves[*n], e) < 0)
+    return -1;
+  (*n)++;
+  return 0;
+}
+
+static int walk(const char *sysfs, const char *name, struct ioq_blockdev *leaves, size_t max,
+                size_t *n, int depth, ioq_err *e) {
+  if (depth > 16)
+    return ioq_fail(e, ELOOP, "device stack under %s is deeper than 16 levels", name);
+  char p[PATH_MAX];
+  if (cls_path(p, sysfs, name, "slaves", e) < 0)
+    return -1;
+  DIR *d = opendir(p);
+  if (!d)
+    return add_leaf(sysfs, name, leaves, max, n, e);
+  struct dirent *de;
+  bool any = false;
+  int rc = 0;
+  /* collect names first: recursion must not hold many DIR handles open */
+  char names[64][IOQ_DISK_NAME_MAX + 1];
+  size_t k = 0;
+  while ((de = readdir(d)) && k < 64)
+    if (de->d_name[0] != '.' && strlen(de->d_name) <= IOQ_DISK_NAME_MAX)
+      ioq_copy(names[k++], sizeof names[0], de->d_name);
+  closedir(d);
+  for (size_t i = 0; i < k && rc == 0; i++) {
+    any = true;
+    rc = walk(sysfs, names[i], leaves, max, n, depth + 1, e);
+  }
+  if (rc < 0)
+    return -1;
+  return any ? 0 : add_leaf(sysfs, name, leaves, max, n, e);
+}
+
+int ioq_blockdev_leaves(const char *sysfs, const char *name, struct ioq_blockdev *leaves,
+                        size_t max, size_t *n, ioq_err *e) {
+  *n = 0;
+  return walk(sysfs, name, leaves, max, n, 0, e);
+}
