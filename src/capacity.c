@@ -161,8 +161,9 @@ int ioq_cost_model_parse(const char *content, unsigned major, unsigned minor, ui
       for (int i = 0; i < 4; i++)
         if (strncmp(tok, keys[i], strlen(keys[i])) == 0) {
           if (ioq_parse_u64(tok + strlen(keys[i]), &v[i]) < 0) {
+            ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad value '%s'", want, tok);
             free(copy);
-            return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad value '%s'", want, tok);
+            return -1;
           }
           have[i] = true;
         }

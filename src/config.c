@@ -390,9 +390,10 @@ int ioq_config_parse(const char *text, const char *source, struct ioq_config *c,
   } else {
     for (size_t i = consumed; i < len; i++)
       if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') {
+        ioq_fail(e, IOQ_EINVAL_INPUT, "%s: trailing data after the JSON object", x.src);
         json_object_put(root);
-        ioq_config_free(c);
-        return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: trailing data after the JSON object", x.src);
+        ioq_config_free(c); /* x.src points into c: message first */
+        return -1;
       }
     rc = parse_root(&x, root, c);
   }

@@ -76,6 +76,12 @@ static int name_from_dev_path(const struct ioq_roots *r, const char *devpath, ch
   return 0;
 }
 
+/* /dev/shm and friends are directories (mount points), not devices */
+static bool is_dir_under(const char *devfs, const char *rel) {
+  char p[PATH_MAX];
+  return ioq_path_join(p, sizeof p, NULL, devfs, rel, NULL) == 0 && ioq_is_dir(p);
+}
+
 int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk *d, ioq_err *e) {
   char name[IOQ_DISK_NAME_MAX + 1];
   char how[512] = "";
@@ -86,7 +92,7 @@ int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk
     if (ioq_blockdev_name_for(r->sysfs, maj, min, name, sizeof name, e) < 0)
       return -1;
     snprintf(how, sizeof how, "device %s is %s", sel, name);
-  } else if (strncmp(sel, "/dev/", 5) == 0) {
+  } else if (strncmp(sel, "/dev/", 5) == 0 && !is_dir_under(r->devfs, sel + 5)) {
     if (name_from_dev_path(r, sel, name, sizeof name, e) < 0)
       return -1;
     snprintf(how, sizeof how, "%s is %s", sel, name);

@@ -88,3 +88,68 @@ char *fx_read(const char *root, const char *rel) {
   fclose(f);
   return buf;
 }
+
+/* the real path of a block device (disk or partition) in the fixture */
+static const char *devdir(const char *disk, const char *part) {
+  static char b[PATH_MAX];
+  if (part)
+    snprintf(b, sizeof b, "sys/devices/virtual/block/%s/%s", disk, part);
+  else
+    snprintf(b, sizeof b, "sys/devices/virtual/block/%s", disk);
+  return b;
+}
+
+static void links(const char *root, const char *name, const char *dir, const char *majmin) {
+  char rel[PATH_MAX], target[PATH_MAX];
+  snprintf(rel, sizeof rel, "sys/class/block/%s", name);
+  snprintf(target, sizeof target, "../../%s", dir + 4); /* strip "sys/" */
+  fx_symlink(root, rel, target);
+  snprintf(rel, sizeof rel, "sys/dev/block/%s", majmin);
+  fx_symlink(root, rel, target);
+}
+
+void fx_sys_disk(const char *root, const char *name, const char *majmin, const char *sched,
+                 int rotational) {
+  char dir[PATH_MAX], rel[PATH_MAX], val[64];
+  snprintf(dir, sizeof dir, "%s", devdir(name, NULL));
+  snprintf(rel, sizeof rel, "%s/dev", dir);
+  snprintf(val, sizeof val, "%s\n", majmin);
+  fx_write(root, rel, val);
+  snprintf(rel, sizeof rel, "%s/queue/scheduler", dir);
+  snprintf(val, sizeof val, "%s\n", sched);
+  fx_write(root, rel, val);
+  snprintf(rel, sizeof rel, "%s/queue/rotational", dir);
+  fx_write(root, rel, rotational ? "1\n" : "0\n");
+  snprintf(rel, sizeof rel, "%s/queue/logical_block_size", dir);
+  fx_write(root, rel, "512\n");
+  snprintf(rel, sizeof rel, "%s/slaves", dir);
+  fx_mkdir(root, rel);
+  links(root, name, dir, majmin);
+}
+
+void fx_sys_part(const char *root, const char *disk, const char *part, const char *majmin, int partno) {
+  char dir[PATH_MAX], rel[PATH_MAX], val[64];
+  snprintf(dir, sizeof dir, "%s", devdir(disk, part));
+  snprintf(rel, sizeof rel, "%s/dev", dir);
+  snprintf(val, sizeof val, "%s\n", majmin);
+  fx_write(root, rel, val);
+  snprintf(rel, sizeof rel, "%s/partition", dir);
+  snprintf(val, sizeof val, "%d\n", partno);
+  fx_write(root, rel, val);
+  links(root, part, dir, majmin);
+}
+
+void fx_sys_slave(const char *root, const char *name, const char *lower) {
+  char rel[PATH_MAX], target[PATH_MAX];
+  snprintf(rel, sizeof rel, "sys/class/block/%s/slaves/%s", name, lower);
+  /* an absolute link into the fixture: only the entry's name matters */
+  snprintf(target, sizeof target, "%s/sys/class/block/%s", root, lower);
+  fx_symlink(root, rel, target);
+}
+
+void fx_sys_dm_name(const char *root, const char *dm, const char *dm_name) {
+  char rel[PATH_MAX], val[128];
+  snprintf(rel, sizeof rel, "sys/class/block/%s/dm/name", dm);
+  snprintf(val, sizeof val, "%s\n", dm_name);
+  fx_write(root, rel, val);
+}

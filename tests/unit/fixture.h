@@ -22,4 +22,21 @@ char *fx_read(const char *root, const char *rel);
 /* Formats into a static rotating buffer (8 slots) for short-lived paths. */
 const char *fx_path(const char *root, const char *rel);
 
+/* ---- sysfs block devices (under ROOT/sys) ----
+ * fx_sys_disk: a whole disk at ROOT/sys/devices/virtual/block/NAME with dev,
+ *   queue/{scheduler,rotational,logical_block_size}, plus the class/block and
+ *   dev/block symlinks the kernel provides. sched is the full line, e.g.
+ *   "mq-deadline kyber [bfq] none".
+ * fx_sys_part: partition PART of DISK (dev, partition; no queue/).
+ * fx_sys_slave: NAME's slaves/ gets an entry for LOWER (dm/md stacks).
+ * fx_sys_dm_name: dm/name of a dm device. */
+void fx_sys_disk(const char *root, const char *name, const char *majmin, const char *sched,
+                 int rotational);
+void fx_sys_part(const char *root, const char *disk, const char *part, const char *majmin, int partno);
+void fx_sys_slave(const char *root, const char *name, const char *lower);
+void fx_sys_dm_name(const char *root, const char *dm, const char *dm_name);
+
+/* Criterion note: parameterized-test parameter structs must not contain
+ * pointers (each test runs in a fresh process); use fixed char arrays. */
+
 #endif

@@ -8,6 +8,7 @@
 #include "ioqos/config.h"
 #include "ioqos/disk.h"
 #include "ioqos/error.h"
+#include "ioqos/placement.h" /* IOQ_CAP_* */
 
 struct ioq_probe_opts {
   struct ioq_roots roots;

@@ -1,0 +1,127 @@
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "ioqos/config.h"
+
+Test(config, defaults) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_load(NULL, &c, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(c.kubelet_root, "/var/lib/kubelet");
+  cr_assert_str_eq(c.default_class, "default");
+  cr_assert_eq(c.units.size[IOQ_RES_BANDWIDTH], 1048576);
+  cr_assert_eq(c.units.size[IOQ_RES_IOPS], 100);
+  cr_assert_float_eq(c.allocatable_fraction, 0.8, 1e-9);
+  cr_assert_eq(c.n_devices, 0);
+  cr_assert_eq(c.policy, IOQ_POLICY_LEAST_ALLOCATED);
+  cr_assert_not(c.enforcement.fail_open);
+  cr_assert(c.enforcement.io_weight);
+  ioq_config_free(&c);
+}
+
+Test(config, full_file) {
+  char *dir = fx_tmpdir();
+  fx_write(dir, "c.json",
+           "{\n"
+           "  \"kubeletRootDir\": \"/data/kubelet\",\n"
+           "  \"calibrationFile\": \"/data/cal.json\",\n"
+           "  \"defaultClass\": \"standard\",\n"
+           "  \"units\": {\"bandwidthBytesPerSec\": 10485760, \"iops\": 1000},\n"
+           "  \"allocatableFraction\": 0.9,\n"
+           "  \"placementPolicy\": \"balanced\",\n"
+           "  \"devices\": [\n"
+           "    {\"select\": \"/var/lib/kubelet\", \"class\": \"standard\"},\n"
+           "    {\"select\": \"nvme1n1\", \"class\": \"fast\", \"capacity\": {\"bandwidthBytesPerSec\": 2000000000, \"iops\": 400000}, \"allocatableFraction\": 0.7}\n"
+           "  ],\n"
+           "  \"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"bfqWeight\": false, \"enableControllers\": false, \"reconcileIntervalSeconds\": 3},\n"
+           "  \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100}}\n"
+           "}\n");
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_load(fx_path(dir, "c.json"), &c, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(c.kubelet_root, "/data/kubelet");
+  cr_assert_str_eq(c.default_class, "standard");
+  cr_assert_eq(c.units.size[IOQ_RES_BANDWIDTH], 10485760);
+  cr_assert_eq(c.units.size[IOQ_RES_IOPS], 1000);
+  cr_assert_float_eq(c.allocatable_fraction, 0.9, 1e-9);
+  cr_assert_eq(c.policy, IOQ_POLICY_BALANCED);
+  cr_assert_eq(c.n_devices, 2);
+  cr_assert_str_eq(c.devices[1].select, "nvme1n1");
+  cr_assert_str_eq(c.devices[1].class_name, "fast");
+  cr_assert_eq(c.devices[1].capacity_bw_bytes, 2000000000ull);
+  cr_assert_eq(c.devices[1].capacity_iops, 400000);
+  cr_assert_float_eq(c.devices[1].allocatable_fraction, 0.7, 1e-9);
+  cr_assert_float_eq(c.devices[0].allocatable_fraction, -1, 1e-9);
+  cr_assert(c.enforcement.fail_open);
+  cr_assert_not(c.enforcement.io_weight);
+  cr_assert_eq(c.enforcement.reconcile_interval_s, 3);
+  cr_assert_eq(c.node_policy.weight_besteffort, 10);
+  cr_assert_eq(c.node_policy.weight_guaranteed, 0);
+  cr_assert(c.node_policy.iocost_enable);
+  ioq_config_free(&c);
+  fx_rmtree(dir);
+  free(dir);
+}
+
+struct bad { char json[200]; char want[160]; };
+ParameterizedTestParameters(config, rejects) {
+  static struct bad cases[] = {
+      {"", "c.json: line 1: invalid JSON"},
+      {"{\n\"units\": {\n", "c.json: line 3: invalid JSON"},
+      {"[]", "c.json: (top level): must be a JSON object"},
+      {"{} {}", "c.json: trailing data after the JSON object"},
+      {"{\"unit\": {}}", "c.json: (top level): unknown field 'unit' (allowed: kubeletRootDir"},
+      {"{\"units\": {\"bandwidth\": 5}}", "c.json: units: unknown field 'bandwidth'"},
+      {"{\"units\": {\"iops\": 0}}", "c.json: units.iops: must be an integer in [1, 1000000]"},
+      {"{\"units\": {\"bandwidthBytesPerSec\": 1.5}}", "c.json: units.bandwidthBytesPerSec: must be an integer"},
+      {"{\"units\": []}", "c.json: units: must be an object"},
+      {"{\"allocatableFraction\": 0}", "c.json: allocatableFraction: must be a number in (0, 1]"},
+      {"{\"allocatableFraction\": 1.2}", "c.json: allocatableFraction: must be a number in (0, 1]"},
+      {"{\"allocatableFraction\": \"0.8\"}", "c.json: allocatableFraction: must be a number"},
+      {"{\"placementPolicy\": \"random\"}", "c.json: placementPolicy: must be least-allocated, most-allocated or balanced"},
+      {"{\"kubeletRootDir\": \"var/lib\"}", "c.json: kubeletRootDir: must be an absolute path"},
+      {"{\"kubeletRootDir\": 5}", "c.json: kubeletRootDir: must be a string"},
+      {"{\"defaultClass\": \"Fast Disks\"}", "c.json: defaultClass: must be 1-63 characters"},
+      {"{\"devices\": {}}", "c.json: devices: must be an array"},
+      {"{\"devices\": [5]}", "c.json: devices[0]: must be an object"},
+      {"{\"devices\": [{}]}", "c.json: devices[0].select: is required"},
+      {"{\"devices\": [{\"select\": \"\"}]}", "c.json: devices[0].select: must not be empty"},
+      {"{\"devices\": [{\"select\": \"sda\", \"klass\": \"x\"}]}", "c.json: devices[0]: unknown field 'klass'"},
+      {"{\"devices\": [{\"select\": \"sda\"}, {\"select\": \"sda\"}]}", "c.json: devices[1].select: selects the same device"},
+      {"{\"devices\": [{\"select\": \"sda\", \"class\": \"-x\"}]}", "c.json: devices[0].class: must be 1-63"},
+      {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": -1}}]}", "c.json: devices[0].capacity.iops: must be an integer in [1, "},
+      {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bw\": 1}}]}", "c.json: devices[0].capacity: unknown field 'bw'"},
+      {"{\"devices\": [{\"select\": \"sda\", \"allocatableFraction\": 2}]}", "c.json: devices[0].allocatableFraction: must be a number in (0, 1]"},
+      {"{\"enforcement\": {\"failOpen\": \"yes\"}}", "c.json: enforcement.failOpen: must be true or false"},
+      {"{\"enforcement\": {\"reconcileIntervalSeconds\": 0}}", "c.json: enforcement.reconcileIntervalSeconds: must be an integer in [1, 3600]"},
+      {"{\"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 0}}}", "c.json: nodePolicy.qosClassWeights.besteffort: must be an integer in [1, 10000]"},
+      {"{\"nodePolicy\": {\"iocost\": {\"ctrl\": \"manual\"}}}", "c.json: nodePolicy.iocost.ctrl: must be user or auto"},
+      {"{\"nodePolicy\": {\"iocost\": {\"min\": 200, \"max\": 100}}}", "c.json: nodePolicy.iocost.min: must not exceed nodePolicy.iocost.max"},
+  };
+  return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
+}
+ParameterizedTest(struct bad *b, config, rejects) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse(b->json, "c.json", &c, &e), -1, "accepted: %s", b->json);
+  cr_assert(strstr(e.msg, b->want), "for %s\n got: %s\nwant: %s", b->json, e.msg, b->want);
+  cr_assert_eq(e.code, IOQ_EINVAL_INPUT);
+  cr_assert_null(c.source, "config must be freed on error");
+}
+
+Test(config, missing_file) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_load("/nonexistent/ioqos.json", &c, &e), -1);
+  cr_assert(strstr(e.msg, "config: open /nonexistent/ioqos.json: No such file or directory"), "%s", e.msg);
+}
+
+Test(config, policy_names) {
+  enum ioq_policy p;
+  cr_assert_eq(ioq_policy_parse("most-allocated", &p), 0);
+  cr_assert_eq(p, IOQ_POLICY_MOST_ALLOCATED);
+  cr_assert_eq(ioq_policy_parse("least", &p), -1);
+  cr_assert_str_eq(ioq_policy_name(IOQ_POLICY_BALANCED), "balanced");
+}
