@@ -1,0 +1,1170 @@
+#!/usr/bin/python3
+"""Checks of manifests/ (kustomize base, overlays, examples), the scheduler
+configurations, and the image's runtime closure.
+
+    check_manifests.py render
+    check_manifests.py rbac
+    check_manifests.py scheduler
+    check_manifests.py workloads
+    check_manifests.py flags BINARY PATH     (ioqos-plugin / ioqos-scheduler-ext)
+    check_manifests.py node-config IOQOSCTL
+    check_manifests.py examples
+    check_manifests.py image BINARY_PATH...
+    check_manifests.py docs
+
+Each check first proves on a deliberately broken input that it can fail
+(a "control"), then checks the real manifests. Exit 0 all good, 1 a check
+failed, 77 kubectl is missing (ctest reports the test as skipped).
+"""
+import copy
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+MANIFESTS = os.path.join(REPO, "manifests")
+RESOURCES = ("ioqos/bandwidth", "ioqos/iops")
+BINARIES = ("ioqos-plugin", "ioqos-scheduler-ext", "ioqosctl")
+BIN_DIR = "/usr/local/bin/"
+
+# The issue's least-privilege lists (issue 7), as (apiGroup, resource, verb).
+def _grants(spec):
+    return {(g, r, v) for g, r, verbs in spec for v in verbs}
+
+RBAC_EXPECTED = {
+    "ioqos-plugin": _grants([
+        ("", "pods", ["get", "list", "watch"]),
+        ("", "nodes", ["get", "patch"]),
+        ("", "events", ["create"]),
+    ]),
+    "ioqos-scheduler-ext": _grants([
+        ("", "nodes", ["list", "watch"]),
+        ("", "pods", ["get", "patch"]),
+        ("", "pods/binding", ["create"]),
+        ("", "events", ["create"]),
+    ]),
+}
+# The second kube-scheduler: the built-in roles of a kube-scheduler, plus at
+# most its own leader-election lease.
+SCHEDULER_SA = "ioqos-scheduler"
+SCHEDULER_BUILTINS = {"system:kube-scheduler", "system:volume-scheduler",
+                      "extension-apiserver-authentication-reader"}
+SCHEDULER_OWN_MAX = _grants([("coordination.k8s.io", "leases", ["create", "get", "update"])])
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def ok(msg):
+    print("ok:   " + msg)
+
+
+def finish():
+    if failures:
+        print("\n%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("\nall checks passed")
+    sys.exit(0)
+
+
+class Broken(Exception):
+    pass
+
+
+def control(name, fn, *args):
+    """fn(*args) must report at least one problem (a list of strings)."""
+    problems = fn(*args)
+    if problems:
+        ok("control '%s' is caught: %s" % (name, problems[0]))
+    else:
+        fail("control '%s': the check did not notice a deliberately broken input" % name)
+
+
+# ---------------------------------------------------------------- rendering
+
+def kubectl():
+    k = shutil.which("kubectl")
+    if not k:
+        print("SKIP: kubectl is not installed (docs/operations.md says how to get it); "
+              "the manifests cannot be rendered")
+        sys.exit(77)
+    return k
+
+
+def kustomization_dirs():
+    dirs = sorted(os.path.dirname(p) for p in
+                  glob.glob(os.path.join(MANIFESTS, "**", "kustomization.yaml"), recursive=True))
+    if not dirs:
+        raise SystemExit("no kustomization.yaml under %s" % MANIFESTS)
+    return dirs
+
+
+_render_cache = {}
+
+
+def render(d):
+    """Rendered objects of one kustomization directory (list of dicts)."""
+    if d not in _render_cache:
+        p = subprocess.run([kubectl(), "kustomize", d], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise Broken("kubectl kustomize %s: %s" % (rel(d), p.stderr.strip()[-800:]))
+        docs = [x for x in yaml.safe_load_all(p.stdout) if x is not None]
+        _render_cache[d] = docs
+    return _render_cache[d]
+
+
+def rel(p):
+    return os.path.relpath(p, REPO)
+
+
+def all_renders():
+    out = {}
+    for d in kustomization_dirs():
+        try:
+            out[d] = render(d)
+        except Broken as e:
+            fail(str(e))
+    return out
+
+
+def pod_specs(obj):
+    """(where, pod spec) of every pod template in an object."""
+    k = obj.get("kind")
+    spec = obj.get("spec") or {}
+    name = "%s/%s" % (k, (obj.get("metadata") or {}).get("name"))
+    if k == "Pod":
+        yield name, spec
+    elif k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        yield name, (spec.get("template") or {}).get("spec") or {}
+    elif k == "CronJob":
+        yield name, ((((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {})
+                     .get("spec") or {})
+
+
+def containers(pspec):
+    for key in ("initContainers", "containers"):
+        for c in pspec.get(key) or []:
+            yield key, c
+
+
+def cmd_render():
+    dirs = kustomization_dirs()
+    renders = all_renders()
+    for d, docs in renders.items():
+        problems = object_problems(docs)
+        for p in problems:
+            fail("%s: %s" % (rel(d), p))
+        if not problems:
+            ok("%s renders: %d objects" % (rel(d), len(docs)))
+    # every file parses, and every file is used by some kustomization (or is
+    # the in-place scheduler configuration, a file for kube-scheduler --config)
+    used = set()
+    for d in dirs:
+        k = yaml.safe_load(open(os.path.join(d, "kustomization.yaml")))
+        for key in ("resources", "components"):
+            for r in k.get(key) or []:
+                used.add(os.path.normpath(os.path.join(d, r)))
+        for gen in (k.get("configMapGenerator") or []) + (k.get("secretGenerator") or []):
+            for f in gen.get("files") or []:
+                used.add(os.path.normpath(os.path.join(d, f.split("=", 1)[-1])))
+        for p in k.get("patches") or []:
+            if "path" in p:
+                used.add(os.path.normpath(os.path.join(d, p["path"])))
+    for f in sorted(glob.glob(os.path.join(MANIFESTS, "**", "*"), recursive=True)):
+        if os.path.isdir(f):
+            continue
+        try:
+            if f.endswith(".json"):
+                json.load(open(f))
+            elif f.endswith((".yaml", ".yml")):
+                docs = [x for x in yaml.safe_load_all(open(f)) if x is not None]
+                if not docs:
+                    fail("%s: no YAML document" % rel(f))
+            else:
+                fail("%s: neither YAML nor JSON" % rel(f))
+                continue
+        except (ValueError, yaml.YAMLError) as e:
+            fail("%s does not parse: %s" % (rel(f), e))
+            continue
+        base = os.path.basename(f)
+        if base == "kustomization.yaml" or f in used or base == "kube-scheduler-config.yaml":
+            continue
+        fail("%s is not used by any kustomization" % rel(f))
+    ok("every file under manifests/ parses and is used (%d kustomizations)" % len(dirs))
+    # control: a kustomization naming a missing file must not render
+    with tempfile.TemporaryDirectory() as t:
+        with open(os.path.join(t, "kustomization.yaml"), "w") as fh:
+            fh.write("resources:\n  - missing.yaml\n")
+        try:
+            render(t)
+            fail("control: kubectl kustomize accepted a missing resource")
+        except Broken as e:
+            ok("control 'missing resource' is caught: %s" % str(e).splitlines()[0][:100])
+    control("duplicate object", object_problems,
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}] * 2)
+    finish()
+
+
+def object_problems(docs):
+    problems, seen = [], set()
+    if not docs:
+        problems.append("renders no object")
+    for o in docs:
+        md = o.get("metadata") or {}
+        if not o.get("apiVersion") or not o.get("kind") or not md.get("name"):
+            problems.append("object without apiVersion/kind/metadata.name: %s" % str(o)[:120])
+            continue
+        key = (o["apiVersion"].split("/")[0] if "/" in o["apiVersion"] else "", o["kind"],
+               md.get("namespace", ""), md["name"])
+        if key in seen:
+            problems.append("duplicate object %s" % (key,))
+        seen.add(key)
+    return problems
+
+
+# --------------------------------------------------------------------- RBAC
+
+def sa_grants(docs):
+    """{sa name: (set of grants, set of built-in role names, [problems])}."""
+    roles = {}
+    for o in docs:
+        if o["kind"] in ("Role", "ClusterRole"):
+            ns = o["metadata"].get("namespace", "") if o["kind"] == "Role" else ""
+            roles[(o["kind"], ns, o["metadata"]["name"])] = o.get("rules") or []
+    out = {}
+    for o in docs:
+        if o["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ref = o["roleRef"]
+        bns = o["metadata"].get("namespace", "")
+        key = (ref["kind"], bns if ref["kind"] == "Role" else "", ref["name"])
+        for s in o.get("subjects") or []:
+            if s.get("kind") != "ServiceAccount":
+                out.setdefault("%s:%s" % (s.get("kind"), s.get("name")), (set(), set(), []))[2].append(
+                    "binding %s names a %s subject" % (o["metadata"]["name"], s.get("kind")))
+                continue
+            g, builtins, probs = out.setdefault(s["name"], (set(), set(), []))
+            if key not in roles:
+                builtins.add(ref["name"])
+                continue
+            for r in roles[key]:
+                if r.get("nonResourceURLs"):
+                    probs.append("%s grants nonResourceURLs" % ref["name"])
+                for grp in r.get("apiGroups") or [""]:
+                    for res in r.get("resources") or []:
+                        for v in r.get("verbs") or []:
+                            if "*" in (grp, res, v):
+                                probs.append("%s grants a wildcard (%s %s %s)" % (ref["name"], grp, res, v))
+                            g.add((grp, res, v))
+    return out
+
+
+def rbac_problems(docs):
+    problems = []
+    grants = sa_grants(docs)
+    for sa, (g, builtins, probs) in sorted(grants.items()):
+        problems += ["%s: %s" % (sa, p) for p in probs]
+        if sa in RBAC_EXPECTED:
+            want = RBAC_EXPECTED[sa]
+            if builtins:
+                problems.append("%s is bound to roles outside the manifests: %s" % (sa, sorted(builtins)))
+            for extra in sorted(g - want):
+                problems.append("%s is granted %s beyond the issue's list" % (sa, fmt_grant(extra)))
+            for missing in sorted(want - g):
+                problems.append("%s lacks %s (the component needs it)" % (sa, fmt_grant(missing)))
+        elif sa == SCHEDULER_SA:
+            for b in sorted(builtins - SCHEDULER_BUILTINS):
+                problems.append("%s is bound to unexpected role %s" % (sa, b))
+            for extra in sorted(g - SCHEDULER_OWN_MAX):
+                problems.append("%s is granted %s beyond its leader-election lease" % (sa, fmt_grant(extra)))
+        else:
+            problems.append("unexpected subject %s has RBAC bindings" % sa)
+    # the workloads run as the accounts checked above
+    runs_as = {"DaemonSet": "ioqos-plugin", "Deployment": None}
+    for o in docs:
+        for where, ps in pod_specs(o):
+            if o["kind"] not in runs_as or o["metadata"].get("namespace") != "ioqos-system":
+                continue
+            sa = ps.get("serviceAccountName")
+            if o["kind"] == "DaemonSet" and sa != "ioqos-plugin":
+                problems.append("%s runs as %s, not ioqos-plugin" % (where, sa))
+            if sa and sa not in grants and sa not in RBAC_EXPECTED:
+                problems.append("%s runs as %s, which has no RBAC in the manifests" % (where, sa))
+    return problems
+
+
+def fmt_grant(g):
+    return "%s %s%s" % (g[2], (g[0] + "/") if g[0] else "", g[1])
+
+
+def cmd_rbac():
+    renders = all_renders()
+    base = render(os.path.join(MANIFESTS, "base"))
+    seen_sas = set()
+    for d, docs in renders.items():
+        problems = rbac_problems(docs)
+        for p in problems:
+            fail("%s: %s" % (rel(d), p))
+        seen_sas |= set(sa_grants(docs))
+        if not problems:
+            ok("%s: RBAC within the issue's list" % rel(d))
+    for sa in RBAC_EXPECTED:
+        if sa not in seen_sas:
+            fail("no RBAC for %s anywhere" % sa)
+    # controls: one extra verb, one missing verb, a wildcard, an extra binding
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
+            o["rules"][1]["verbs"].append("update")
+    control("plugin may update nodes", rbac_problems, bad)
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-scheduler-ext":
+            o["rules"] = [r for r in o["rules"] if r["resources"] != ["pods/binding"]]
+    control("extender cannot bind", rbac_problems, bad)
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-scheduler-ext":
+            o["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]})
+    control("extender reads secrets", rbac_problems, bad)
+    bad = copy.deepcopy(base) + [{
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "x"}, "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "ioqos-plugin", "namespace": "ioqos-system"}]}]
+    control("plugin is cluster-admin", rbac_problems, bad)
+    finish()
+
+
+# -------------------------------------------------------- scheduler config
+
+def scheduler_problems(cfg, where, expect_host=None, expect_port=None, profile=None):
+    p = []
+    if cfg.get("apiVersion") != "kubescheduler.config.k8s.io/v1":
+        p.append("%s: apiVersion is %r, not kubescheduler.config.k8s.io/v1" % (where, cfg.get("apiVersion")))
+    if cfg.get("kind") != "KubeSchedulerConfiguration":
+        p.append("%s: kind is %r" % (where, cfg.get("kind")))
+    exts = cfg.get("extenders") or []
+    mine = [e for e in exts if any((m or {}).get("name") in RESOURCES for m in e.get("managedResources") or [])]
+    if len(mine) != 1:
+        return p + ["%s: %d extenders manage ioqos resources (want 1)" % (where, len(mine))]
+    e = mine[0]
+    required = {"urlPrefix": str, "filterVerb": str, "prioritizeVerb": str, "bindVerb": str,
+                "weight": int, "nodeCacheCapable": bool, "httpTimeout": str, "ignorable": bool,
+                "managedResources": list}
+    for k, t in required.items():
+        if k not in e:
+            p.append("%s: extender has no %s" % (where, k))
+        elif not isinstance(e[k], t) or (t is int and isinstance(e[k], bool)):
+            p.append("%s: extender %s is %r, not a %s" % (where, k, e[k], t.__name__))
+    allowed = set(required) | {"preemptVerb", "enableHTTPS", "tlsConfig"}
+    for k in e:
+        if k not in allowed:
+            p.append("%s: extender field %s does not exist in kubescheduler.config.k8s.io/v1" % (where, k))
+    for verb, path in (("filterVerb", "filter"), ("prioritizeVerb", "prioritize"), ("bindVerb", "bind")):
+        if e.get(verb) != path:
+            p.append("%s: %s is %r; ioqos-scheduler-ext serves /%s" % (where, verb, e.get(verb), path))
+    if isinstance(e.get("weight"), int) and e["weight"] <= 0:
+        p.append("%s: weight must be positive with a prioritizeVerb" % where)
+    if isinstance(e.get("httpTimeout"), str) and not re.fullmatch(r"(\d+(\.\d+)?(ms|s|m))+", e["httpTimeout"]):
+        p.append("%s: httpTimeout %r is not a duration" % (where, e["httpTimeout"]))
+    names = [(m or {}).get("name") for m in e.get("managedResources") or []]
+    if sorted(names) != sorted(RESOURCES):
+        p.append("%s: managedResources are %s, want exactly %s" % (where, names, list(RESOURCES)))
+    for m in e.get("managedResources") or []:
+        if set(m) - {"name", "ignoredByScheduler"}:
+            p.append("%s: managedResources entry has unknown fields %s" % (where, sorted(set(m) - {"name", "ignoredByScheduler"})))
+    if e.get("ignorable") is not False:
+        p.append("%s: ignorable should be false (fail closed for pods with grants)" % where)
+    binders = [x for x in exts if x.get("bindVerb")]
+    if len(binders) > 1:
+        p.append("%s: %d extenders bind; kube-scheduler allows one" % (where, len(binders)))
+    m = re.fullmatch(r"(https?)://([^/:]+):(\d+)/?", str(e.get("urlPrefix", "")))
+    if not m:
+        p.append("%s: urlPrefix %r is not http(s)://HOST:PORT/" % (where, e.get("urlPrefix")))
+    else:
+        if (m.group(1) == "https") != bool(e.get("enableHTTPS")):
+            p.append("%s: urlPrefix scheme and enableHTTPS disagree" % where)
+        if expect_host and m.group(2) != expect_host:
+            p.append("%s: urlPrefix host %s, but the extender is reached at %s" % (where, m.group(2), expect_host))
+        if expect_port and int(m.group(3)) != expect_port:
+            p.append("%s: urlPrefix port %s, but the Service listens on %s" % (where, m.group(3), expect_port))
+    if profile:
+        names = [pr.get("schedulerName") for pr in cfg.get("profiles") or []]
+        if profile not in names:
+            p.append("%s: no profile named %s (profiles: %s)" % (where, profile, names))
+    return p
+
+
+def find(docs, kind, name=None, namespace=None):
+    for o in docs:
+        md = o.get("metadata") or {}
+        if o.get("kind") == kind and (name is None or md.get("name") == name) and \
+                (namespace is None or md.get("namespace") == namespace):
+            return o
+    return None
+
+
+def extender_service(docs):
+    svc = find(docs, "Service", "ioqos-scheduler-ext", "ioqos-system")
+    if not svc:
+        raise Broken("no Service ioqos-system/ioqos-scheduler-ext")
+    return svc
+
+
+def cmd_scheduler():
+    # in place: the file for the cluster's kube-scheduler, reaching the
+    # extender by the fixed cluster IP of the overlay's Service
+    d = os.path.join(MANIFESTS, "overlays", "in-place-scheduler")
+    f = os.path.join(d, "kube-scheduler-config.yaml")
+    cfg = yaml.safe_load(open(f))
+    docs = render(d)
+    svc = extender_service(docs)
+    ip = svc["spec"].get("clusterIP")
+    if not ip:
+        fail("%s: the Service has no fixed clusterIP for a host-network kube-scheduler" % rel(d))
+    port = svc["spec"]["ports"][0]["port"]
+    probs = scheduler_problems(cfg, rel(f), ip, port, "default-scheduler")
+    for p in probs:
+        fail(p)
+    if not probs:
+        ok("%s: extender %s, both resources managed" % (rel(f), cfg["extenders"][0]["urlPrefix"]))
+    if not (cfg.get("clientConnection") or {}).get("kubeconfig"):
+        fail("%s: clientConnection.kubeconfig unset (a static-pod scheduler has no in-cluster account)" % rel(f))
+
+    # second scheduler: its configuration comes from a generated ConfigMap,
+    # mounted where the Deployment's --config points
+    d = os.path.join(MANIFESTS, "overlays", "second-scheduler")
+    docs = render(d)
+    svc = extender_service(docs)
+    dep = find(docs, "Deployment", "ioqos-scheduler", "ioqos-system")
+    if not dep:
+        fail("%s: no Deployment ioqos-scheduler" % rel(d))
+        finish()
+    ps = dep["spec"]["template"]["spec"]
+    c = ps["containers"][0]
+    argv = (c.get("command") or []) + (c.get("args") or [])
+    conf = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    if len(conf) != 1:
+        fail("%s: kube-scheduler has no single --config=FILE" % rel(d))
+        finish()
+    cfg_text = None
+    for vm in c.get("volumeMounts") or []:
+        if conf[0].startswith(vm["mountPath"].rstrip("/") + "/"):
+            vol = next(v for v in ps["volumes"] if v["name"] == vm["name"])
+            cm = find(docs, "ConfigMap", vol.get("configMap", {}).get("name"), "ioqos-system")
+            key = conf[0][len(vm["mountPath"].rstrip("/")) + 1:]
+            if cm and key in (cm.get("data") or {}):
+                cfg_text = cm["data"][key]
+    if cfg_text is None:
+        fail("%s: --config %s is not a key of a mounted ConfigMap" % (rel(d), conf[0]))
+        finish()
+    cfg2 = yaml.safe_load(cfg_text)
+    host = "%s.%s.svc" % (svc["metadata"]["name"], svc["metadata"]["namespace"])
+    probs = scheduler_problems(cfg2, rel(d) + " (ConfigMap)", host, svc["spec"]["ports"][0]["port"],
+                               "ioqos-scheduler")
+    le = cfg2.get("leaderElection") or {}
+    if le.get("leaderElect") and (le.get("resourceName") in (None, "kube-scheduler")):
+        probs.append("%s: the second scheduler would fight the main one for lease kube-scheduler" % rel(d))
+    # its lease is the one the Role grants
+    role = find(docs, "Role", "ioqos-scheduler-leader-election", le.get("resourceNamespace"))
+    if le.get("leaderElect") and (not role or not any(le.get("resourceName") in (r.get("resourceNames") or [])
+                                                      for r in role["rules"])):
+        probs.append("%s: no Role grants lease %s/%s" % (rel(d), le.get("resourceNamespace"), le.get("resourceName")))
+    for p in probs:
+        fail(p)
+    if not probs:
+        ok("%s: second scheduler 'ioqos-scheduler' calls %s" % (rel(d), cfg2["extenders"][0]["urlPrefix"]))
+    # the examples for it ask for that scheduler, everywhere
+    ex = render(os.path.join(MANIFESTS, "examples", "second-scheduler"))
+    n = 0
+    for o in ex:
+        for where, ps in pod_specs(o):
+            n += 1
+            if ps.get("schedulerName") != "ioqos-scheduler":
+                fail("examples/second-scheduler: %s has schedulerName %r" % (where, ps.get("schedulerName")))
+    ok("examples/second-scheduler: %d pod templates ask for ioqos-scheduler" % n)
+
+    # controls
+    bad = copy.deepcopy(cfg)
+    bad["extenders"][0]["managedResources"] = [{"name": "ioqos/bandwidth"}]
+    control("iops not managed", scheduler_problems, bad, "control", ip, port)
+    bad = copy.deepcopy(cfg)
+    del bad["extenders"][0]["nodeCacheCapable"]
+    control("nodeCacheCapable missing", scheduler_problems, bad, "control", ip, port)
+    bad = copy.deepcopy(cfg)
+    bad["extenders"][0]["urlPrefix"] = "http://10.0.0.1:8888/"
+    control("urlPrefix not the Service IP", scheduler_problems, bad, "control", ip, port)
+    bad = copy.deepcopy(cfg)
+    bad["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3"
+    control("old API version", scheduler_problems, bad, "control", ip, port)
+    finish()
+
+
+# --------------------------------------------- workloads (DaemonSet, Deployment)
+
+def argv_of(c):
+    return (c.get("command") or []) + (c.get("args") or [])
+
+
+def flag_values(argv):
+    """{flag: value} for --flag=value and --flag value; value None for a bare flag."""
+    out, i = {}, 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            if "=" in a:
+                k, v = a[2:].split("=", 1)
+                out[k] = v
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                out[a[2:]] = argv[i + 1]
+                i += 1
+            else:
+                out[a[2:]] = None
+        i += 1
+    return out
+
+
+def mount_for(c, ps, path):
+    """(volumeMount, volume) whose mountPath contains path, deepest first."""
+    best = None
+    for vm in c.get("volumeMounts") or []:
+        mp = vm["mountPath"].rstrip("/") or "/"
+        if path == mp or path.startswith(mp + "/"):
+            if not best or len(mp) > len(best[0]["mountPath"]):
+                vol = next((v for v in ps.get("volumes") or [] if v["name"] == vm["name"]), None)
+                best = (vm, vol)
+    return best
+
+
+def host_path_of(c, ps, path):
+    m = mount_for(c, ps, path)
+    if not m or not m[1] or "hostPath" not in m[1]:
+        return None
+    vm, vol = m
+    mp = vm["mountPath"].rstrip("/")
+    return vol["hostPath"]["path"].rstrip("/") + path[len(mp):], vm
+
+
+def plugin_problems(ds, docs):
+    where = "DaemonSet/%s" % ds["metadata"]["name"]
+    p = []
+    ps = ds["spec"]["template"]["spec"]
+    c = next((c for c in ps["containers"] if argv_of(c) and argv_of(c)[0] == BIN_DIR + "ioqos-plugin"), None)
+    if not c:
+        return ["%s: no container runs %sioqos-plugin" % (where, BIN_DIR)]
+    f = flag_values(argv_of(c)[1:])
+    if not (c.get("securityContext") or {}).get("privileged"):
+        p.append("%s: container is not privileged" % where)
+    if ps.get("priorityClassName") != "system-node-critical":
+        p.append("%s: priorityClassName is %r" % (where, ps.get("priorityClassName")))
+    if not any(t.get("operator") == "Exists" and not t.get("key") for t in ps.get("tolerations") or []):
+        p.append("%s: does not tolerate every taint" % where)
+    env = {e["name"]: e for e in c.get("env") or []}
+    if (env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")) != "spec.nodeName":
+        p.append("%s: NODE_NAME does not come from the downward API spec.nodeName" % where)
+    if not (c.get("resources") or {}).get("requests"):
+        p.append("%s: no resource requests" % where)
+    # kubelet's directories and the host's sysfs / cgroupfs, at the paths the flags name
+    want = {
+        "device-plugin-dir": "/var/lib/kubelet/device-plugins",
+        "pod-resources-socket": "/var/lib/kubelet/pod-resources/kubelet.sock",
+        "cgroup-root": "/sys/fs/cgroup",
+        "sysfs-root": "/sys",
+    }
+    for flag, host in want.items():
+        v = f.get(flag)
+        if not v:
+            p.append("%s: --%s not set" % (where, flag))
+            continue
+        hp = host_path_of(c, ps, v)
+        if not hp or hp[0] != host:
+            p.append("%s: --%s=%s is not the host's %s (mounted: %s)" % (where, flag, v, host, hp and hp[0]))
+        elif flag in ("device-plugin-dir", "pod-resources-socket", "cgroup-root") and hp[1].get("readOnly"):
+            p.append("%s: --%s is mounted read-only" % (where, flag))
+    # the config file comes from a ConfigMap; the kubelet root dir it names is
+    # the host's, at the same path (mountinfo resolution inside the container)
+    cfg_path = f.get("config")
+    cfg = None
+    m = mount_for(c, ps, cfg_path) if cfg_path else None
+    if not m or not m[1] or "configMap" not in m[1]:
+        p.append("%s: --config=%s is not in a mounted ConfigMap" % (where, cfg_path))
+    else:
+        cm = find(docs, "ConfigMap", m[1]["configMap"]["name"], ds["metadata"].get("namespace"))
+        key = cfg_path[len(m[0]["mountPath"].rstrip("/")) + 1:]
+        if not cm or key not in (cm.get("data") or {}):
+            p.append("%s: ConfigMap %s has no key %s" % (where, m[1]["configMap"]["name"], key))
+        else:
+            cfg = json.loads(cm["data"][key])
+    if cfg is not None:
+        root = cfg.get("kubeletRootDir", "/var/lib/kubelet")
+        hp = host_path_of(c, ps, root)
+        if not hp or hp[0] != root:
+            p.append("%s: kubeletRootDir %s is not the host's, mounted at the same path" % (where, root))
+        cal = os.path.dirname(cfg.get("calibrationFile", "/var/lib/ioqos/calibration.json"))
+        hp = host_path_of(c, ps, cal)
+        if not hp or hp[1].get("readOnly"):
+            p.append("%s: calibration directory %s is not a writable host directory" % (where, cal))
+    # health endpoints on the metrics port
+    addr = f.get("metrics-address", ":9464")
+    port = int(addr.rsplit(":", 1)[1]) if addr else None
+    ports = {pt.get("name"): pt["containerPort"] for pt in c.get("ports") or []}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        hg = (c.get(probe) or {}).get("httpGet") or {}
+        pp = ports.get(hg.get("port"), hg.get("port"))
+        if hg.get("path") != path or pp != port:
+            p.append("%s: %s is not GET %s on the metrics port %s" % (where, probe, path, port))
+    return p
+
+
+def extender_problems(dep, docs):
+    where = "Deployment/%s" % dep["metadata"]["name"]
+    p = []
+    ps = dep["spec"]["template"]["spec"]
+    c = next((c for c in ps["containers"] if argv_of(c) and argv_of(c)[0] == BIN_DIR + "ioqos-scheduler-ext"), None)
+    if not c:
+        return ["%s: no container runs %sioqos-scheduler-ext" % (where, BIN_DIR)]
+    if ps.get("serviceAccountName") != "ioqos-scheduler-ext":
+        p.append("%s: runs as %r" % (where, ps.get("serviceAccountName")))
+    if dep["spec"].get("replicas") != 1 or (dep["spec"].get("strategy") or {}).get("type") != "Recreate":
+        p.append("%s: must be one replica with strategy Recreate (assumed placements live in memory)" % where)
+    f = flag_values(argv_of(c)[1:])
+    port = int(f.get("listen", ":8888").rsplit(":", 1)[1])
+    ports = {pt.get("name"): pt["containerPort"] for pt in c.get("ports") or []}
+    if port not in ports.values():
+        p.append("%s: --listen port %d is not a containerPort" % (where, port))
+    svc = find(docs, "Service", dep["metadata"]["name"], dep["metadata"].get("namespace"))
+    if not svc:
+        p.append("%s: no Service of the same name" % where)
+    else:
+        sel = svc["spec"].get("selector") or {}
+        labels = dep["spec"]["template"]["metadata"].get("labels") or {}
+        if not sel or any(labels.get(k) != v for k, v in sel.items()):
+            p.append("%s: Service selector %s does not select the pods" % (where, sel))
+        for sp in svc["spec"]["ports"]:
+            tp = sp.get("targetPort", sp["port"])
+            if ports.get(tp, tp) != port:
+                p.append("%s: Service port %s targets %s, the extender listens on %d" % (where, sp["port"], tp, port))
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        hg = (c.get(probe) or {}).get("httpGet") or {}
+        if hg.get("path") != path or ports.get(hg.get("port"), hg.get("port")) != port:
+            p.append("%s: %s is not GET %s on port %d" % (where, probe, path, port))
+    # one placement function: the extender's policy is the nodes' policy
+    for o in docs:
+        if o["kind"] == "ConfigMap" and "config.json" in (o.get("data") or {}):
+            pol = json.loads(o["data"]["config.json"]).get("placementPolicy", "least-allocated")
+            if pol != f.get("policy", "least-allocated"):
+                p.append("%s: --policy=%s but ConfigMap %s has placementPolicy %s" %
+                         (where, f.get("policy"), o["metadata"]["name"], pol))
+    return p
+
+
+def workload_problems(docs):
+    p = []
+    n_ds = n_ext = 0
+    for o in docs:
+        if o["kind"] == "DaemonSet":
+            n_ds += 1
+            p += plugin_problems(o, docs)
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "ioqos-scheduler-ext":
+            n_ext += 1
+            p += extender_problems(o, docs)
+    if not n_ds:
+        p.append("no plugin DaemonSet")
+    # a complete install (with the namespace) has the extender too; parts
+    # such as base/plugin hold the DaemonSet alone
+    if find(docs, "Namespace", "ioqos-system") and n_ext != 1:
+        p.append("a full install needs the extender Deployment, found %d" % n_ext)
+    return p
+
+
+def cmd_workloads():
+    for d in kustomization_dirs():
+        if os.sep + "examples" in d[len(MANIFESTS):]:
+            continue
+        try:
+            docs = render(d)
+        except Broken as e:
+            fail(str(e))
+            continue
+        probs = workload_problems(docs)
+        for x in probs:
+            fail("%s: %s" % (rel(d), x))
+        if not probs:
+            ok("%s: plugin DaemonSet(s) and extender Deployment wired right" % rel(d))
+    base = render(os.path.join(MANIFESTS, "base"))
+
+    def mutate(kind, fn):
+        b = copy.deepcopy(base)
+        for o in b:
+            if o["kind"] == kind:
+                fn(o)
+        return b
+
+    def plugin_container(o):
+        return o["spec"]["template"]["spec"]["containers"][0]
+    control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
+        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroup-root")][0], "--cgroup-root=/sys/fs/cgroup")))
+    control("NODE_NAME missing", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o).__setitem__("env", [])))
+    control("kubelet root not mounted", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o).__setitem__(
+        "volumeMounts", [m for m in plugin_container(o)["volumeMounts"] if m["mountPath"] != "/var/lib/kubelet"])))
+    control("extender policy differs", workload_problems, mutate("Deployment", lambda o: o["spec"]["template"]["spec"]["containers"][0]["args"].append("--policy=balanced")))
+    control("two extender replicas", workload_problems, mutate("Deployment", lambda o: o["spec"].__setitem__("replicas", 2)))
+    finish()
+
+
+# ------------------------------------------------------------------- flags
+
+def help_flags(binary_path):
+    p = subprocess.run([binary_path, "--help"], capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise SystemExit("%s --help exited %d: %s" % (binary_path, p.returncode, p.stderr))
+    text = p.stdout + p.stderr
+    return set(re.findall(r"(?<![\w-])--([a-z0-9][a-z0-9-]*)", text)), text
+
+
+def used_flags(docs, binary):
+    """[(where, flag)] and [(where, env name)] for containers running binary."""
+    flags, envs = [], []
+    for o in docs:
+        for where, ps in pod_specs(o):
+            for _, c in containers(ps):
+                argv = argv_of(c)
+                if not argv or os.path.basename(argv[0]) != binary:
+                    continue
+                if argv[0] != BIN_DIR + binary:
+                    flags.append((where, "(command %s is not %s%s)" % (argv[0], BIN_DIR, binary)))
+                for a in argv[1:]:
+                    if a.startswith("--"):
+                        flags.append((where, a[2:].split("=", 1)[0]))
+                for e in c.get("env") or []:
+                    envs.append((where, e["name"]))
+    return flags, envs
+
+
+def flag_problems(docs, binary, known, help_text):
+    flags, envs = used_flags(docs, binary)
+    p = ["%s: --%s is not in `%s --help`" % (w, f, binary) for w, f in flags if f not in known]
+    p += ["%s: env %s is not in `%s --help`" % (w, e, binary) for w, e in envs
+          if not re.search(r"\b%s\b" % re.escape(e), help_text)]
+    return p, len(flags)
+
+
+def cmd_flags(binary, path):
+    known, text = help_flags(path)
+    if not known:
+        fail("%s --help lists no --flags" % binary)
+        finish()
+    total = 0
+    for d in kustomization_dirs():
+        try:
+            docs = render(d)
+        except Broken as e:
+            fail(str(e))
+            continue
+        probs, n = flag_problems(docs, binary, known, text)
+        total += n
+        for x in probs:
+            fail("%s: %s" % (rel(d), x))
+    if total == 0:
+        fail("no manifest runs %s: nothing was checked" % binary)
+    else:
+        ok("%d uses of %s flags in the manifests, all in its --help" % (total, binary))
+    # the scheduler configuration's verbs are paths the extender says it serves
+    if binary == "ioqos-scheduler-ext":
+        for verb in ("filter", "prioritize", "bind", "healthz", "readyz", "metrics"):
+            if not re.search(r"/%s\b" % verb, text):
+                fail("ioqos-scheduler-ext --help does not mention /%s" % verb)
+    # docs/configuration.md documents exactly the flags the binary has
+    conf = open(os.path.join(REPO, "docs", "configuration.md")).read()
+    sec = re.search(r"^## %s flags\n(.*?)(?=^## )" % re.escape(binary), conf, re.S | re.M)
+    if not sec:
+        fail("docs/configuration.md has no section '## %s flags'" % binary)
+    else:
+        documented = set(re.findall(r"`--([a-z0-9-]+)", sec.group(1)))
+        for f in sorted(documented - known):
+            fail("docs/configuration.md documents --%s, which `%s --help` does not list" % (f, binary))
+        for f in sorted(known - documented - {"help", "version"}):
+            fail("docs/configuration.md does not document %s --%s" % (binary, f))
+        if documented <= known and not (known - documented - {"help", "version"}):
+            ok("docs/configuration.md documents the %d flags of %s" % (len(documented), binary))
+    fake = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [
+        {"name": "c", "command": [BIN_DIR + binary], "args": ["--no-such-flag-ioqos=1"]}]}}]
+    control("unknown flag", lambda: flag_problems(fake, binary, known, text)[0])
+    finish()
+
+
+# ------------------------------------------------------------ node config
+
+VALIDATION = re.compile(r": line \d+: invalid JSON|trailing data after the JSON|"
+                        r"^ioqosctl probe: [^:]+: (\(top level\)|[A-Za-z][A-Za-z0-9_.\[\]]*): ", re.M)
+DISK_MISSING = re.compile(r"not found|No such file|does not exist|not a block device|no mount", re.I)
+
+
+def probe(ioqosctl, text):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        fh.write(text)
+        path = fh.name
+    try:
+        r = subprocess.run([ioqosctl, "probe", "--json", "--config", path], capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        os.unlink(path)
+    msg = (r.stderr or "").replace(path, "CONFIG")
+    return r.returncode, msg, r.stdout
+
+
+def classify(ioqosctl, text):
+    """'ok', 'disk' (a configured disk is absent here: fine) or 'invalid'."""
+    rc, msg, _ = probe(ioqosctl, text)
+    if rc == 0:
+        return "ok", ""
+    if VALIDATION.search(msg) or not DISK_MISSING.search(msg):
+        return "invalid", msg.strip()
+    return "disk", msg.strip()
+
+
+def cmd_node_config(ioqosctl):
+    configs = {}
+    for d in kustomization_dirs():
+        try:
+            docs = render(d)
+        except Broken as e:
+            fail(str(e))
+            continue
+        for o in docs:
+            if o["kind"] == "ConfigMap" and "config.json" in (o.get("data") or {}):
+                configs[o["data"]["config.json"]] = "%s ConfigMap %s" % (rel(d), o["metadata"]["name"])
+    if not configs:
+        fail("no node configuration (ConfigMap key config.json) in the manifests")
+    for text, where in configs.items():
+        kind, msg = classify(ioqosctl, text)
+        if kind == "invalid":
+            fail("%s: ioqosctl probe rejects it: %s" % (where, msg))
+        else:
+            ok("%s: accepted by ioqosctl probe%s" % (where, "" if kind == "ok" else
+                                                     " (a configured disk is absent here: %s)" % msg[:120]))
+    # controls: the classifier tells validation errors from absent disks
+    # (on the built-in defaults, so a broken manifest cannot mislead them)
+    base = {}
+    bad = dict(base, allocatableFractoin=0.5)
+    k, m = classify(ioqosctl, json.dumps(bad))
+    (ok if k == "invalid" else fail)("control 'misspelt field' is %s: %s" % (k, m[:120]))
+    k, m = classify(ioqosctl, json.dumps(dict(base, units={"iops": "100"})))
+    (ok if k == "invalid" else fail)("control 'string where a number belongs' is %s: %s" % (k, m[:120]))
+    k, m = classify(ioqosctl, "{\"devices\": [")
+    (ok if k == "invalid" else fail)("control 'truncated JSON' is %s: %s" % (k, m[:120]))
+    k, m = classify(ioqosctl, json.dumps(dict(base, devices=[{"select": "nvme99n9", "class": "fast"}])))
+    (ok if k == "disk" else fail)("control 'absent disk' is %s: %s" % (k, m[:120]))
+    # the classes pods name exist in some node configuration
+    classes = {"default"}
+    for text in configs:
+        c = json.loads(text)
+        classes.add(c.get("defaultClass", "default"))
+        classes |= {d.get("class", c.get("defaultClass", "default")) for d in c.get("devices") or []}
+    for d in kustomization_dirs():
+        for o in render(d):
+            for where, ps in list(pod_specs(o)) + list(vm_pod(o)):
+                ann = annotations_of(o, where)
+                cl = ann.get("ioqos.io/class")
+                if cl and cl not in classes:
+                    fail("%s: %s asks for class %s, which no node configuration defines (%s)" %
+                         (rel(d), where, cl, sorted(classes)))
+    ok("every ioqos.io/class named by a pod exists: %s" % sorted(classes))
+    finish()
+
+
+# ---------------------------------------------------------------- examples
+
+def vm_pod(o):
+    if o.get("kind") == "VirtualMachine":
+        tspec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
+        yield "VirtualMachine/%s" % o["metadata"]["name"], {
+            "containers": [{"name": "compute", "resources": (tspec.get("domain") or {}).get("resources") or {}}]}
+
+
+def annotations_of(o, where):
+    if o["kind"] == "Pod":
+        return o["metadata"].get("annotations") or {}
+    spec = o.get("spec") or {}
+    if o["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+
+
+def qty(v):
+    """Integer value of a quantity for an extended resource (they are integers)."""
+    s = str(v)
+    m = re.fullmatch(r"(\d+)(k|M|G|Ki|Mi|Gi)?", s)
+    if not m:
+        raise ValueError("quantity %r is not an integer" % s)
+    mult = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    return int(m.group(1)) * mult[m.group(2)]
+
+
+def grant_problems(docs):
+    """requests == limits for ioqos resources in every container; returns
+    (problems, {where: pod grant per resource}) with the pod's effective need
+    (max of each init container and the sum of app containers)."""
+    p, pods = [], {}
+    for o in docs:
+        for where, ps in list(pod_specs(o)) + list(vm_pod(o)):
+            eff = {r: 0 for r in RESOURCES}
+            apps = {r: 0 for r in RESOURCES}
+            for key, c in containers(ps):
+                res = c.get("resources") or {}
+                req, lim = res.get("requests") or {}, res.get("limits") or {}
+                for r in RESOURCES:
+                    if r not in req and r not in lim:
+                        continue
+                    if req.get(r) is None or lim.get(r) is None:
+                        p.append("%s container %s: %s needs both request and limit (equal)" % (where, c.get("name"), r))
+                        continue
+                    try:
+                        a, b = qty(req[r]), qty(lim[r])
+                    except ValueError as e:
+                        p.append("%s container %s: %s: %s" % (where, c.get("name"), r, e))
+                        continue
+                    if a != b:
+                        p.append("%s container %s: %s request %s != limit %s" % (where, c.get("name"), r, req[r], lim[r]))
+                    if a <= 0:
+                        p.append("%s container %s: %s must be positive" % (where, c.get("name"), r))
+                    if key == "initContainers":
+                        eff[r] = max(eff[r], a)
+                    else:
+                        apps[r] += a
+            need = {r: max(eff[r], apps[r]) for r in RESOURCES}
+            if any(need.values()):
+                pods[where] = need
+    return p, pods
+
+
+def cmd_examples():
+    d = os.path.join(MANIFESTS, "examples")
+    dirs = [x for x in kustomization_dirs() if x.startswith(d)]
+    total = 0
+    for x in dirs:
+        docs = render(x)
+        probs, pods = grant_problems(docs)
+        for q in probs:
+            fail("%s: %s" % (rel(x), q))
+        total += len(pods)
+        if not probs:
+            ok("%s: %d workloads with grants, requests == limits" % (rel(x), len(pods)))
+        # every workload example has a grant
+        for o in docs:
+            for where, _ in list(pod_specs(o)) + list(vm_pod(o)):
+                if where not in pods:
+                    fail("%s: %s has no ioqos grant" % (rel(x), where))
+        # quota: requests. keys only, both resources, and the examples fit
+        for rq in [o for o in docs if o["kind"] == "ResourceQuota"]:
+            hard = rq["spec"]["hard"]
+            for k in hard:
+                if "ioqos/" in k and not k.startswith("requests."):
+                    fail("%s: quota key %s: extended resources allow only requests.*" % (rel(x), k))
+            for r in RESOURCES:
+                if "requests." + r not in hard:
+                    fail("%s: ResourceQuota %s has no requests.%s" % (rel(x), rq["metadata"]["name"], r))
+                else:
+                    used = sum(v[r] for v in pods.values())
+                    if used > qty(hard["requests." + r]):
+                        fail("%s: the examples need %d %s, over their own quota %s" % (rel(x), used, r, hard["requests." + r]))
+            ok("%s: ResourceQuota %s: %s" % (rel(x), rq["metadata"]["name"],
+                                              {k: v for k, v in hard.items() if "ioqos/" in k}))
+        for lr in [o for o in docs if o["kind"] == "LimitRange"]:
+            for item in lr["spec"]["limits"]:
+                for r in RESOURCES:
+                    dflt, dreq = (item.get("default") or {}).get(r), (item.get("defaultRequest") or {}).get(r)
+                    if (dflt is None) != (dreq is None) or (dflt is not None and qty(dflt) != qty(dreq)):
+                        fail("%s: LimitRange %s: default and defaultRequest of %s differ" % (rel(x), lr["metadata"]["name"], r))
+                    mx = (item.get("max") or {}).get(r)
+                    if mx is not None and dflt is None:
+                        fail("%s: LimitRange %s: max %s without a default forces every container to name it" % (rel(x), lr["metadata"]["name"], r))
+                    if mx is not None:
+                        for o in docs:
+                            for where, ps in pod_specs(o):
+                                for _, c in containers(ps):
+                                    v = ((c.get("resources") or {}).get("limits") or {}).get(r)
+                                    if v is not None and qty(v) > qty(mx):
+                                        fail("%s: %s exceeds LimitRange max %s=%s" % (rel(x), where, r, mx))
+            ok("%s: LimitRange %s consistent" % (rel(x), lr["metadata"]["name"]))
+    if not total:
+        fail("no example workload with a grant")
+    kinds = {o["kind"] for x in dirs for o in render(x)}
+    for k in ("ResourceQuota", "LimitRange", "StatefulSet", "CronJob", "Pod", "VirtualMachine"):
+        if k not in kinds:
+            fail("examples have no %s" % k)
+    # controls
+    bad = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"ioqos/bandwidth": "200"}, "limits": {"ioqos/bandwidth": "100"}}}]}}]
+    control("request != limit", lambda: grant_problems(bad)[0])
+    bad[0]["spec"]["containers"][0]["resources"] = {"requests": {"ioqos/iops": "5"}}
+    control("request without limit", lambda: grant_problems(bad)[0])
+    finish()
+
+
+# -------------------------------------------------------------------- docs
+
+DOCS = ("operations.md", "configuration.md", "architecture.md")
+
+
+def slug(heading):
+    """GitHub's anchor for a heading."""
+    h = heading.strip().lower().replace("`", "")
+    h = re.sub(r"[^\w\- ]", "", h)
+    return h.replace(" ", "-")
+
+
+def anchors(path):
+    out, fence = set(), False
+    for line in open(path):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("#"):
+            out.add(slug(line.lstrip("#")))
+    return out
+
+
+def doc_problems(path, text):
+    p = []
+    base = os.path.dirname(path)
+    body = re.sub(r"```.*?```", "", text, flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", body):
+        if re.match(r"[a-z]+:", target):
+            continue
+        f, _, anchor = target.partition("#")
+        fp = os.path.normpath(os.path.join(base, f)) if f else path
+        if not os.path.exists(fp):
+            p.append("%s: link to %s: no such file" % (rel(path), target))
+        elif anchor and fp.endswith(".md") and anchor not in anchors(fp):
+            p.append("%s: link to %s: no such heading in %s" % (rel(path), target, rel(fp)))
+    for ref in set(re.findall(r"`((?:manifests|scripts|docs|tests)/[^`\s]*|Containerfile)`", text)):
+        if not os.path.exists(os.path.join(REPO, ref.rstrip("/"))):
+            p.append("%s: names %s, which does not exist" % (rel(path), ref))
+    return p
+
+
+def config_keys():
+    """Every field name config.c accepts (its allowed-key lists)."""
+    src = open(os.path.join(REPO, "src", "config.c")).read()
+    keys = set()
+    for lst in re.findall(r"static const char \*const \w+\[\] = \{([^}]*)\}", src):
+        keys |= set(re.findall(r'"([A-Za-z]+)"', lst))
+    keys -= {"least", "most", "balanced"}
+    return keys
+
+
+def cmd_docs():
+    for name in DOCS:
+        path = os.path.join(REPO, "docs", name)
+        if not os.path.exists(path):
+            fail("docs/%s is missing" % name)
+            continue
+        probs = doc_problems(path, open(path).read())
+        for x in probs:
+            fail(x)
+        if not probs:
+            ok("docs/%s: links, anchors and named files resolve" % name)
+    conf = open(os.path.join(REPO, "docs", "configuration.md")).read()
+    keys = config_keys()
+    if len(keys) < 20:
+        fail("found only %d config fields in src/config.c: the parser of this check is stale" % len(keys))
+    code_spans = " ".join(re.findall(r"`([^`]*)`", conf))
+    missing = sorted(k for k in keys if not re.search(r"\b%s\b" % k, code_spans))
+    for k in missing:
+        fail("docs/configuration.md does not document config field %s" % k)
+    if not missing:
+        ok("docs/configuration.md documents all %d config fields of src/config.c" % len(keys))
+    control("broken link", doc_problems, os.path.join(REPO, "docs", "operations.md"),
+            "see [x](configuration.md#no-such-heading) and `manifests/no-such-file.yaml`")
+    finish()
+
+
+# ------------------------------------------------------------------- image
+
+def cmd_image(paths):
+    cf = os.path.join(REPO, "Containerfile")
+    script = os.path.join(REPO, "scripts", "image", "check-closure.sh")
+    text = open(cf).read()
+    # the version is one number everywhere: CMake, image label, manifests' tag
+    ver = re.search(r"project\(ioqos VERSION ([0-9.]+)", open(os.path.join(REPO, "CMakeLists.txt")).read()).group(1)
+    label = re.search(r'org\.opencontainers\.image\.version="([^"]+)"', text)
+    if not label or label.group(1) != ver:
+        fail("Containerfile version label %s != project version %s" % (label and label.group(1), ver))
+    for d in kustomization_dirs():
+        for o in render(d):
+            for where, ps in pod_specs(o):
+                for _, c in containers(ps):
+                    img = c.get("image", "")
+                    if img.startswith("localhost/ioqos") and img != "localhost/ioqos:" + ver:
+                        fail("%s: %s uses image %s, the build makes localhost/ioqos:%s" % (rel(d), where, img, ver))
+    # every binary the manifests run is one the image installs
+    m = re.search(r'ARG BINARIES="([^"]+)"', text)
+    shipped = set(m.group(1).split()) if m else set()
+    if shipped != set(BINARIES):
+        fail("Containerfile BINARIES %s != %s" % (sorted(shipped), list(BINARIES)))
+    else:
+        ok("Containerfile ships %s, version %s everywhere" % (", ".join(BINARIES), ver))
+    r = subprocess.run(["sh", script, "--containerfile", cf] + paths, capture_output=True, text=True, timeout=120)
+    print(r.stdout.rstrip())
+    if r.returncode != 0:
+        fail("runtime closure incomplete: %s" % "; ".join(
+            [l for l in r.stdout.splitlines() if "PROBLEM" in l] + [r.stderr.strip()]))
+    else:
+        ok("runtime closure of %d binaries complete" % len(paths))
+    # control: without libjson-c5 (every binary loads it) the closure breaks
+    with tempfile.TemporaryDirectory() as t:
+        bad = os.path.join(t, "Containerfile")
+        with open(bad, "w") as fh:
+            fh.write(text.replace("libjson-c5 ", "").replace("libjson-c5\n", "\n"))
+        r = subprocess.run(["sh", script, "--containerfile", bad] + paths[:1], capture_output=True, text=True, timeout=120)
+        if r.returncode == 1 and "libjson-c5" in r.stdout:
+            ok("control 'libjson-c5 not installed' is caught")
+        else:
+            fail("control: the closure check passed without libjson-c5 (rc %d)" % r.returncode)
+    finish()
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    try:
+        if cmd == "render":
+            cmd_render()
+        elif cmd == "rbac":
+            cmd_rbac()
+        elif cmd == "scheduler":
+            cmd_scheduler()
+        elif cmd == "workloads":
+            cmd_workloads()
+        elif cmd == "flags" and len(args) == 2:
+            cmd_flags(*args)
+        elif cmd == "node-config" and len(args) == 1:
+            cmd_node_config(args[0])
+        elif cmd == "examples":
+            cmd_examples()
+        elif cmd == "docs":
+            cmd_docs()
+        elif cmd == "image" and args:
+            cmd_image(args)
+        else:
+            raise SystemExit(__doc__)
+    except Broken as e:
+        fail(str(e))
+        finish()
+
+
+if __name__ == "__main__":
+    main()
