@@ -29,8 +29,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->source = strdup("(built-in defaults)");
   c->kubelet_root = strdup(IOQ_DEFAULT_KUBELET_ROOT);
   c->calibration_file = strdup(IOQ_DEFAULT_CALIBRATION_FILE);
-  c->default_class = strdup(IOQ_DEFAULT_CLASS);
-  if (!c->source || !c->kubelet_root || !c->calibration_file || !c->default_class) {
+  if (!c->source || !c->kubelet_root || !c->calibration_file) {
     ioq_config_free(c);
     return ioq_fail(e, ENOMEM, "config: out of memory");
   }
@@ -54,7 +53,6 @@ void ioq_config_free(struct ioq_config *c) {
   free(c->source);
   free(c->kubelet_root);
   free(c->calibration_file);
-  free(c->default_class);
   for (size_t i = 0; i < c->n_devices; i++) {
     free(c->devices[i].select);
     free(c->devices[i].class_name);
@@ -231,21 +229,18 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
 static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   if (!json_object_is_type(root, json_type_object))
     return bad(x, "(top level)", "must be a JSON object");
-  static const char *const keys[] = {"kubeletRootDir", "calibrationFile", "defaultClass",
+  static const char *const keys[] = {"kubeletRootDir", "calibrationFile",
                                      "units", "allocatableFraction", "placementPolicy",
                                      "devices", "enforcement", "nodePolicy", NULL};
   if (check_keys(x, root, "", keys) < 0)
     return -1;
   if (get_string(x, root, "kubeletRootDir", "kubeletRootDir", &c->kubelet_root, false) < 0 ||
-      get_string(x, root, "calibrationFile", "calibrationFile", &c->calibration_file, false) < 0 ||
-      get_string(x, root, "defaultClass", "defaultClass", &c->default_class, false) < 0)
+      get_string(x, root, "calibrationFile", "calibrationFile", &c->calibration_file, false) < 0)
     return -1;
   if (c->kubelet_root[0] != '/')
     return bad(x, "kubeletRootDir", "must be an absolute path");
   if (c->calibration_file[0] != '/')
     return bad(x, "calibrationFile", "must be an absolute path");
-  if (!class_name_valid(c->default_class))
-    return bad(x, "defaultClass", "must be 1-63 characters of a-z, 0-9, '-' and '.'");
 
   json_object *units;
   if (get_object(x, root, "units", "units", &units) < 0)

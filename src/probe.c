@@ -299,7 +299,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
       ioq_copy(d->selected_by, sizeof d->selected_by, by);
     }
     ioq_copy(d->class_name, sizeof d->class_name,
-             dc && dc->class_name ? dc->class_name : cfg->default_class);
+             dc && dc->class_name ? dc->class_name : IOQ_DEFAULT_CLASS);
     /* two selectors reaching one disk would double its units */
     struct ioq_disk *dup = ioq_inventory_find(inv, d->dev.name);
     if (dup) {

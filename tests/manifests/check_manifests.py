@@ -871,8 +871,8 @@ def cmd_node_config(ioqosctl):
     classes = {"default"}
     for text in configs:
         c = json.loads(text)
-        classes.add(c.get("defaultClass", "default"))
-        classes |= {d.get("class", c.get("defaultClass", "default")) for d in c.get("devices") or []}
+        classes.add("default")
+        classes |= {d.get("class", "default") for d in c.get("devices") or []}
     for d in kustomization_dirs():
         for o in render(d):
             for where, ps in list(pod_specs(o)) + list(vm_pod(o)):

@@ -10,7 +10,6 @@ Test(config, defaults) {
   ioq_err e = {0};
   cr_assert_eq(ioq_config_load(NULL, &c, &e), 0, "%s", e.msg);
   cr_assert_str_eq(c.kubelet_root, "/var/lib/kubelet");
-  cr_assert_str_eq(c.default_class, "default");
   cr_assert_eq(c.units.size[IOQ_RES_BANDWIDTH], 1048576);
   cr_assert_eq(c.units.size[IOQ_RES_IOPS], 100);
   cr_assert_float_eq(c.allocatable_fraction, 0.8, 1e-9);
@@ -27,7 +26,6 @@ Test(config, full_file) {
            "{\n"
            "  \"kubeletRootDir\": \"/data/kubelet\",\n"
            "  \"calibrationFile\": \"/data/cal.json\",\n"
-           "  \"defaultClass\": \"standard\",\n"
            "  \"units\": {\"bandwidthBytesPerSec\": 10485760, \"iops\": 1000},\n"
            "  \"allocatableFraction\": 0.9,\n"
            "  \"placementPolicy\": \"balanced\",\n"
@@ -42,7 +40,6 @@ Test(config, full_file) {
   ioq_err e = {0};
   cr_assert_eq(ioq_config_load(fx_path(dir, "c.json"), &c, &e), 0, "%s", e.msg);
   cr_assert_str_eq(c.kubelet_root, "/data/kubelet");
-  cr_assert_str_eq(c.default_class, "standard");
   cr_assert_eq(c.units.size[IOQ_RES_BANDWIDTH], 10485760);
   cr_assert_eq(c.units.size[IOQ_RES_IOPS], 1000);
   cr_assert_float_eq(c.allocatable_fraction, 0.9, 1e-9);
@@ -83,7 +80,8 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"placementPolicy\": \"random\"}", "c.json: placementPolicy: must be least-allocated, most-allocated or balanced"},
       {"{\"kubeletRootDir\": \"var/lib\"}", "c.json: kubeletRootDir: must be an absolute path"},
       {"{\"kubeletRootDir\": 5}", "c.json: kubeletRootDir: must be a string"},
-      {"{\"defaultClass\": \"Fast Disks\"}", "c.json: defaultClass: must be 1-63 characters"},
+      {"{\"defaultClass\": \"fast\"}", "c.json: (top level): unknown field 'defaultClass'"},
+      {"{\"devices\": [{\"select\": \"sda\", \"class\": \"Fast Disks\"}]}", "c.json: devices[0].class: must be 1-63 characters"},
       {"{\"devices\": {}}", "c.json: devices: must be an array"},
       {"{\"devices\": [5]}", "c.json: devices[0]: must be an object"},
       {"{\"devices\": [{}]}", "c.json: devices[0].select: is required"},

@@ -1,4 +1,6 @@
 /* Node configuration: a JSON file (see docs/configuration.md).
+ * A disk without a class is in class "default" (IOQ_DEFAULT_CLASS), the class
+ * every pod without the ioqos.io/class annotation asks for.
  *
  * No file means a working default: one managed disk, the one behind the
  * kubelet root directory, in class "default", capacity from io.cost.model or
@@ -39,7 +41,6 @@ struct ioq_config {
   char *source; /* file path, or "(built-in defaults)" */
   char *kubelet_root;
   char *calibration_file;
-  char *default_class;
   struct ioq_unit_sizes units;
   double allocatable_fraction; /* (0, 1] */
   enum ioq_policy policy;
