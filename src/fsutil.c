@@ -153,7 +153,9 @@ int ioq_read_u64(const char *path, uint64_t *out, ioq_err *e) {
 }
 
 int ioq_write_file(const char *path, const char *data, ioq_err *e) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  /* O_TRUNC: cgroup and sysfs files ignore it, plain files (test trees)
+   * must not keep the tail of a longer earlier value */
+  int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (fd < 0)
     return ioq_fail_errno(e, "open %s for writing", path);
   size_t len = strlen(data);

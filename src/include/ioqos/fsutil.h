@@ -25,8 +25,8 @@ int ioq_read_line(const char *path, char *buf, size_t bufsz, ioq_err *e);
 /* Reads an unsigned decimal number (trailing whitespace allowed). */
 int ioq_read_u64(const char *path, uint64_t *out, ioq_err *e);
 
-/* Writes `data` with one write(2) call (O_WRONLY, no O_CREAT, no O_TRUNC
- * semantics beyond what the kernel file does). Error: "write PATH: strerror". */
+/* Writes `data` with one write(2) call (O_WRONLY|O_TRUNC, no O_CREAT: the
+ * file must exist, as cgroup files do). Error: "write 'DATA' to PATH: strerror". */
 int ioq_write_file(const char *path, const char *data, ioq_err *e);
 
 /* Creates/truncates a regular file atomically (temp + rename), mode 0644,

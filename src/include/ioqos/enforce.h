@@ -1,0 +1,139 @@
+/* The one enforcement writer: puts a disk's limits and weights into a cgroup
+ * and proves the kernel holds them.
+ *
+ * cgroup v2: io.max, io.weight (per-device "MAJ:MIN W"; where the kernel
+ *            rejects that form, e.g. iocost never enabled on the disk, the
+ *            cgroup-wide "default W" with the reason recorded),
+ *            io.bfq.weight when the disk runs BFQ.
+ * cgroup v1: blkio.throttle.{read,write}_{bps,iops}_device,
+ *            blkio.bfq.weight_device (fallback blkio.bfq.weight) when the
+ *            disk runs BFQ. v1 has no io.weight: a weight is reported as
+ *            not applicable, not written.
+ *
+ * Every write is read back and compared parsed; a difference is an
+ * IOQ_EMISMATCH error naming the file, what was written and what was read.
+ * A value already in place is not written again. Limits go to whole disks
+ * only: a partition is refused before the kernel sees it (it would say
+ * ENODEV). Clearing restores "max" / no limit and the default weight for that
+ * one disk.
+ */
+#ifndef IOQOS_ENFORCE_H
+#define IOQOS_ENFORCE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/cglayout.h"
+#include "ioqos/error.h"
+#include "ioqos/iolimit.h"
+
+/* A cgroup directory and the hierarchy version it belongs to. */
+struct ioq_cg {
+  char dir[PATH_MAX];
+  enum ioq_cg_version version;
+};
+
+/* Opens a cgroup directory; version NONE detects it from the files present
+ * (io.max / cgroup.controllers = v2, blkio.throttle.* = v1) and explains what
+ * is missing when neither fits. */
+int ioq_cg_open(const char *dir, enum ioq_cg_version version, struct ioq_cg *out, ioq_err *e);
+
+/* What a cgroup should hold on one disk. */
+struct ioq_disk_setting {
+  struct ioq_devno dev;
+  struct ioq_io_limits max; /* 0 = no limit */
+  unsigned weight;          /* io.weight 1..10000 (v2 only); 0 = leave as is */
+  unsigned bfq_weight;      /* 1..1000 when the disk runs BFQ; 0 = leave as is */
+};
+
+struct ioq_apply_opts {
+  const char *sysfs_root; /* whole-disk check and scheduler; NULL = "/sys" */
+  bool dry_run;           /* read and compare, write nothing (steps say "would write") */
+  bool reset_default_weight; /* clear: also restore the cgroup-wide default weights to 100 */
+};
+
+#define IOQ_APPLY_MAX_STEPS 10
+struct ioq_apply_step {
+  char file[40];       /* "io.max", "blkio.throttle.read_bps_device", ... */
+  char before[160];    /* the device's value before ("" = none / defaults) */
+  char written[160];   /* what was (or in a dry run would be) written; "" = nothing */
+  char readback[160];  /* the device's value read back after the write */
+  bool changed;        /* a write happened (or would, in a dry run) */
+  char note[320];      /* why something was skipped or a fallback form used */
+};
+struct ioq_apply_report {
+  struct ioq_apply_step steps[IOQ_APPLY_MAX_STEPS];
+  size_t n;
+  char disk[64]; /* kernel name of the disk, e.g. "sdb" */
+};
+
+/* Puts the setting in place. The report (may be NULL) lists each file. */
+int ioq_cg_apply_disk(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
+                      const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e);
+
+/* Removes this cgroup's limits and device weights for one disk. */
+int ioq_cg_clear_disk(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
+                      struct ioq_apply_report *rep, ioq_err *e);
+
+/* What is in place for one disk (weights: the device's own value, else the
+ * default; 0 when the file does not exist). */
+struct ioq_disk_state_cg {
+  struct ioq_io_limits max;
+  struct ioq_weights weight;     /* io.weight (v2) */
+  struct ioq_weights bfq_weight; /* io.bfq.weight / blkio.bfq.weight(_device) */
+  bool has_weight_file, has_bfq_file;
+};
+int ioq_cg_read_disk(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
+                     ioq_err *e);
+
+/* Whole-disk check: the device exists in sysfs and is not a partition (the
+ * error names the disk to use instead). name gets the kernel name. */
+int ioq_blockdev_whole(const char *sysfs_root, struct ioq_devno dev, char *name, size_t namesz,
+                       ioq_err *e);
+/* Active I/O scheduler of a disk ("bfq", "mq-deadline", "none"). */
+int ioq_blockdev_scheduler(const char *sysfs_root, struct ioq_devno dev, char *out, size_t outsz,
+                           ioq_err *e);
+
+/* ---- controllers along the path (cgroup v2) ----------------------------- */
+
+enum { IOQ_CTRL_IO = 1u << 0, IOQ_CTRL_MEMORY = 1u << 1 };
+
+/* Makes sure the controllers in `mask` are enabled in cgroup.subtree_control
+ * of every ancestor of `dir` from `root` (the v2 mount) down to dir's parent,
+ * so dir has io.max (io) and buffered writeback is charged to it (memory).
+ * With enable=false it only checks. Fails naming the first ancestor where a
+ * controller is missing and cannot be enabled, and why (not offered by the
+ * parent, the kernel refused: EBUSY when that cgroup holds processes itself,
+ * EROFS, ...). `enabled` (may be NULL) gets the number of writes made. */
+int ioq_cg_ensure_controllers(const char *root, const char *dir, unsigned mask, bool enable,
+                              unsigned *enabled, ioq_err *e);
+
+/* ---- statistics --------------------------------------------------------- */
+
+struct ioq_iostat {
+  struct ioq_devno dev;
+  uint64_t rbytes, wbytes, rios, wios, dbytes, dios;
+};
+/* v2 io.stat, or v1 blkio.throttle.io_service_bytes_recursive +
+ * io_serviced_recursive (pod cgroups hold their I/O in child cgroups). */
+int ioq_cg_read_iostat(const struct ioq_cg *cg, struct ioq_iostat *out, size_t max, size_t *n,
+                       ioq_err *e);
+/* io.stat content parser (unknown keys ignored). */
+int ioq_iostat_parse_v2(const char *content, struct ioq_iostat *out, size_t max, size_t *n,
+                        ioq_err *e);
+
+struct ioq_pressure_line {
+  double avg10, avg60, avg300;
+  uint64_t total_us;
+};
+struct ioq_pressure {
+  struct ioq_pressure_line some, full;
+  bool has_full;
+};
+/* io.pressure (v2, PSI). IOQ_EUNSUPPORTED on v1 or without PSI. */
+int ioq_cg_read_pressure(const struct ioq_cg *cg, struct ioq_pressure *out, ioq_err *e);
+int ioq_pressure_parse(const char *content, struct ioq_pressure *out, ioq_err *e);
+
+#endif

@@ -1,0 +1,170 @@
+#!/bin/bash
+# v2-enforce.sh IOQOSCTL
+#
+# cgroup v2 in the e2e VM (Debian's kernel under qemu), end to end through ioqosctl:
+# a kubelet-shaped pod cgroup (systemd driver, Burstable) found with `ioqosctl
+# cgroup-path`, limits put in place with `ioqosctl apply`, the workload running in a
+# container cgroup below the pod. Prints achieved/limit per mode and checks it lies in
+# [IOQOS_KT_LO, IOQOS_KT_HI] (default 0.80..1.05: under TCG a busy host can only make the
+# workload slower, never the limit looser; the numbers are the report):
+#   fio direct write / read bandwidth, direct 4k randwrite / randread IOPS on a null_blk
+#   disk (mbps=200: a finite disk);
+#   buffered write bandwidth with memory+io on, to a file on ext4 on a virtio disk
+#   (qemu-throttled to 200 MiB/s; cgroup writeback needs a filesystem);
+# and reports buffered writes of a pod whose parent does not delegate memory to it.
+set -u
+CTL=$(readlink -f "${1:?usage: v2-enforce.sh IOQOSCTL}")
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+if [ -z "${IOQOS_E2E_VM:-}" ]; then
+    [ "${IOQOS_E2E_SKIP:-0}" = 1 ] && { echo "SKIP: IOQOS_E2E_SKIP=1"; exit 77; }
+    exec "$HERE/../e2e/vm-run" --timing --nullb nb0:mbps=200:size_gb=4 \
+        --virtio-disk vd0:size=2G:bps=209715200:mkfs=ext4:mount=/mnt/vd0 -- "$0" "$CTL"
+fi
+. "$HERE/lib-kernel.sh"
+
+RT=${IOQOS_KT_RUNTIME:-4}
+LO=${IOQOS_KT_LO:-0.80}  # TCG on a shared host: CPU starvation can only lower the rate
+HI=${IOQOS_KT_HI:-1.05}
+FAILS=0
+MiB=1048576
+CG=/sys/fs/cgroup
+UID_=8f14e45f-ceea-467f-a0e6-9a1b2c3d4e5f
+DEV=$IOQOS_E2E_DISK_NB0
+D=$IOQOS_E2E_DISK_NB0_DEVNO
+VDEV=$IOQOS_E2E_DISK_VD0
+VD=$IOQOS_E2E_DISK_VD0_DEVNO
+
+kt_cleanup_init
+fail() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
+ok() { echo "ok   - $*"; }
+
+# What kubelet (systemd driver, cgroup v2) creates for a Burstable pod, controllers
+# enabled along the path as kubelet does.
+KP=$CG/kubepods.slice
+POD=$KP/kubepods-burstable.slice/kubepods-burstable-pod${UID_//-/_}.slice
+kt_track_cgroup "$KP"
+mkdir -p "$POD/ctr" || kt_die "mkdir $POD/ctr"
+for d in "$KP" "$KP/kubepods-burstable.slice" "$POD"; do
+    echo "+io +memory" > "$d/cgroup.subtree_control" || kt_die "enable io memory in $d"
+done
+CTR=$POD/ctr
+echo "kernel $(uname -r), cgroup v2, disk $DEV ($D, null_blk mbps=200), pod $POD"
+
+got=$("$CTL" cgroup-path --qos Burstable --uid "$UID_" --driver systemd 2>&1)
+[ "$got" = "$POD" ] && ok "cgroup-path (systemd) finds the pod" || fail "cgroup-path: '$got'"
+got=$("$CTL" cgroup-path --qos Burstable --uid "$UID_" 2>&1)
+[ "$got" = "$POD" ] && ok "cgroup-path (auto) finds the pod" || fail "cgroup-path auto: '$got'"
+got=$("$CTL" cgroup-path --qos BestEffort --uid "$UID_" 2>/dev/null)
+[ "$got" = "$POD" ] && ok "cgroup-path with the wrong QoS class finds the pod by search" ||
+    fail "cgroup-path search: '$got'"
+
+apply() {
+    "$CTL" apply --cgroup "$POD" --device "$D" "$@" > "$KT_TMP/apply.out" 2>&1 ||
+        { cat "$KT_TMP/apply.out"; kt_die "ioqosctl apply $*"; }
+}
+
+# measure NAME DIR METRIC LIMIT FIO_ARGS... : time-based fio in the container cgroup
+measure() {
+    local name=$1 dir=$2 metric=$3 limit=$4 got
+    shift 4
+    kt_in_cgroup "$CTR" fio --name="$name" --filename="$DEV" --output-format=json \
+        --output="$KT_TMP/$name.json" --time_based --runtime="$RT" --ramp_time=1 "$@" \
+        > "$KT_TMP/$name.log" 2>&1 || { cat "$KT_TMP/$name.log"; kt_die "fio $name"; }
+    got=$(kt_fio_val "$KT_TMP/$name.json" "$dir" "$metric") || kt_die "fio output $name"
+    RATIO=$(kt_ratio "$got" "$limit")
+    printf 'accuracy %-26s limit %12d achieved %14.1f ratio %s\n' "$name" "$limit" "$got" "$RATIO"
+}
+
+# buffered NAME LIMIT POD CTR MB : dd writes MB through the page cache of a file on ext4
+# (a filesystem with cgroup writeback) from container cgroup CTR and fsyncs. The pod's
+# io.stat wbytes (what is charged to the pod) and the disk's written bytes are sampled
+# every 0.25 s; the steady rate is taken between 20% and 80% of the bytes at the disk.
+# Dirty thresholds are lowered (16/64 MiB) so writeback starts at once rather than at
+# 10% of RAM. Sets RATIO (disk rate / limit) and CHARGED (MiB charged to the pod).
+buffered() {
+    local name=$1 limit=$2 pod=$3 ctr=$4 mb=$5 out
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    out=$("$PY" - "$pod" "$ctr" "$VD" "${VDEV#/dev/}" $((mb * MiB)) /mnt/vd0/ioqos-kt.dat <<'EOF'
+import subprocess, sys, time
+pod, ctr, dev, name, total, path = sys.argv[1:7]
+total = int(total)
+def charged():
+    for line in open(pod + "/io.stat"):
+        f = line.split()
+        if f and f[0] == dev:
+            return int(dict(kv.split("=") for kv in f[1:]).get("wbytes", 0))
+    return 0
+def written():
+    return int(open("/sys/block/%s/stat" % name).read().split()[6]) * 512
+c0, w0 = charged(), written()
+p = subprocess.Popen(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', ctr, "dd",
+                      "if=/dev/zero", "of=" + path, "bs=1M", "count=%d" % (total >> 20),
+                      "conv=fsync", "status=none"])
+s = []
+while p.poll() is None:
+    s.append((time.monotonic(), written() - w0))
+    time.sleep(0.25)
+s.append((time.monotonic(), written() - w0))
+lo = next((x for x in s if x[1] >= 0.2 * total), s[0])
+hi = [x for x in s if x[1] <= 0.8 * total][-1]
+rate = (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else 0
+print(p.returncode, int(rate), (charged() - c0) >> 20)
+EOF
+)
+    rm -f /mnt/vd0/ioqos-kt.dat; sync
+    local rc rate
+    read -r rc rate CHARGED <<< "$out"
+    [ "$rc" = 0 ] || kt_die "dd in $ctr failed ($out)"
+    RATIO=$(kt_ratio "$rate" "$limit")
+    printf 'accuracy %-26s limit %12d achieved %14.1f ratio %s (steady writeback; %s MiB charged to the pod)\n' \
+        "$name" "$limit" "$rate" "$RATIO" "$CHARGED"
+}
+
+check() {
+    if kt_in_range "$2" "$LO" "$HI"; then ok "$1 ratio $2 in [$LO, $HI]"
+    else fail "$1 ratio $2 not in [$LO, $HI]"; fi
+}
+
+apply --wbps $((50 * MiB))
+measure v2-direct-write write bw_bytes $((50 * MiB)) --rw=write --bs=1M --direct=1 --ioengine=psync
+check "v2 direct write bandwidth" "$RATIO"
+
+apply --wbps max --rbps $((50 * MiB))
+measure v2-direct-read read bw_bytes $((50 * MiB)) --rw=read --bs=1M --direct=1 --ioengine=psync
+check "v2 direct read bandwidth" "$RATIO"
+
+# null_blk with mbps= serves about 500 4k writes/s at QD1 under TCG: limits below that.
+apply --rbps max --wiops 200
+measure v2-direct-randwrite-iops write iops 200 --rw=randwrite --bs=4k --direct=1 \
+    --ioengine=psync --size=1G
+check "v2 direct 4k randwrite IOPS" "$RATIO"
+
+apply --wiops max --riops 200
+measure v2-direct-randread-iops read iops 200 --rw=randread --bs=4k --direct=1 \
+    --ioengine=psync --size=1G
+check "v2 direct 4k randread IOPS" "$RATIO"
+
+# Buffered writes are charged to the pod when memory and io are both on along the path.
+echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
+echo $((64 * MiB)) > /proc/sys/vm/dirty_bytes
+"$CTL" apply --cgroup "$POD" --device "$VD" --wbps $((40 * MiB)) > /dev/null || kt_die "apply $VD"
+buffered v2-buffered-write $((40 * MiB)) "$POD" "$CTR" 300
+check "v2 buffered write bandwidth (memory+io)" "$RATIO"
+[ "$CHARGED" -ge 300 ] && ok "buffered writeback charged to the pod ($CHARGED MiB)" ||
+    fail "only $CHARGED of 300 MiB of writeback charged to the pod"
+
+# A pod whose parent does not delegate memory to it. Reported, not checked: on Debian's
+# 6.1 with ext4 this writeback was still charged to the writer's io cgroup and held.
+NOMEM=$KP/ioqos-kt-nomem
+mkdir -p "$NOMEM/pod/ctr" && echo "+io" > "$NOMEM/cgroup.subtree_control" &&
+    echo "+io" > "$NOMEM/pod/cgroup.subtree_control" || kt_die "cannot set up $NOMEM"
+"$CTL" apply --cgroup "$NOMEM/pod" --device "$VD" --wbps $((40 * MiB)) > /dev/null ||
+    kt_die "apply to $NOMEM/pod"
+buffered v2-buffered-write-no-memory $((40 * MiB)) "$NOMEM/pod" "$NOMEM/pod/ctr" 300
+echo "info - pod without the memory controller: buffered ratio $RATIO, $CHARGED MiB charged to the pod"
+
+"$CTL" show --cgroup "$POD" | sed 's/^/show | /'
+"$CTL" apply --cgroup "$POD" --device "$D" --clear > /dev/null || fail "apply --clear"
+if grep -q "^$D " "$POD/io.max"; then fail "io.max still set after --clear"; else ok "cleared"; fi
+echo "v2-enforce: $FAILS failed"
+[ "$FAILS" = 0 ]
