@@ -1,0 +1,288 @@
+#include "assumed.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <json-c/linkhash.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioqos/log.h"
+#include "ioqos/podneed.h"
+
+struct placement {
+  char uid[IOQ_POD_UID_MAX + 1];
+  char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2]; /* namespace/name, for logs */
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  uint64_t units[IOQ_RES_COUNT];
+  uint64_t expires_ms;
+};
+
+/* One node with placements or bind lockers. */
+struct anode {
+  char *name;
+  pthread_mutex_t bind_lock;
+  unsigned refs; /* holders of (or waiters for) bind_lock */
+  struct placement *p;
+  size_t n, cap;
+};
+
+struct ext_node_lock {
+  struct ext_assumed *a;
+  struct anode *n;
+};
+
+struct ext_assumed {
+  pthread_mutex_t mu; /* guards the map, every list and `total` */
+  struct lh_table *nodes;
+  atomic_size_t total; /* placements in all lists, expired or not */
+  uint64_t ttl_ms;
+  uint64_t (*now_ms)(void);
+};
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void anode_free(struct anode *n) {
+  pthread_mutex_destroy(&n->bind_lock);
+  free(n->p);
+  free(n->name);
+  free(n);
+}
+
+static void entry_free(struct lh_entry *e) { anode_free((struct anode *)lh_entry_v(e)); }
+
+struct ext_assumed *ext_assumed_new(uint64_t ttl_ms) {
+  struct ext_assumed *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->nodes = lh_kchar_table_new(64, entry_free);
+  if (!a->nodes) {
+    free(a);
+    return NULL;
+  }
+  pthread_mutex_init(&a->mu, NULL);
+  a->ttl_ms = ttl_ms;
+  a->now_ms = mono_ms;
+  return a;
+}
+
+void ext_assumed_free(struct ext_assumed *a) {
+  if (!a)
+    return;
+  lh_table_free(a->nodes);
+  pthread_mutex_destroy(&a->mu);
+  free(a);
+}
+
+void ext_assumed_set_clock(struct ext_assumed *a, uint64_t (*now_ms)(void)) {
+  pthread_mutex_lock(&a->mu);
+  a->now_ms = now_ms ? now_ms : mono_ms;
+  pthread_mutex_unlock(&a->mu);
+}
+
+static struct anode *find(struct ext_assumed *a, const char *node) {
+  void *v = NULL;
+  return lh_table_lookup_ex(a->nodes, node, &v) ? v : NULL;
+}
+
+/* Drops an unused node entry (no placements, nobody holding its lock). */
+static void maybe_drop(struct ext_assumed *a, struct anode *n) {
+  if (n->n == 0 && n->refs == 0)
+    lh_table_delete(a->nodes, n->name); /* entry_free frees n */
+}
+
+static void remove_at(struct ext_assumed *a, struct anode *n, size_t i) {
+  n->p[i] = n->p[n->n - 1];
+  n->n--;
+  a->total--;
+}
+
+static void expire(struct ext_assumed *a, struct anode *n, uint64_t now) {
+  for (size_t i = 0; i < n->n;) {
+    if (n->p[i].expires_ms <= now) {
+      /* the TTL is the only bound when the plugin does not list pods */
+      ioq_info("assumed placement expired node=%s pod=%s disk=%s", n->name, n->p[i].key,
+               n->p[i].disk);
+      remove_at(a, n, i);
+    } else {
+      i++;
+    }
+  }
+}
+
+size_t ext_assumed_extra(struct ext_assumed *a, const char *node,
+                         const struct ioq_disk_state *disks, size_t nd, uint64_t *extra) {
+  memset(extra, 0, nd * IOQ_RES_COUNT * sizeof *extra);
+  if (atomic_load(&a->total) == 0)
+    return 0; /* the common case: nothing assumed anywhere, no lock taken */
+  pthread_mutex_lock(&a->mu);
+  size_t live = 0;
+  struct anode *n = a->total ? find(a, node) : NULL;
+  if (n) {
+    expire(a, n, a->now_ms());
+    live = n->n;
+    for (size_t i = 0; i < n->n; i++)
+      for (size_t d = 0; d < nd; d++)
+        if (strcmp(disks[d].name, n->p[i].disk) == 0) {
+          for (int r = 0; r < IOQ_RES_COUNT; r++)
+            extra[d * IOQ_RES_COUNT + r] += n->p[i].units[r];
+          break;
+        }
+    maybe_drop(a, n);
+  }
+  pthread_mutex_unlock(&a->mu);
+  return live;
+}
+
+struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *node, ioq_err *e) {
+  struct ext_node_lock *l = calloc(1, sizeof *l);
+  if (!l) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_lock(&a->mu);
+  struct anode *n = find(a, node);
+  if (!n) {
+    n = calloc(1, sizeof *n);
+    if (n && !(n->name = strdup(node))) {
+      free(n);
+      n = NULL;
+    }
+    if (!n || lh_table_insert(a->nodes, n->name, n) != 0) {
+      if (n)
+        anode_free(n);
+      pthread_mutex_unlock(&a->mu);
+      free(l);
+      ioq_fail(e, ENOMEM, "out of memory");
+      return NULL;
+    }
+    pthread_mutex_init(&n->bind_lock, NULL);
+  }
+  n->refs++;
+  pthread_mutex_unlock(&a->mu);
+  pthread_mutex_lock(&n->bind_lock);
+  l->a = a;
+  l->n = n;
+  return l;
+}
+
+void ext_assumed_unlock_node(struct ext_node_lock *l) {
+  if (!l)
+    return;
+  struct ext_assumed *a = l->a;
+  pthread_mutex_unlock(&l->n->bind_lock);
+  pthread_mutex_lock(&a->mu);
+  l->n->refs--;
+  maybe_drop(a, l->n);
+  pthread_mutex_unlock(&a->mu);
+  free(l);
+}
+
+int ext_assumed_add(struct ext_assumed *a, const char *node, const char *pod_uid,
+                    const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e) {
+  struct placement pl = {0};
+  if (snprintf(pl.uid, sizeof pl.uid, "%s", pod_uid) >= (int)sizeof pl.uid ||
+      snprintf(pl.disk, sizeof pl.disk, "%s", disk) >= (int)sizeof pl.disk)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "assumed placement: pod UID or disk name too long");
+  snprintf(pl.key, sizeof pl.key, "%s", pod_key);
+  memcpy(pl.units, units, sizeof pl.units);
+
+  pthread_mutex_lock(&a->mu);
+  pl.expires_ms = a->now_ms() + a->ttl_ms;
+  struct anode *n = find(a, node);
+  if (!n) {
+    pthread_mutex_unlock(&a->mu);
+    return ioq_fail(e, IOQ_ENOTFOUND, "assumed placement on node %s without its bind lock", node);
+  }
+  for (size_t i = 0; i < n->n; i++)
+    if (strcmp(n->p[i].uid, pl.uid) == 0) {
+      n->p[i] = pl;
+      pthread_mutex_unlock(&a->mu);
+      return 0;
+    }
+  if (n->n == n->cap) {
+    size_t cap = n->cap ? n->cap * 2 : 4;
+    struct placement *np = realloc(n->p, cap * sizeof *np);
+    if (!np) {
+      pthread_mutex_unlock(&a->mu);
+      return ioq_fail(e, ENOMEM, "out of memory");
+    }
+    n->p = np;
+    n->cap = cap;
+  }
+  n->p[n->n++] = pl;
+  a->total++;
+  pthread_mutex_unlock(&a->mu);
+  return 0;
+}
+
+void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid) {
+  pthread_mutex_lock(&a->mu);
+  struct anode *n = find(a, node);
+  if (n) {
+    for (size_t i = 0; i < n->n; i++)
+      if (strcmp(n->p[i].uid, pod_uid) == 0) {
+        remove_at(a, n, i);
+        break;
+      }
+    maybe_drop(a, n);
+  }
+  pthread_mutex_unlock(&a->mu);
+}
+
+size_t ext_assumed_confirm(struct ext_assumed *a, const char *node, char *const *pod_uids,
+                           size_t np) {
+  size_t dropped = 0;
+  pthread_mutex_lock(&a->mu);
+  struct anode *n = a->total && np ? find(a, node) : NULL;
+  if (n) {
+    for (size_t i = 0; i < n->n;) {
+      bool seen = false;
+      for (size_t k = 0; k < np && !seen; k++)
+        seen = strcmp(n->p[i].uid, pod_uids[k]) == 0;
+      if (seen) {
+        ioq_debug("assumed placement reported by node node=%s pod=%s disk=%s", node,
+                  n->p[i].key, n->p[i].disk);
+        remove_at(a, n, i);
+        dropped++;
+      } else {
+        i++;
+      }
+    }
+    maybe_drop(a, n);
+  }
+  pthread_mutex_unlock(&a->mu);
+  return dropped;
+}
+
+void ext_assumed_forget_node(struct ext_assumed *a, const char *node) {
+  pthread_mutex_lock(&a->mu);
+  struct anode *n = find(a, node);
+  if (n) {
+    a->total -= n->n;
+    n->n = 0;
+    maybe_drop(a, n);
+  }
+  pthread_mutex_unlock(&a->mu);
+}
+
+size_t ext_assumed_count(struct ext_assumed *a) {
+  pthread_mutex_lock(&a->mu);
+  uint64_t now = a->now_ms();
+  struct lh_entry *ent, *tmp;
+  lh_foreach_safe(a->nodes, ent, tmp) {
+    struct anode *n = (struct anode *)lh_entry_v(ent);
+    expire(a, n, now);
+    maybe_drop(a, n);
+  }
+  size_t total = a->total;
+  pthread_mutex_unlock(&a->mu);
+  return total;
+}

@@ -1,0 +1,61 @@
+/* Placements this extender bound but the node's plugin has not reported yet.
+ *
+ * bind chooses a disk and records the pod's units against it; until the
+ * node annotation lists the pod (its optional "pods" field) or the TTL runs
+ * out, filter/prioritize/bind count those units as allocated on that disk.
+ * Counting a placement twice (assumed + reported) only makes the extender
+ * briefly conservative; never counting it could put two pods on units that
+ * exist once, so expiry is by TTL when the plugin does not list pods.
+ *
+ * Binds to one node are serialised by a per-node lock (ext_assumed_lock_node)
+ * held from choosing the disk to recording the placement, so concurrent binds
+ * on one node see each other. Thread-safe.
+ */
+#ifndef IOQOS_EXT_ASSUMED_H
+#define IOQOS_EXT_ASSUMED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+#include "ioqos/placement.h"
+
+struct ext_assumed;
+struct ext_node_lock;
+
+/* ttl_ms: how long a placement counts without being reported. */
+struct ext_assumed *ext_assumed_new(uint64_t ttl_ms);
+void ext_assumed_free(struct ext_assumed *a);
+
+/* Units assumed on each of `disks` of `node`: extra[i*IOQ_RES_COUNT + r]
+ * (zeroed first). Returns the number of live placements on the node. */
+size_t ext_assumed_extra(struct ext_assumed *a, const char *node,
+                         const struct ioq_disk_state *disks, size_t n, uint64_t *extra);
+
+/* Per-node bind lock. NULL only on OOM (with *e set). */
+struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *node, ioq_err *e);
+void ext_assumed_unlock_node(struct ext_node_lock *l);
+
+/* Records a placement (the caller holds the node's lock). A placement of the
+ * same pod replaces the old one. */
+int ext_assumed_add(struct ext_assumed *a, const char *node, const char *pod_uid,
+                    const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e);
+
+/* Forgets a placement (bind failed after recording it). */
+void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid);
+
+/* The node's annotation now lists these pods: their placements are reported.
+ * Returns how many placements were dropped. */
+size_t ext_assumed_confirm(struct ext_assumed *a, const char *node, char *const *pod_uids,
+                           size_t n);
+
+/* The node is gone: forget its placements. */
+void ext_assumed_forget_node(struct ext_assumed *a, const char *node);
+
+/* Live placements over all nodes (expired ones are dropped first). */
+size_t ext_assumed_count(struct ext_assumed *a);
+
+/* For tests: the clock used for expiry (monotonic ms); NULL restores it. */
+void ext_assumed_set_clock(struct ext_assumed *a, uint64_t (*now_ms)(void));
+
+#endif

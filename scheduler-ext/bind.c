@@ -1,0 +1,217 @@
+/* POST /bind: choose the disk, annotate the pod with it, bind the pod
+ * through pods/binding, and remember the placement until the node reports
+ * it. Binds to one node are serialised so they see each other. */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "decide.h"
+#include "extender.h"
+#include "ioqos/log.h"
+
+static void fail(struct extender *x, struct ext_reply *r, const char *fmt, const char *a,
+                 const char *b, const char *msg) {
+  ext_metrics_bind(x->metrics, 0);
+  char head[600];
+  snprintf(head, sizeof head, fmt, a, b);
+  ioq_warn("bind failed %s error=\"%s\"", head, msg);
+  ext_reply_error(r, 200, "ioqos extender: %s: %s", head, msg);
+}
+
+/* GET the pod and check it is the one kube-scheduler means. */
+static json_object *get_pod(struct extender *x, const struct ext_bind_args *b, ioq_err *e) {
+  char path[512];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", b->pod_namespace, b->pod_name);
+  json_object *pod = NULL;
+  if (ioq_kube_get_json(x->kube, path, &pod, NULL, e) < 0)
+    return NULL;
+  json_object *uid = ioq_json_field(ioq_json_field(pod, "metadata"), "uid");
+  const char *u = uid && json_object_is_type(uid, json_type_string) ? json_object_get_string(uid) : "";
+  if (b->pod_uid[0] && strcmp(u, b->pod_uid) != 0) {
+    ioq_fail(e, IOQ_ECONFLICT, "pod has UID %s, the binding is for UID %s (pod was recreated)", u,
+             b->pod_uid);
+    json_object_put(pod);
+    return NULL;
+  }
+  return pod;
+}
+
+/* The node's state: the node cache when it has the node, else a GET. The
+ * result is owned by the caller (*ni) or by the cache (returned pointer
+ * while *cache_locked). */
+static const struct ext_nodeinfo *node_state(struct extender *x, const char *node,
+                                             struct ext_nodeinfo *own, bool *cache_locked,
+                                             ioq_err *e) {
+  *cache_locked = false;
+  if (x->cache && ext_nodecache_synced(x->cache)) {
+    ext_nodecache_rdlock(x->cache);
+    const struct ext_nodeinfo *ni = ext_nodecache_find(x->cache, node);
+    if (ni) {
+      *cache_locked = true;
+      return ni;
+    }
+    ext_nodecache_unlock(x->cache);
+    ioq_debug("bind: node not in cache, reading it from the API node=%s", node);
+  }
+  char path[512];
+  snprintf(path, sizeof path, "/api/v1/nodes/%s", node);
+  json_object *obj = NULL;
+  if (ioq_kube_get_json(x->kube, path, &obj, NULL, e) < 0)
+    return NULL;
+  int rc = ext_nodeinfo_from_json(obj, own, e);
+  json_object_put(obj);
+  if (rc < 0)
+    return NULL;
+  if (own->n_pods)
+    ext_assumed_confirm(x->assumed, own->name, own->pods, own->n_pods);
+  return own;
+}
+
+/* Chooses the disk and records the placement, under the node's bind lock.
+ * Returns 0 with disk set, -1 with *e explaining why nothing fits. */
+static int choose_and_assume(struct extender *x, const struct ext_bind_args *b,
+                             const struct ioq_pod_need *pn, char *disk, size_t disksz, int *score,
+                             ioq_err *e) {
+  struct ext_node_lock *lk = ext_assumed_lock_node(x->assumed, b->node, e);
+  if (!lk)
+    return -1;
+  struct ext_nodeinfo own = {0};
+  bool cache_locked;
+  int rc = -1;
+  const struct ext_nodeinfo *ni = node_state(x, b->node, &own, &cache_locked, e);
+  if (ni) {
+    struct ioq_need need;
+    ioq_pod_need_placement(pn, &need);
+    struct ext_verdict v;
+    ext_decide(x->assumed, x->policy, &need, b->node, ni, &v);
+    if (v.kind != EXT_FITS) {
+      ioq_fail(e, IOQ_ECONFLICT, "no disk fits any more: %s", v.reason);
+    } else {
+      snprintf(disk, disksz, "%s", ni->st.disks[v.disk].name);
+      *score = v.score;
+      char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
+      snprintf(key, sizeof key, "%s/%s", b->pod_namespace, b->pod_name);
+      rc = ext_assumed_add(x->assumed, b->node, pn->uid[0] ? pn->uid : key, key, disk, pn->units, e);
+    }
+  }
+  if (cache_locked)
+    ext_nodecache_unlock(x->cache);
+  ext_nodeinfo_free(&own);
+  ext_assumed_unlock_node(lk);
+  return rc;
+}
+
+static int annotate(struct extender *x, const struct ext_bind_args *b, const char *uid,
+                    const char *disk, ioq_err *e) {
+  char path[512];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", b->pod_namespace, b->pod_name);
+  json_object *patch = json_object_new_object(), *meta = json_object_new_object(),
+              *ann = json_object_new_object();
+  json_object_object_add(ann, IOQ_POD_DISK_ANNOTATION, json_object_new_string(disk));
+  /* uid is immutable: naming it makes the patch fail on a recreated pod */
+  if (uid[0])
+    json_object_object_add(meta, "uid", json_object_new_string(uid));
+  json_object_object_add(meta, "annotations", ann);
+  json_object_object_add(patch, "metadata", meta);
+  int rc = ioq_kube_merge_patch(x->kube, path, patch, NULL, NULL, e);
+  json_object_put(patch);
+  return rc;
+}
+
+static int post_binding(struct extender *x, const struct ext_bind_args *b, const char *uid,
+                        ioq_err *e) {
+  char path[512];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", b->pod_namespace,
+           b->pod_name);
+  json_object *binding = json_object_new_object(), *meta = json_object_new_object(),
+              *target = json_object_new_object();
+  json_object_object_add(binding, "apiVersion", json_object_new_string("v1"));
+  json_object_object_add(binding, "kind", json_object_new_string("Binding"));
+  json_object_object_add(meta, "name", json_object_new_string(b->pod_name));
+  json_object_object_add(meta, "namespace", json_object_new_string(b->pod_namespace));
+  if (uid[0]) /* the API server refuses the binding if the pod's UID differs */
+    json_object_object_add(meta, "uid", json_object_new_string(uid));
+  json_object_object_add(binding, "metadata", meta);
+  json_object_object_add(target, "apiVersion", json_object_new_string("v1"));
+  json_object_object_add(target, "kind", json_object_new_string("Node"));
+  json_object_object_add(target, "name", json_object_new_string(b->node));
+  json_object_object_add(binding, "target", target);
+  int rc = ioq_kube_send_json(x->kube, "POST", path, NULL, binding, NULL, NULL, e);
+  json_object_put(binding);
+  return rc;
+}
+
+void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
+  struct ext_bind_args b;
+  ioq_err e = {0};
+  if (ext_bind_args_parse(body, &b, &e) < 0) {
+    ext_metrics_reject(x->metrics, EXT_REJECT_BAD_REQUEST);
+    ext_metrics_pod(x->metrics, EXT_VERB_BIND, EXT_POD_INVALID);
+    ext_reply_error(r, 400, "%s", e.msg);
+    return;
+  }
+  if (!x->kube) {
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name,
+         "this extender runs without Kubernetes API access, so it cannot bind; remove bindVerb "
+         "or give it API access");
+    return;
+  }
+  json_object *pod = get_pod(x, &b, &e);
+  if (!pod) {
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, e.msg);
+    return;
+  }
+  /* a bound pod keeps its node and its disk: never re-place it (a retried
+   * bind whose first reply was lost would otherwise move its annotation) */
+  json_object *bound = ioq_json_field(ioq_json_field(pod, "spec"), "nodeName");
+  if (bound && json_object_is_type(bound, json_type_string) && json_object_get_string_len(bound)) {
+    char msg[320];
+    snprintf(msg, sizeof msg, "pod is already bound to node %s", json_object_get_string(bound));
+    json_object_put(pod);
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, msg);
+    return;
+  }
+  struct ioq_pod_need pn;
+  int rc = ioq_pod_need_from_json(pod, &pn, &e);
+  json_object_put(pod);
+  if (rc < 0) {
+    ext_metrics_pod(x->metrics, EXT_VERB_BIND, EXT_POD_INVALID);
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, e.msg);
+    return;
+  }
+  const char *uid = b.pod_uid[0] ? b.pod_uid : pn.uid;
+  bool ioqos = ioq_pod_need_any(&pn);
+  ext_metrics_pod(x->metrics, EXT_VERB_BIND, ioqos ? EXT_POD_IOQOS : EXT_POD_PASSTHROUGH);
+  char disk[IOQ_DISK_NAME_MAX + 1] = "";
+  int score = 0;
+  char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
+  snprintf(key, sizeof key, "%s/%s", b.pod_namespace, b.pod_name);
+  const char *assumed_id = pn.uid[0] ? pn.uid : key;
+
+  if (ioqos) {
+    if (choose_and_assume(x, &b, &pn, disk, sizeof disk, &score, &e) < 0) {
+      fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
+      return;
+    }
+    if (annotate(x, &b, uid, disk, &e) < 0) {
+      ext_assumed_remove(x->assumed, b.node, assumed_id);
+      ioq_err_prefix(&e, "annotate pod with %s=%s", IOQ_POD_DISK_ANNOTATION, disk);
+      fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
+      return;
+    }
+  }
+  if (post_binding(x, &b, uid, &e) < 0) {
+    if (ioqos)
+      ext_assumed_remove(x->assumed, b.node, assumed_id);
+    fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
+    return;
+  }
+  ext_metrics_bind(x->metrics, 1);
+  if (ioqos)
+    ioq_info("pod bound pod=%s node=%s disk=%s class=%s bandwidth=%llu iops=%llu score=%d", key,
+             b.node, disk, pn.class_name, (unsigned long long)pn.units[IOQ_RES_BANDWIDTH],
+             (unsigned long long)pn.units[IOQ_RES_IOPS], score);
+  else
+    ioq_info("pod bound pod=%s node=%s (no ioqos resources)", key, b.node);
+  ext_reply_error(r, 200, "%s", "");
+}

@@ -1,0 +1,54 @@
+/* A JSON request body read incrementally as the HTTP server receives it:
+ * json-c's tokener is fed each chunk, so a large body is never held twice
+ * (as text and as a tree). Enforces the size limit and tells truncated,
+ * malformed, trailing-garbage and oversized bodies apart.
+ *
+ * The parsed tree is what costs memory: json-c spends ~800 bytes on every
+ * object, so 64 MiB of "{},{},..." would become 17 GiB. Each chunk's tree
+ * cost is estimated from its bytes before it is parsed and reserved from a
+ * budget shared by all requests in progress; a body that alone needs more
+ * than the budget is refused (413), one that would need memory other
+ * requests hold right now gets 503 (kube-scheduler retries). */
+#ifndef IOQOS_EXT_BODY_H
+#define IOQOS_EXT_BODY_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "metrics.h"
+
+/* Memory shared by the parse trees of all requests in progress. */
+struct ext_budget {
+  _Atomic size_t used;
+  size_t max;
+};
+
+struct ext_body {
+  struct ext_budget *budget;
+  size_t reserved; /* this body's share of the budget */
+  json_tokener *tok;
+  json_object *value; /* the parsed value once complete (NULL for JSON null) */
+  bool complete;
+  size_t received, max;
+  unsigned err_status; /* 0, 400, 413 or 503 */
+  enum ext_reject err_kind;
+  char err[300];
+};
+
+/* max: body bytes; budget may be NULL (no tree limit). Returns -1 on OOM. */
+int ext_body_init(struct ext_body *b, size_t max, struct ext_budget *budget);
+/* Feeds one chunk; after an error the rest is only counted. */
+void ext_body_feed(struct ext_body *b, const char *data, size_t n);
+/* End of input: completes a bare value or reports truncation. */
+void ext_body_finish(struct ext_body *b);
+/* Takes the value out (the caller puts it). */
+json_object *ext_body_take(struct ext_body *b);
+/* Frees the tokener and any value not taken, and returns the reservation:
+ * call it once the taken value (and anything sharing it) is gone too. */
+void ext_body_free(struct ext_body *b);
+
+/* Upper estimate of the json-c tree size for these bytes of JSON text. */
+size_t ext_json_tree_estimate(const char *data, size_t n);
+
+#endif

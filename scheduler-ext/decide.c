@@ -1,0 +1,57 @@
+#include "decide.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACK_DISKS 32
+
+static bool class_present(const struct ioq_node_state *st, const char *cls) {
+  for (size_t i = 0; i < st->n_disks; i++)
+    if (strcmp(st->disks[i].class_name, cls) == 0)
+      return true;
+  return false;
+}
+
+void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_need *need,
+                const char *name, const struct ext_nodeinfo *ni, struct ext_verdict *out) {
+  out->disk = -1;
+  out->score = 0;
+  out->reason[0] = '\0';
+  if (!ni) {
+    out->kind = EXT_UNRESOLVABLE;
+    snprintf(out->reason, sizeof out->reason,
+             "node is not in the ioqos extender's node cache (new node, or not visible to its "
+             "service account)");
+    return;
+  }
+  if (ni->status != EXT_NODE_OK) {
+    out->kind = EXT_UNRESOLVABLE;
+    snprintf(out->reason, sizeof out->reason, "%s", ni->error ? ni->error : "out of memory");
+    return;
+  }
+  const struct ioq_node_state *st = &ni->st;
+  uint64_t stack_extra[STACK_DISKS * IOQ_RES_COUNT];
+  uint64_t *extra = stack_extra;
+  if (st->n_disks > STACK_DISKS) {
+    extra = calloc(st->n_disks * IOQ_RES_COUNT, sizeof *extra);
+    if (!extra) {
+      out->kind = EXT_FAILED;
+      snprintf(out->reason, sizeof out->reason, "ioqos extender out of memory");
+      return;
+    }
+  }
+  ext_assumed_extra(a, name, st->disks, st->n_disks, extra);
+  struct ioq_choice ch;
+  if (ioq_place(st->disks, st->n_disks, extra, need, policy, &ch)) {
+    out->kind = EXT_FITS;
+    out->disk = ch.disk;
+    out->score = ch.score;
+  } else {
+    const char *cls = need->class_name && *need->class_name ? need->class_name : IOQ_DEFAULT_CLASS;
+    out->kind = class_present(st, cls) ? EXT_FAILED : EXT_UNRESOLVABLE;
+    snprintf(out->reason, sizeof out->reason, "%s", ch.reason);
+  }
+  if (extra != stack_extra)
+    free(extra);
+}

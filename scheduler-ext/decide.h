@@ -1,0 +1,29 @@
+/* The per-node decision shared by filter, prioritize and bind: the node's
+ * published state minus what this extender has assumed there, placed with
+ * the one placement function (ioq_place) the plugin also uses. */
+#ifndef IOQOS_EXT_DECIDE_H
+#define IOQOS_EXT_DECIDE_H
+
+#include "assumed.h"
+#include "ioqos/config.h"
+#include "ioqos/placement.h"
+#include "nodeinfo.h"
+
+enum ext_verdict_kind {
+  EXT_FITS = 0,
+  EXT_FAILED,       /* may fit later (units free up, a disk heals) */
+  EXT_UNRESOLVABLE, /* no state, unknown node, or no disk of the class at all */
+};
+
+struct ext_verdict {
+  enum ext_verdict_kind kind;
+  int disk;  /* index into ni->st.disks when it fits */
+  int score; /* 0..10 when it fits */
+  char reason[512];
+};
+
+/* ni NULL = a node the extender does not know. */
+void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_need *need,
+                const char *name, const struct ext_nodeinfo *ni, struct ext_verdict *out);
+
+#endif

@@ -1,0 +1,261 @@
+#include "flags.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/units.h"
+
+enum {
+  OPT_LISTEN = 256,
+  OPT_TLS_CERT,
+  OPT_TLS_KEY,
+  OPT_POLICY,
+  OPT_ASSUME_TTL,
+  OPT_MAX_REQUEST_BYTES,
+  OPT_MAX_REQUEST_MEMORY,
+  OPT_THREADS,
+  OPT_MAX_CONNECTIONS,
+  OPT_IDLE_TIMEOUT,
+  OPT_SHUTDOWN_GRACE,
+  OPT_KUBE_API_SERVER,
+  OPT_KUBE_TOKEN_FILE,
+  OPT_KUBE_CA_FILE,
+  OPT_KUBE_TIMEOUT,
+  OPT_NO_KUBE,
+  OPT_NODE_CACHE,
+  OPT_LOG_LEVEL,
+  OPT_HELP,
+  OPT_VERSION,
+};
+
+void ext_flags_usage(FILE *out) {
+  fputs(
+      "Usage: ioqos-scheduler-ext [FLAGS]\n"
+      "\n"
+      "HTTP scheduler extender for ioqos: kube-scheduler asks it to filter and score nodes\n"
+      "by the free ioqos/bandwidth and ioqos/iops units of their disks, and (optionally) to\n"
+      "bind pods, recording the chosen disk in the pod annotation ioqos.io/disk.\n"
+      "\n"
+      "Endpoints: POST .../filter, .../prioritize, .../bind (matched by the last path\n"
+      "segment, so any urlPrefix works); GET /healthz, /readyz, /metrics.\n"
+      "\n"
+      "Server:\n"
+      "  --listen ADDR:PORT          address to serve on (default :8888 = all IPv4\n"
+      "                              addresses; [::]:8888 for IPv6 and IPv4)\n"
+      "  --tls-cert FILE             serve HTTPS with this PEM certificate (chain)\n"
+      "  --tls-key FILE              PEM private key for --tls-cert\n"
+      "  --threads N                 worker threads serving requests (default 4)\n"
+      "  --max-connections N         open connections at most (default 256)\n"
+      "  --max-request-bytes SIZE    largest request body, e.g. 256Mi (default 256Mi; full\n"
+      "                              Node objects are 5-30 KiB each)\n"
+      "  --max-request-memory SIZE   memory the parsed bodies of all requests in progress\n"
+      "                              may use, e.g. 2Gi (default 1Gi; a parsed Node takes\n"
+      "                              ~16x its JSON size)\n"
+      "  --idle-timeout SECONDS      close a connection that sends nothing this long\n"
+      "                              (default 30; slow clients cannot hold workers)\n"
+      "  --shutdown-grace SECONDS    on SIGTERM, stop accepting and let requests in\n"
+      "                              progress finish this long (default 10)\n"
+      "\n"
+      "Decisions:\n"
+      "  --policy NAME               disk scoring: least-allocated (default, spread),\n"
+      "                              most-allocated (pack) or balanced\n"
+      "  --assume-ttl SECONDS        how long a placement made by bind counts against its\n"
+      "                              disk before the node's plugin reports it (default 60)\n"
+      "\n"
+      "Kubernetes API (needed for bind and for nodeCacheCapable: true):\n"
+      "  --kube-api-server URL       API server (default: in-cluster service account)\n"
+      "  --kube-token-file FILE      bearer token file (re-read when it changes)\n"
+      "  --kube-ca-file FILE         CA bundle for the API server's certificate\n"
+      "  --kube-timeout SECONDS      timeout of each API request (default 10)\n"
+      "  --no-kube                   no API access at all: full-node filter/prioritize only\n"
+      "  --node-cache BOOL           keep a node cache by list+watch, for NodeNames-only\n"
+      "                              requests (default true when the API is reachable)\n"
+      "\n"
+      "Other:\n"
+      "  --log-level LEVEL           error, warn, info (default) or debug\n"
+      "  --help                      this text\n"
+      "  --version                   print the version\n",
+      out);
+}
+
+static int parse_uint(const char *flag, const char *s, unsigned lo, unsigned hi, unsigned *out,
+                      ioq_err *e) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: '%s' is not a whole number in %u..%u", flag, s, lo, hi);
+  *out = (unsigned)v;
+  return 0;
+}
+
+static int parse_bool(const char *flag, const char *s, int *out, ioq_err *e) {
+  if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0) {
+    *out = 1;
+    return 0;
+  }
+  if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0) {
+    *out = 0;
+    return 0;
+  }
+  return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: '%s' is not true or false", flag, s);
+}
+
+static int nonempty(const char *flag, const char *s, const char **out, ioq_err *e) {
+  if (!s || !*s)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a non-empty value", flag);
+  *out = s;
+  return 0;
+}
+
+int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
+  *f = (struct ext_flags){
+      .listen = ":8888",
+      .policy = IOQ_POLICY_LEAST_ALLOCATED,
+      .assume_ttl_s = 60,
+      .max_request_bytes = 256u << 20,
+      .max_request_memory = 1u << 30,
+      .threads = 4,
+      .max_connections = 256,
+      .idle_timeout_s = 30,
+      .shutdown_grace_s = 10,
+      .kube_timeout_s = 10,
+      .node_cache = -1,
+      .log_level = IOQ_LOG_INFO,
+  };
+  static const struct option opts[] = {
+      {"listen", required_argument, NULL, OPT_LISTEN},
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+      {"policy", required_argument, NULL, OPT_POLICY},
+      {"assume-ttl", required_argument, NULL, OPT_ASSUME_TTL},
+      {"max-request-bytes", required_argument, NULL, OPT_MAX_REQUEST_BYTES},
+      {"max-request-memory", required_argument, NULL, OPT_MAX_REQUEST_MEMORY},
+      {"threads", required_argument, NULL, OPT_THREADS},
+      {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+      {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+      {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
+      {"kube-api-server", required_argument, NULL, OPT_KUBE_API_SERVER},
+      {"kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE},
+      {"kube-ca-file", required_argument, NULL, OPT_KUBE_CA_FILE},
+      {"kube-timeout", required_argument, NULL, OPT_KUBE_TIMEOUT},
+      {"no-kube", no_argument, NULL, OPT_NO_KUBE},
+      {"node-cache", required_argument, NULL, OPT_NODE_CACHE},
+      {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+      {"help", no_argument, NULL, OPT_HELP},
+      {"version", no_argument, NULL, OPT_VERSION},
+      {NULL, 0, NULL, 0},
+  };
+  optind = 1;
+  opterr = 0; /* we word the errors ourselves */
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int rc = 0;
+    uint64_t bytes;
+    switch (c) {
+    case OPT_LISTEN:
+      rc = nonempty("--listen", optarg, &f->listen, e);
+      break;
+    case OPT_TLS_CERT:
+      rc = nonempty("--tls-cert", optarg, &f->tls_cert, e);
+      break;
+    case OPT_TLS_KEY:
+      rc = nonempty("--tls-key", optarg, &f->tls_key, e);
+      break;
+    case OPT_POLICY:
+      if (ioq_policy_parse(optarg, &f->policy) < 0)
+        rc = ioq_fail(e, IOQ_EINVAL_INPUT,
+                      "--policy: '%s' is not least-allocated, most-allocated or balanced", optarg);
+      break;
+    case OPT_ASSUME_TTL:
+      rc = parse_uint("--assume-ttl", optarg, 1, 86400, &f->assume_ttl_s, e);
+      break;
+    case OPT_MAX_REQUEST_BYTES:
+      if (ioq_parse_quantity_int(optarg, &bytes, e) < 0) {
+        ioq_err_prefix(e, "--max-request-bytes");
+        rc = -1;
+      } else if (bytes < 4096 || bytes > (4ull << 30)) {
+        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-bytes: '%s' must be between 4Ki and 4Gi",
+                      optarg);
+      } else {
+        f->max_request_bytes = (size_t)bytes;
+      }
+      break;
+    case OPT_MAX_REQUEST_MEMORY:
+      if (ioq_parse_quantity_int(optarg, &bytes, e) < 0) {
+        ioq_err_prefix(e, "--max-request-memory");
+        rc = -1;
+      } else if (bytes < (1ull << 20) || bytes > (1ull << 40)) {
+        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-memory: '%s' must be between 1Mi and 1Ti",
+                      optarg);
+      } else {
+        f->max_request_memory = (size_t)bytes;
+      }
+      break;
+    case OPT_THREADS:
+      rc = parse_uint("--threads", optarg, 1, 256, &f->threads, e);
+      break;
+    case OPT_MAX_CONNECTIONS:
+      rc = parse_uint("--max-connections", optarg, 1, 65536, &f->max_connections, e);
+      break;
+    case OPT_IDLE_TIMEOUT:
+      rc = parse_uint("--idle-timeout", optarg, 1, 3600, &f->idle_timeout_s, e);
+      break;
+    case OPT_SHUTDOWN_GRACE:
+      rc = parse_uint("--shutdown-grace", optarg, 0, 3600, &f->shutdown_grace_s, e);
+      break;
+    case OPT_KUBE_API_SERVER:
+      rc = nonempty("--kube-api-server", optarg, &f->kube_api_server, e);
+      break;
+    case OPT_KUBE_TOKEN_FILE:
+      rc = nonempty("--kube-token-file", optarg, &f->kube_token_file, e);
+      break;
+    case OPT_KUBE_CA_FILE:
+      rc = nonempty("--kube-ca-file", optarg, &f->kube_ca_file, e);
+      break;
+    case OPT_KUBE_TIMEOUT:
+      rc = parse_uint("--kube-timeout", optarg, 1, 600, &f->kube_timeout_s, e);
+      break;
+    case OPT_NO_KUBE:
+      f->no_kube = true;
+      break;
+    case OPT_NODE_CACHE:
+      rc = parse_bool("--node-cache", optarg, &f->node_cache, e);
+      break;
+    case OPT_LOG_LEVEL:
+      if (ioq_log_parse_level(optarg, &f->log_level) < 0)
+        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level: '%s' is not error, warn, info or debug",
+                      optarg);
+      break;
+    case 'h':
+    case OPT_HELP:
+      f->help = true;
+      break;
+    case OPT_VERSION:
+      f->version = true;
+      break;
+    case ':':
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a value", argv[optind - 1]);
+    default:
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "unknown flag '%s'", argv[optind - 1]);
+    }
+    if (rc < 0)
+      return -1;
+  }
+  if (optind < argc)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "unexpected argument '%s' (flags only)", argv[optind]);
+  if (f->help || f->version)
+    return 0;
+  if ((f->tls_cert != NULL) != (f->tls_key != NULL))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--tls-cert and --tls-key go together");
+  if (f->no_kube && (f->kube_api_server || f->kube_token_file || f->kube_ca_file))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--no-kube conflicts with --kube-* flags");
+  if (f->no_kube && f->node_cache == 1)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-cache=true needs Kubernetes API access (drop --no-kube)");
+  if (f->max_connections < f->threads)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--max-connections (%u) must be at least --threads (%u)",
+                    f->max_connections, f->threads);
+  return 0;
+}

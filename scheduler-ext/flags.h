@@ -1,0 +1,38 @@
+/* Command-line flags of ioqos-scheduler-ext (documented by --help and in
+ * docs/extender.md). */
+#ifndef IOQOS_EXT_FLAGS_H
+#define IOQOS_EXT_FLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ioqos/config.h"
+#include "ioqos/error.h"
+#include "ioqos/log.h"
+
+struct ext_flags {
+  const char *listen;
+  const char *tls_cert, *tls_key; /* file paths */
+  enum ioq_policy policy;
+  unsigned assume_ttl_s;
+  size_t max_request_bytes;
+  size_t max_request_memory;
+  unsigned threads;
+  unsigned max_connections;
+  unsigned idle_timeout_s;
+  unsigned shutdown_grace_s;
+  const char *kube_api_server, *kube_token_file, *kube_ca_file;
+  unsigned kube_timeout_s;
+  bool no_kube;
+  int node_cache; /* -1 = default (on when the API is reachable), 0, 1 */
+  enum ioq_log_level log_level;
+  bool help, version;
+};
+
+/* Fills defaults, then parses argv. Usage errors fail with a message. */
+int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e);
+void ext_flags_usage(FILE *out);
+
+#endif

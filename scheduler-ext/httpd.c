@@ -1,0 +1,361 @@
+#include "httpd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "body.h"
+#include "ioqos/log.h"
+
+/* per-connection buffer: headers plus the chunk of body handed to us at once */
+#define CONN_MEMORY (256u * 1024u)
+
+struct ext_httpd {
+  struct MHD_Daemon *d;
+  const struct ext_route *routes;
+  size_t n_routes;
+  struct ext_metrics *m;
+  size_t max_body;
+  struct ext_budget budget;
+  atomic_uint_fast64_t in_flight;
+  MHD_socket quiesced;
+};
+
+/* One request's state across the access handler's calls. */
+struct req {
+  const struct ext_route *route; /* the matched route */
+  enum ext_verb verb;
+  uint64_t start_ns;
+  unsigned status; /* status of the queued reply, 0 = none yet */
+  bool reading;    /* body initialised */
+  struct ext_body body;
+  json_object *value; /* the parsed body, freed once the reply is sent */
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ext_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  if (!s || !*s)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address is empty (want ADDR:PORT)");
+  const char *colon = strrchr(s, ':');
+  if (!colon)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s' has no port (want ADDR:PORT)", s);
+  char *end;
+  errno = 0;
+  long port = strtol(colon + 1, &end, 10);
+  if (!colon[1] || *end || errno || port < 0 || port > 65535)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': port must be 0..65535", s);
+  char host[128];
+  size_t hl = (size_t)(colon - s);
+  if (hl >= sizeof host)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': host too long", s);
+  memcpy(host, s, hl);
+  host[hl] = '\0';
+  if (host[0] == '[') { /* [v6]:port */
+    if (hl < 2 || host[hl - 1] != ']')
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': unbalanced '['", s);
+    host[hl - 1] = '\0';
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)out;
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': '%s' is not an IPv6 address", s,
+                      host + 1);
+    *len = sizeof *a6;
+    return 0;
+  }
+  struct sockaddr_in *a4 = (struct sockaddr_in *)out;
+  a4->sin_family = AF_INET;
+  a4->sin_port = htons((uint16_t)port);
+  if (!host[0]) {
+    a4->sin_addr.s_addr = htonl(INADDR_ANY);
+  } else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1) {
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "listen address '%s': '%s' is not an IPv4 address (IPv6: [ADDR]:PORT)", s, host);
+  }
+  *len = sizeof *a4;
+  return 0;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t n = strlen(msg);
+  while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+    msg[--n] = '\0';
+  ioq_warn("http server: %s", msg);
+}
+
+static void free_owner(void *owner) { json_object_put(owner); }
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, struct req *q, struct ext_reply *r) {
+  struct MHD_Response *resp;
+  if (r->owner)
+    resp = MHD_create_response_from_buffer_with_free_callback_cls(r->len, (void *)r->body,
+                                                                  free_owner, r->owner);
+  else
+    resp = MHD_create_response_from_buffer_with_free_callback(r->len, (void *)r->body, free);
+  if (!resp) {
+    ext_reply_free(r);
+    return MHD_NO;
+  }
+  r->owner = NULL; /* the response owns the memory now */
+  r->body = NULL;
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          r->content_type ? r->content_type : "application/json");
+  if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED && q->route)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, q->route->post ? "POST" : "GET, HEAD");
+  enum MHD_Result rc = MHD_queue_response(c, r->status, resp);
+  MHD_destroy_response(resp);
+  q->status = r->status;
+  return rc;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, struct req *q, unsigned status,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result send_error(struct MHD_Connection *c, struct req *q, unsigned status,
+                                  const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (status >= 500)
+    ioq_warn("request refused verb=%s status=%u error=\"%s\"", ext_verb_name(q->verb), status, msg);
+  else
+    ioq_debug("request refused verb=%s status=%u error=\"%s\"", ext_verb_name(q->verb), status, msg);
+  struct ext_reply r = {0};
+  ext_reply_error(&r, status, "%s", msg);
+  return send_reply(c, q, &r);
+}
+
+/* Last path segment ("/x/filter" -> "filter"). */
+static const char *last_segment(const char *url) {
+  const char *s = strrchr(url, '/');
+  return s ? s + 1 : url;
+}
+
+/* Finds the route for url; *wrong_method when only the method differs. */
+static const struct ext_route *find_route(struct ext_httpd *h, const char *url, bool post,
+                                          bool *wrong_method) {
+  *wrong_method = false;
+  const struct ext_route *other = NULL;
+  for (size_t i = 0; i < h->n_routes; i++) {
+    const struct ext_route *rt = &h->routes[i];
+    bool match = rt->post ? strcmp(last_segment(url), rt->name) == 0 : strcmp(url, rt->name) == 0;
+    if (!match)
+      continue;
+    if (rt->post == post)
+      return rt;
+    other = rt;
+  }
+  *wrong_method = other != NULL;
+  return other;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *size, void **con_cls) {
+  (void)version;
+  struct ext_httpd *h = cls;
+  struct req *q = *con_cls;
+  if (!q) {
+    q = calloc(1, sizeof *q);
+    if (!q)
+      return MHD_NO;
+    q->start_ns = now_ns();
+    q->verb = EXT_VERB_OTHER;
+    *con_cls = q;
+    atomic_fetch_add(&h->in_flight, 1);
+
+    bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    bool wrong_method;
+    const struct ext_route *rt = find_route(h, url, post, &wrong_method);
+    if (!rt)
+      return send_error(c, q, MHD_HTTP_NOT_FOUND, "no such path: %.200s", url);
+    q->route = rt;
+    q->verb = rt->verb;
+    if (wrong_method || (!post && !get))
+      return send_error(c, q, MHD_HTTP_METHOD_NOT_ALLOWED, "%s needs %s", url,
+                        rt->post ? "POST" : "GET");
+    if (!rt->post) {
+      struct ext_reply r = {0};
+      rt->fn(rt->ud, NULL, &r);
+      return send_reply(c, q, &r);
+    }
+    /* refuse an announced oversized body before reading any of it */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+      char *end;
+      errno = 0;
+      unsigned long long n = strtoull(cl, &end, 10);
+      if (!errno && !*end && n > h->max_body) {
+        ext_metrics_reject(h->m, EXT_REJECT_TOO_LARGE);
+        return send_error(c, q, MHD_HTTP_CONTENT_TOO_LARGE,
+                          "request body of %llu bytes is larger than %zu bytes "
+                          "(--max-request-bytes)",
+                          n, h->max_body);
+      }
+    }
+    if (ext_body_init(&q->body, h->max_body, &h->budget) < 0)
+      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    q->reading = true;
+    return MHD_YES;
+  }
+  if (q->status)
+    return MHD_YES; /* reply already queued; MHD discards the rest */
+  if (*size) {
+    ext_body_feed(&q->body, data, *size);
+    *size = 0;
+    /* a client streaming far past the limit (no Content-Length) is cut off */
+    if (q->body.err_status && q->body.received / 4 > h->max_body)
+      return MHD_NO;
+    return MHD_YES;
+  }
+  ext_body_finish(&q->body);
+  if (q->body.err_status) {
+    ext_metrics_reject(h->m, q->body.err_kind);
+    return send_error(c, q, q->body.err_status, "%s", q->body.err);
+  }
+  q->value = ext_body_take(&q->body);
+  struct ext_reply r = {0};
+  q->route->fn(q->route->ud, q->value, &r);
+  if (r.status >= 400)
+    ioq_debug("request refused verb=%s status=%u reply=%.300s", ext_verb_name(q->verb), r.status,
+              r.body ? r.body : "");
+  return send_reply(c, q, &r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why) {
+  (void)c;
+  struct ext_httpd *h = cls;
+  struct req *q = *con_cls;
+  if (!q)
+    return;
+  if (q->status)
+    ext_metrics_request(h->m, q->verb, q->status, (double)(now_ns() - q->start_ns) / 1e9);
+  if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && why != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
+    ioq_debug("http request ended early verb=%s reason=%d status=%u", ext_verb_name(q->verb),
+              (int)why, q->status);
+  /* a large tree takes a while to free: after the reply, not before it;
+   * its memory budget is returned only once it is gone */
+  json_object_put(q->value);
+  if (q->reading)
+    ext_body_free(&q->body);
+  free(q);
+  *con_cls = NULL;
+  atomic_fetch_sub(&h->in_flight, 1);
+}
+
+struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct ext_route *routes,
+                                  size_t n_routes, struct ext_metrics *m, ioq_err *e) {
+  struct sockaddr_storage addr;
+  unsigned addrlen;
+  if (ext_parse_listen(o->listen, &addr, &addrlen, e) < 0)
+    return NULL;
+  if ((o->tls_cert != NULL) != (o->tls_key != NULL)) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "TLS needs both a certificate and a key");
+    return NULL;
+  }
+  if (o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    ioq_fail(e, IOQ_EUNSUPPORTED, "this libmicrohttpd was built without TLS support");
+    return NULL;
+  }
+  struct ext_httpd *h = calloc(1, sizeof *h);
+  if (!h) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  h->routes = routes;
+  h->n_routes = n_routes;
+  h->m = m;
+  h->max_body = o->max_body;
+  h->budget.max = o->max_parse_memory;
+  h->quiesced = MHD_INVALID_SOCKET;
+
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+  flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+  if (addr.ss_family == AF_INET6) {
+    /* [::] serves IPv4 too, as --help says; a specific address is v6 only */
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&addr)->sin6_addr;
+    flags |= IN6_IS_ADDR_UNSPECIFIED(a6) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+  }
+  if (o->tls_cert)
+    flags |= MHD_USE_TLS;
+
+  struct MHD_OptionItem opts[16];
+  int n = 0;
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)o->max_connections, NULL};
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->idle_timeout_s, NULL};
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY, NULL};
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
+  if (o->threads > 1)
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)o->threads, NULL};
+  if (o->tls_cert) {
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key};
+  }
+  opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+
+  h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+  if (!h->d) {
+    ioq_fail(e, EADDRNOTAVAIL,
+             "cannot serve on %s (address in use, not local, or bad TLS certificate/key; see the "
+             "http server messages above)",
+             o->listen);
+    free(h);
+    return NULL;
+  }
+  return h;
+}
+
+unsigned ext_httpd_port(struct ext_httpd *h) {
+  const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+  return i ? i->port : 0;
+}
+
+uint64_t ext_httpd_in_flight(struct ext_httpd *h) { return atomic_load(&h->in_flight); }
+
+void ext_httpd_quiesce(struct ext_httpd *h) {
+  if (h->quiesced == MHD_INVALID_SOCKET)
+    h->quiesced = MHD_quiesce_daemon(h->d);
+}
+
+uint64_t ext_httpd_drain(struct ext_httpd *h, unsigned grace_ms) {
+  uint64_t deadline = now_ns() + (uint64_t)grace_ms * 1000000u;
+  while (atomic_load(&h->in_flight) > 0 && now_ns() < deadline) {
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load(&h->in_flight);
+}
+
+void ext_httpd_stop(struct ext_httpd *h) {
+  if (!h)
+    return;
+  MHD_stop_daemon(h->d);
+  if (h->quiesced != MHD_INVALID_SOCKET)
+    close(h->quiesced);
+  free(h);
+}

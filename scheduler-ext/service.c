@@ -1,0 +1,184 @@
+#include "service.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender.h"
+#include "httpd.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+
+struct ext_service {
+  struct extender x;
+  struct ioq_kube_informer *informer;
+  struct ext_httpd *_Atomic httpd;
+  char *tls_cert, *tls_key;
+  struct ext_route routes[6];
+};
+
+static void route_filter(void *ud, json_object *body, struct ext_reply *r) {
+  ext_filter(&((struct ext_service *)ud)->x, body, r);
+}
+static void route_prioritize(void *ud, json_object *body, struct ext_reply *r) {
+  ext_prioritize(&((struct ext_service *)ud)->x, body, r);
+}
+static void route_bind(void *ud, json_object *body, struct ext_reply *r) {
+  ext_bind(&((struct ext_service *)ud)->x, body, r);
+}
+
+static void route_healthz(void *ud, json_object *body, struct ext_reply *r) {
+  (void)ud, (void)body;
+  ext_reply_text(r, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+}
+
+/* Ready when decisions can be made for both request forms we are set up
+ * for: without a node cache at once, with one after its first list. */
+static void route_readyz(void *ud, json_object *body, struct ext_reply *r) {
+  (void)body;
+  struct ext_service *s = ud;
+  if (s->x.cache && !ext_nodecache_synced(s->x.cache))
+    ext_reply_text(r, 503, "text/plain; charset=utf-8", strdup("node cache not synced yet\n"));
+  else
+    ext_reply_text(r, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+}
+
+static void route_metrics(void *ud, json_object *body, struct ext_reply *r) {
+  (void)body;
+  struct ext_service *s = ud;
+  struct ext_httpd *h = atomic_load(&s->httpd);
+  struct ext_gauges g = {
+      .in_flight = h ? ext_httpd_in_flight(h) : 0,
+      .assumed = ext_assumed_count(s->x.assumed),
+      .node_cache_enabled = s->x.cache != NULL,
+      .node_cache_nodes = s->x.cache ? ext_nodecache_size(s->x.cache) : 0,
+      .node_cache_synced = s->x.cache ? ext_nodecache_synced(s->x.cache) : 0,
+      .node_cache_lists = s->informer ? ioq_kube_informer_lists(s->informer) : 0,
+  };
+  ext_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+                 ext_metrics_render(s->x.metrics, &g));
+}
+
+static void free_parts(struct ext_service *s) {
+  if (s->informer)
+    ioq_kube_informer_stop(s->informer);
+  ext_nodecache_free(s->x.cache);
+  ioq_kube_free(s->x.kube);
+  ext_assumed_free(s->x.assumed);
+  ext_metrics_free(s->x.metrics);
+  free(s->tls_cert);
+  free(s->tls_key);
+  free(s);
+}
+
+/* API access: explicit flags, else in-cluster when it looks like a pod. */
+static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err *e) {
+  if (f->no_kube)
+    return 0;
+  if (!f->kube_api_server && !getenv("KUBERNETES_SERVICE_HOST")) {
+    if (f->node_cache == 1)
+      return ioq_fail(e, IOQ_EINVAL_INPUT,
+                      "--node-cache=true needs the Kubernetes API: pass --kube-api-server or run "
+                      "in a cluster");
+    ioq_info("no Kubernetes API configured (no --kube-api-server, not in a cluster): serving "
+             "full-node filter/prioritize only; NodeNames requests and bind will be refused");
+    return 0;
+  }
+  struct ioq_kube_opts ko = {
+      .server = f->kube_api_server,
+      .token_file = f->kube_token_file,
+      .ca_file = f->kube_ca_file,
+      .timeout_ms = (long)f->kube_timeout_s * 1000,
+      .user_agent = "ioqos-scheduler-ext/" IOQOS_VERSION,
+  };
+  s->x.kube = ioq_kube_new(&ko, e);
+  if (!s->x.kube)
+    return -1;
+  if (f->node_cache == 0)
+    return 0;
+  s->x.cache = ext_nodecache_new(s->x.assumed);
+  if (!s->x.cache)
+    return ioq_fail(e, ENOMEM, "out of memory");
+  struct ioq_kube_informer_cb cb = {.on_list = ext_nodecache_on_list,
+                                    .on_event = ext_nodecache_on_event};
+  s->informer = ioq_kube_informer_start(s->x.kube, "/api/v1/nodes", NULL, &cb, s->x.cache, e);
+  if (!s->informer) {
+    ioq_err_prefix(e, "start the node cache");
+    return -1;
+  }
+  return 0;
+}
+
+struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
+  struct ext_service *s = calloc(1, sizeof *s);
+  if (!s) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  s->x.policy = f->policy;
+  s->x.metrics = ext_metrics_new();
+  s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
+  if (!s->x.metrics || !s->x.assumed) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    goto fail;
+  }
+  if (f->tls_cert) {
+    if (ioq_read_file(f->tls_cert, &s->tls_cert, NULL, 1u << 20, e) < 0 ||
+        ioq_read_file(f->tls_key, &s->tls_key, NULL, 1u << 20, e) < 0) {
+      ioq_err_prefix(e, "TLS");
+      goto fail;
+    }
+  }
+  if (start_kube(s, f, e) < 0)
+    goto fail;
+
+  const struct ext_route routes[] = {
+      {"filter", true, EXT_VERB_FILTER, route_filter, s},
+      {"prioritize", true, EXT_VERB_PRIORITIZE, route_prioritize, s},
+      {"bind", true, EXT_VERB_BIND, route_bind, s},
+      {"/healthz", false, EXT_VERB_HEALTHZ, route_healthz, s},
+      {"/readyz", false, EXT_VERB_READYZ, route_readyz, s},
+      {"/metrics", false, EXT_VERB_METRICS, route_metrics, s},
+  };
+  memcpy(s->routes, routes, sizeof routes);
+  struct ext_httpd_opts ho = {
+      .listen = f->listen,
+      .tls_cert = s->tls_cert,
+      .tls_key = s->tls_key,
+      .max_body = f->max_request_bytes,
+      .max_parse_memory = f->max_request_memory,
+      .threads = f->threads,
+      .max_connections = f->max_connections,
+      .idle_timeout_s = f->idle_timeout_s,
+  };
+  struct ext_httpd *h = ext_httpd_start(&ho, s->routes, sizeof routes / sizeof routes[0],
+                                        s->x.metrics, e);
+  if (!h)
+    goto fail;
+  atomic_store(&s->httpd, h);
+  ioq_info("serving listen=%s port=%u tls=%s policy=%s threads=%u max_request_bytes=%zu "
+           "max_request_memory=%zu assume_ttl_s=%u kube=%s node_cache=%s bind=%s",
+           f->listen, ext_httpd_port(h), f->tls_cert ? "on" : "off", ioq_policy_name(f->policy),
+           f->threads, f->max_request_bytes, f->max_request_memory, f->assume_ttl_s,
+           s->x.kube ? ioq_kube_server(s->x.kube) : "none", s->x.cache ? "on" : "off",
+           s->x.kube ? "on" : "off");
+  return s;
+fail:
+  free_parts(s);
+  return NULL;
+}
+
+void ext_service_stop(struct ext_service *s, unsigned grace_s) {
+  if (!s)
+    return;
+  struct ext_httpd *h = atomic_load(&s->httpd);
+  ext_httpd_quiesce(h);
+  uint64_t left = ext_httpd_drain(h, grace_s * 1000u);
+  if (left)
+    ioq_warn("shutdown grace period over, dropping requests in_flight=%llu",
+             (unsigned long long)left);
+  ext_httpd_stop(h);
+  atomic_store(&s->httpd, NULL);
+  free_parts(s);
+}

@@ -1,0 +1,16 @@
+/* The running extender: its parts wired together from the flags. */
+#ifndef IOQOS_EXT_SERVICE_H
+#define IOQOS_EXT_SERVICE_H
+
+#include "flags.h"
+#include "ioqos/error.h"
+
+struct ext_service;
+
+/* Starts everything (API client, node cache, HTTP server). */
+struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e);
+/* Graceful stop: no new connections, requests in progress finish within the
+ * grace period, then everything is torn down and freed. */
+void ext_service_stop(struct ext_service *s, unsigned grace_s);
+
+#endif

@@ -1,0 +1,239 @@
+/* Node cache updates, flags, listen addresses and metrics text. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "flags.h"
+#include "httpd.h"
+#include "metrics.h"
+#include "nodecache.h"
+
+static json_object *node(const char *name, const char *anno) {
+  json_object *n = json_object_new_object(), *m = json_object_new_object();
+  json_object_object_add(m, "name", json_object_new_string(name));
+  if (anno) {
+    json_object *a = json_object_new_object();
+    json_object_object_add(a, "ioqos.io/devices", json_object_new_string(anno));
+    json_object_object_add(m, "annotations", a);
+  }
+  json_object_object_add(n, "metadata", m);
+  return n;
+}
+
+#define ANNO(alloc)                                                                                \
+  "{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{\"ioqos/"          \
+  "bandwidth\":100},\"allocated\":{\"ioqos/bandwidth\":" #alloc "}}]}"
+
+Test(nodecache, list_then_events) {
+  struct ext_assumed *a = ext_assumed_new(60000);
+  struct ext_nodecache *c = ext_nodecache_new(a);
+  cr_assert_not(ext_nodecache_synced(c));
+  json_object *items = json_object_new_array();
+  json_object_array_add(items, node("n1", ANNO(10)));
+  json_object_array_add(items, node("n2", NULL));
+  json_object_array_add(items, json_object_new_string("not a node"));
+  ext_nodecache_on_list(c, items);
+  json_object_put(items);
+  cr_assert(ext_nodecache_synced(c));
+  cr_assert_eq(ext_nodecache_size(c), 2);
+
+  ext_nodecache_rdlock(c);
+  const struct ext_nodeinfo *n1 = ext_nodecache_find(c, "n1");
+  cr_assert_not_null(n1);
+  cr_assert_eq(n1->st.disks[0].allocated[0], 10);
+  cr_assert_eq(ext_nodecache_find(c, "n2")->status, EXT_NODE_NO_ANNOTATION);
+  cr_assert_null(ext_nodecache_find(c, "n3"));
+  ext_nodecache_unlock(c);
+
+  json_object *o = node("n1", ANNO(40));
+  ext_nodecache_on_event(c, "MODIFIED", o);
+  json_object_put(o);
+  o = node("n3", ANNO(0));
+  ext_nodecache_on_event(c, "ADDED", o);
+  json_object_put(o);
+  o = node("n2", NULL);
+  ext_nodecache_on_event(c, "DELETED", o);
+  json_object_put(o);
+
+  ext_nodecache_rdlock(c);
+  cr_assert_eq(ext_nodecache_find(c, "n1")->st.disks[0].allocated[0], 40);
+  cr_assert_not_null(ext_nodecache_find(c, "n3"));
+  cr_assert_null(ext_nodecache_find(c, "n2"));
+  ext_nodecache_unlock(c);
+  cr_assert_eq(ext_nodecache_size(c), 2);
+
+  /* a re-list replaces everything */
+  items = json_object_new_array();
+  json_object_array_add(items, node("n9", ANNO(1)));
+  ext_nodecache_on_list(c, items);
+  json_object_put(items);
+  cr_assert_eq(ext_nodecache_size(c), 1);
+  ext_nodecache_free(c);
+  ext_assumed_free(a);
+}
+
+Test(nodecache, events_confirm_and_forget_assumptions) {
+  struct ext_assumed *a = ext_assumed_new(60000);
+  struct ext_nodecache *c = ext_nodecache_new(a);
+  ioq_err e = {0};
+  uint64_t u[IOQ_RES_COUNT] = {5, 0};
+  struct ext_node_lock *l = ext_assumed_lock_node(a, "n1", &e);
+  ext_assumed_add(a, "n1", "pod-a", "ns/a", "sda", u, &e);
+  ext_assumed_add(a, "n1", "pod-b", "ns/b", "sda", u, &e);
+  ext_assumed_unlock_node(l);
+  l = ext_assumed_lock_node(a, "n2", &e);
+  ext_assumed_add(a, "n2", "pod-c", "ns/c", "sda", u, &e);
+  ext_assumed_unlock_node(l);
+
+  json_object *o = node("n1", "{\"version\":1,\"devices\":[],\"pods\":[\"pod-a\"]}");
+  ext_nodecache_on_event(c, "MODIFIED", o);
+  json_object_put(o);
+  cr_assert_eq(ext_assumed_count(a), 2);
+  o = node("n2", NULL);
+  ext_nodecache_on_event(c, "DELETED", o);
+  json_object_put(o);
+  cr_assert_eq(ext_assumed_count(a), 1);
+  ext_nodecache_free(c);
+  ext_assumed_free(a);
+}
+
+static int parse(const char *const *argv, struct ext_flags *f, ioq_err *e) {
+  int argc = 0;
+  char *args[32];
+  for (; argv[argc]; argc++)
+    args[argc] = (char *)argv[argc];
+  args[argc] = NULL;
+  return ext_flags_parse(argc, args, f, e);
+}
+
+Test(flags, defaults_and_values) {
+  struct ext_flags f;
+  ioq_err e = {0};
+  const char *none[] = {"x", NULL};
+  cr_assert_eq(parse(none, &f, &e), 0);
+  cr_assert_str_eq(f.listen, ":8888");
+  cr_assert_eq(f.policy, IOQ_POLICY_LEAST_ALLOCATED);
+  cr_assert_eq(f.max_request_bytes, 256u << 20);
+  cr_assert_eq(f.max_request_memory, 1u << 30);
+  cr_assert_eq(f.node_cache, -1);
+  const char *some[] = {"x", "--listen=127.0.0.1:9", "--policy", "balanced", "--max-request-bytes",
+                        "1Gi", "--threads", "8", "--node-cache=false", "--assume-ttl", "5",
+                        "--max-request-memory", "2Gi", NULL};
+  cr_assert_eq(parse(some, &f, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(f.listen, "127.0.0.1:9");
+  cr_assert_eq(f.policy, IOQ_POLICY_BALANCED);
+  cr_assert_eq(f.max_request_bytes, 1u << 30);
+  cr_assert_eq(f.threads, 8);
+  cr_assert_eq(f.node_cache, 0);
+  cr_assert_eq(f.assume_ttl_s, 5);
+  cr_assert_eq(f.max_request_memory, 2ull << 30);
+}
+
+Test(flags, errors) {
+  const char *cases[][4] = {
+      {"--bogus", NULL, NULL, "unknown flag '--bogus'"},
+      {"--threads", NULL, NULL, "--threads needs a value"},
+      {"--threads", "0", NULL, "--threads: '0' is not a whole number in 1..256"},
+      {"--policy", "random", NULL, "--policy: 'random' is not"},
+      {"--max-request-bytes", "1.5", NULL, "--max-request-bytes"},
+      {"--max-request-bytes", "10", NULL, "must be between 4Ki and 4Gi"},
+      {"--max-request-memory", "1k", NULL, "must be between 1Mi and 1Ti"},
+      {"--tls-cert", "a.pem", NULL, "--tls-cert and --tls-key go together"},
+      {"--no-kube", "--kube-api-server=http://x", NULL, "--no-kube conflicts"},
+      {"--node-cache", "maybe", NULL, "not true or false"},
+      {"--log-level", "loud", NULL, "--log-level"},
+      {"stray", NULL, NULL, "unexpected argument 'stray'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *argv[] = {"x", cases[i][0], cases[i][1], cases[i][2], NULL};
+    struct ext_flags f;
+    ioq_err e = {0};
+    cr_assert_eq(parse(argv, &f, &e), -1, "case %zu", i);
+    cr_assert(strstr(e.msg, cases[i][3]), "case %zu: '%s' lacks '%s'", i, e.msg, cases[i][3]);
+  }
+}
+
+Test(listen, addresses) {
+  struct sockaddr_storage ss;
+  unsigned len;
+  ioq_err e = {0};
+  cr_assert_eq(ext_parse_listen(":8888", &ss, &len, &e), 0);
+  cr_assert_eq(ss.ss_family, AF_INET);
+  cr_assert_eq(ntohs(((struct sockaddr_in *)&ss)->sin_port), 8888);
+  cr_assert_eq(ext_parse_listen("10.1.2.3:1", &ss, &len, &e), 0);
+  cr_assert_eq(ext_parse_listen("[::]:443", &ss, &len, &e), 0);
+  cr_assert_eq(ss.ss_family, AF_INET6);
+  cr_assert_eq(ext_parse_listen("[::1]:0", &ss, &len, &e), 0);
+  const char *bad[] = {"", "8888", "host:80", "1.2.3.4:99999", "1.2.3.4:", "[::1:80", "[x]:1", ":-1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    cr_assert_eq(ext_parse_listen(bad[i], &ss, &len, &e), -1, "'%s' should fail", bad[i]);
+}
+
+Test(metrics, render) {
+  struct ext_metrics *m = ext_metrics_new();
+  ext_metrics_request(m, EXT_VERB_FILTER, 200, 0.0003);
+  ext_metrics_request(m, EXT_VERB_FILTER, 200, 7.0); /* beyond the last bucket */
+  ext_metrics_request(m, EXT_VERB_FILTER, 400, 0.002);
+  ext_metrics_nodes(m, EXT_NODE_FAILED, 3);
+  ext_metrics_bind(m, 1);
+  struct ext_gauges g = {.assumed = 2, .node_cache_enabled = 1, .node_cache_nodes = 5};
+  char *t = ext_metrics_render(m, &g);
+  cr_assert(strstr(t, "ioqos_extender_requests_total{verb=\"filter\",code=\"200\"} 2\n"), "%s", t);
+  cr_assert(strstr(t, "ioqos_extender_requests_total{verb=\"filter\",code=\"400\"} 1\n"));
+  cr_assert(strstr(t, "ioqos_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0005\"} 1\n"));
+  cr_assert(strstr(t, "ioqos_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"5\"} 2\n"));
+  cr_assert(strstr(t, "ioqos_extender_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"} 3\n"));
+  cr_assert(strstr(t, "ioqos_extender_filter_nodes_total{result=\"failed\"} 3\n"));
+  cr_assert(strstr(t, "ioqos_extender_binds_total{result=\"bound\"} 1\n"));
+  cr_assert(strstr(t, "ioqos_extender_assumed_placements 2\n"));
+  cr_assert(strstr(t, "ioqos_extender_node_cache_nodes 5\n"));
+  free(t);
+  ext_metrics_free(m);
+}
+
+#include <stdlib.h>
+
+#include "nodemap.h"
+
+static struct ext_nodeinfo *mk(const char *name) {
+  struct ext_nodeinfo *ni = calloc(1, sizeof *ni);
+  snprintf(ni->name, sizeof ni->name, "%s", name);
+  return ni;
+}
+
+Test(nodemap, put_find_delete_keep_chains) {
+  struct ext_nodemap m;
+  cr_assert_eq(ext_nodemap_init(&m, 0), 0);
+  char name[32];
+  for (int i = 0; i < 3000; i++) {
+    snprintf(name, sizeof name, "node-%05d", i);
+    cr_assert_eq(ext_nodemap_put(&m, mk(name)), 0);
+  }
+  cr_assert_eq(m.n, 3000);
+  /* replacing keeps the count */
+  cr_assert_eq(ext_nodemap_put(&m, mk("node-00007")), 0);
+  cr_assert_eq(m.n, 3000);
+  for (int i = 0; i < 3000; i += 3) {
+    snprintf(name, sizeof name, "node-%05d", i);
+    cr_assert_eq(ext_nodemap_del(&m, name), 0);
+  }
+  cr_assert_eq(ext_nodemap_del(&m, "node-00000"), -1, "already gone");
+  cr_assert_eq(ext_nodemap_del(&m, "ghost"), -1);
+  for (int i = 0; i < 3000; i++) {
+    snprintf(name, sizeof name, "node-%05d", i);
+    struct ext_nodeinfo *ni = ext_nodemap_find(&m, name);
+    if (i % 3 == 0)
+      cr_assert_null(ni, "%s should be gone", name);
+    else
+      cr_assert(ni && strcmp(ni->name, name) == 0, "%s lost after deletions", name);
+  }
+  cr_assert_eq(m.n, 2000);
+  size_t seen = 0;
+  for (size_t i = 0; i < m.cap; i++)
+    seen += m.slots[i].ni != NULL;
+  cr_assert_eq(seen, 2000);
+  ext_nodemap_free(&m);
+}
