@@ -1,0 +1,603 @@
+#include "enforcer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioqos/enforce.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+
+struct listed_pod {
+  char ns[PODRES_NAME_MAX + 1];
+  char name[PODRES_NAME_MAX + 1];
+  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
+};
+
+struct alloc_entry {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  uint64_t units[IOQ_RES_COUNT];
+};
+
+struct enforcer {
+  struct enforcer_opts o;
+  char kubelet_cgroup_root[PATH_MAX];
+  char sysfs_root[PATH_MAX];
+  /* One apply or release at a time (PreStart threads and the reconcile
+   * loop): a pass that computed a grant before a PreStart changed it must
+   * not write it after. Taken before `lock`. */
+  pthread_mutex_t apply_lock;
+  pthread_mutex_t lock; /* the tables below */
+  struct applied_pod *pods;
+  size_t n, cap;
+  /* the last List */
+  bool have_list;
+  struct listed_pod *listed;
+  size_t n_listed;
+  struct alloc_entry *alloc;
+  size_t n_alloc;
+};
+
+const char *enforce_fail_name(enum enforce_fail f) {
+  static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
+                                               "controller", "write", "verify"};
+  return (unsigned)f < EF_COUNT_ ? names[f] : "?";
+}
+
+static void free_init(struct applied_pod *ap, int r) {
+  for (size_t i = 0; i < ap->n_init[r]; i++)
+    free(ap->init_ids[r][i]);
+  free(ap->init_ids[r]);
+  ap->init_ids[r] = NULL;
+  ap->n_init[r] = 0;
+}
+
+static void free_all_init(struct applied_pod *ap) {
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    free_init(ap, r);
+}
+
+/* a malloc'd copy of n strings (NULL on OOM) */
+static char **copy_ids(char *const *ids, size_t n) {
+  char **c = calloc(n ? n : 1, sizeof *c);
+  for (size_t i = 0; c && i < n; i++)
+    if (!(c[i] = strdup(ids[i]))) {
+      while (i--)
+        free(c[i]);
+      free(c);
+      return NULL;
+    }
+  return c;
+}
+
+struct enforcer *enforcer_new(const struct enforcer_opts *o) {
+  struct enforcer *f = calloc(1, sizeof *f);
+  if (!f)
+    return NULL;
+  f->o = *o;
+  ioq_copy(f->kubelet_cgroup_root, sizeof f->kubelet_cgroup_root,
+           o->kubelet_cgroup_root ? o->kubelet_cgroup_root : "/");
+  ioq_copy(f->sysfs_root, sizeof f->sysfs_root, o->sysfs_root ? o->sysfs_root : "/sys");
+  f->o.kubelet_cgroup_root = f->kubelet_cgroup_root;
+  f->o.sysfs_root = f->sysfs_root;
+  pthread_mutex_init(&f->apply_lock, NULL);
+  pthread_mutex_init(&f->lock, NULL);
+  return f;
+}
+
+void enforcer_free(struct enforcer *f) {
+  if (!f)
+    return;
+  for (size_t i = 0; i < f->n; i++)
+    free_all_init(&f->pods[i]);
+  pthread_mutex_destroy(&f->lock);
+  pthread_mutex_destroy(&f->apply_lock);
+  free(f->pods);
+  free(f->listed);
+  free(f->alloc);
+  free(f);
+}
+
+static struct applied_pod *find_locked(struct enforcer *f, const char *ns, const char *name) {
+  for (size_t i = 0; i < f->n; i++)
+    if (strcmp(f->pods[i].name, name) == 0 && strcmp(f->pods[i].ns, ns) == 0)
+      return &f->pods[i];
+  return NULL;
+}
+
+/* Containers of the List entry in pod spec order, with their kinds (unknown
+ * names, e.g. the API object is older than kubelet's view, count as apps). */
+struct ctr_order {
+  struct ioq_ctr_units u;
+  size_t spec_index;
+};
+
+static int by_spec_index(const void *a, const void *b) {
+  const struct ctr_order *x = a, *y = b;
+  return x->spec_index < y->spec_index ? -1 : x->spec_index > y->spec_index;
+}
+
+static int compute_grant(const struct podres_pod *pr, const struct pod_info *pi,
+                         char *const *init_ids, size_t n_init, struct ioq_pod_grant *g,
+                         ioq_err *e) {
+  size_t n = pr->n_ctrs + (n_init ? 1 : 0);
+  struct ctr_order *co = calloc(n ? n : 1, sizeof *co);
+  if (!co)
+    return ioq_fail(e, ENOMEM, "out of memory");
+  if (n_init) {
+    /* Its place among the init containers is unknown: after every sidecar
+     * (each running sidecar adds to an init container's need, so this is the
+     * larger grant), before the app containers. Spec indexes are doubled to
+     * leave room for it. */
+    size_t n_spec_init = 0;
+    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
+      n_spec_init += pi->ctrs[k].kind != IOQ_CTR_APP;
+    co[pr->n_ctrs].u.name = "(init container)";
+    co[pr->n_ctrs].u.kind = IOQ_CTR_INIT;
+    co[pr->n_ctrs].u.ids = (const char *const *)init_ids;
+    co[pr->n_ctrs].u.n_ids = n_init;
+    co[pr->n_ctrs].spec_index = 2 * n_spec_init + 1;
+  }
+  for (size_t i = 0; i < pr->n_ctrs; i++) {
+    co[i].u.name = pr->ctrs[i].name;
+    co[i].u.kind = IOQ_CTR_APP;
+    co[i].u.ids = (const char *const *)pr->ctrs[i].ids;
+    co[i].u.n_ids = pr->ctrs[i].n_ids;
+    co[i].spec_index = 2 * (POD_CTRS_MAX + i);
+    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
+      if (strcmp(pi->ctrs[k].name, pr->ctrs[i].name) == 0) {
+        co[i].u.kind = pi->ctrs[k].kind;
+        co[i].spec_index = 2 * k;
+        break;
+      }
+  }
+  qsort(co, n, sizeof *co, by_spec_index);
+  struct ioq_ctr_units *u = calloc(n ? n : 1, sizeof *u);
+  int rc = -1;
+  if (!u) {
+    ioq_fail(e, ENOMEM, "out of memory");
+  } else {
+    for (size_t i = 0; i < n; i++)
+      u[i] = co[i].u;
+    rc = ioq_grant_compute(u, n, g, e);
+  }
+  free(u);
+  free(co);
+  return rc;
+}
+
+static unsigned count_writes(const struct ioq_apply_report *rep) {
+  unsigned n = 0;
+  for (size_t i = 0; i < rep->n; i++)
+    n += rep->steps[i].changed;
+  return n;
+}
+
+static enum enforce_fail classify(const ioq_err *e) {
+  switch (e->code) {
+  case IOQ_EMISMATCH: return EF_VERIFY;
+  case IOQ_EUNSUPPORTED: return EF_CONTROLLER;
+  default: return EF_WRITE;
+  }
+}
+
+/* Writes one disk's grant into the cgroup. Stacked devices (dm, md) get the
+ * limit on the device itself and the weights on their leaf disks, where the
+ * proportional schedulers work. */
+static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
+                      const struct cat_disk *cd, unsigned *writes, ioq_err *e) {
+  struct ioq_disk_setting s = {0};
+  s.dev = cd->dev;
+  if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
+    return -1;
+  unsigned w = 0, bw = 0;
+  if (ioq_grant_weights(dg, cd->units, &w, &bw, e) < 0)
+    return -1;
+  char wfile[PATH_MAX];
+  bool has_weight_file = cg->version == IOQ_CGV2 &&
+                         ioq_path_join(wfile, sizeof wfile, NULL, cg->dir, "io.weight", NULL) == 0 &&
+                         ioq_path_exists(wfile);
+  unsigned weight = f->o.io_weight && has_weight_file ? w : 0;
+  unsigned bfq = f->o.bfq_weight &&
+                         (cd->disk.caps & (IOQ_CAP_IO_BFQ_WEIGHT | IOQ_CAP_BLKIO_BFQ_WEIGHT))
+                     ? bw
+                     : 0;
+  bool stacked = cd->disk.n_leaves > 0 &&
+                 !(cd->disk.n_leaves == 1 && cd->disk.leaves[0].major == cd->dev.major &&
+                   cd->disk.leaves[0].minor == cd->dev.minor);
+  struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
+  struct ioq_apply_report rep;
+  if (!stacked) {
+    s.weight = weight;
+    s.bfq_weight = bfq;
+    if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
+      return -1;
+    *writes += count_writes(&rep);
+    return 0;
+  }
+  if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
+    return -1;
+  *writes += count_writes(&rep);
+  for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
+    struct ioq_disk_setting ls = {.dev = {cd->disk.leaves[i].major, cd->disk.leaves[i].minor},
+                                  .weight = weight,
+                                  .bfq_weight = bfq};
+    if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
+      return -1;
+    *writes += count_writes(&rep);
+  }
+  return 0;
+}
+
+static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_devno dev, ioq_err *e) {
+  struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
+  return ioq_cg_clear_disk(cg, dev, &ao, NULL, e);
+}
+
+/* The init container units that count now: the ones given, plus those an
+ * earlier PreStart left while the pod is still Pending (init containers only
+ * run then). Returns copies (malloc'd array of malloc'd strings), so the
+ * table lock is not held while computing and writing. */
+static char **init_units(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                         enum ioq_resource init_res, char *const *given, size_t n_given,
+                         size_t *n_out) {
+  *n_out = 0;
+  bool pending = pi && strcmp(pi->phase, "Pending") == 0;
+  pthread_mutex_lock(&f->lock);
+  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
+  size_t n = n_given;
+  for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
+    if (!(given && r == (int)init_res))
+      n += ap->n_init[r];
+  char **all = n ? calloc(n, sizeof *all) : NULL;
+  for (size_t i = 0; all && i < n_given; i++)
+    all[(*n_out)++] = strdup(given[i]);
+  for (int r = 0; all && ap && pending && r < IOQ_RES_COUNT; r++)
+    if (!(given && r == (int)init_res))
+      for (size_t i = 0; i < ap->n_init[r]; i++)
+        all[(*n_out)++] = strdup(ap->init_ids[r][i]);
+  pthread_mutex_unlock(&f->lock);
+  for (size_t i = 0; all && i < *n_out; i++)
+    if (!all[i]) { /* OOM: count without them (the grant errs small, never wrong-disk) */
+      for (size_t k = 0; k < *n_out; k++)
+        free(all[k]);
+      free(all);
+      *n_out = 0;
+      return NULL;
+    }
+  return all;
+}
+
+static void free_strs(char **s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(s[i]);
+  free(s);
+}
+
+static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *b) {
+  if (a->n != b->n)
+    return false;
+  for (size_t i = 0; i < a->n; i++) {
+    const struct ioq_disk_grant *o = ioq_grant_find(b, a->disks[i].disk);
+    if (!o || memcmp(o->units, a->disks[i].units, sizeof o->units) != 0)
+      return false;
+  }
+  return true;
+}
+
+static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                        struct enforce_result *res, ioq_err *e);
+
+int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                   enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                   struct enforce_result *res, ioq_err *e) {
+  pthread_mutex_lock(&f->apply_lock);
+  int rc = apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, res, e);
+  pthread_mutex_unlock(&f->apply_lock);
+  return rc;
+}
+
+static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                        struct enforce_result *res, ioq_err *e) {
+  memset(res, 0, sizeof *res);
+  size_t n_init = 0;
+  char **init = init_units(f, pr, pi, init_res, init_ids, n_init_ids, &n_init);
+  int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
+  free_strs(init, n_init);
+  if (grc < 0) {
+    res->fail = EF_GRANT;
+    ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+    return -1;
+  }
+  struct cat_disk *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof *cds);
+  if (!cds)
+    return ioq_fail(e, ENOMEM, "out of memory");
+  int rc = -1;
+  for (size_t i = 0; i < res->grant.n; i++)
+    if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
+      res->fail = EF_GRANT;
+      ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s holds units of disk %s, which is not managed here",
+               pr->ns, pr->name, res->grant.disks[i].disk);
+      goto out;
+    }
+  if (ioq_pod_uid_check(pi->uid, e) < 0) {
+    res->fail = EF_UID;
+    ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+    goto out;
+  }
+  /* Without a QoS class (an API object that lacks status.qosClass) the
+   * resolver's search by UID finds the cgroup in whichever class it is. */
+  enum ioq_qos_class qos = pi->has_qos ? pi->qos : IOQ_QOS_BURSTABLE;
+  struct ioq_pod_cgroup pcg;
+  if (ioq_pod_cgroup_resolve(&f->o.layout, f->o.driver, f->kubelet_cgroup_root, qos, pi->uid, &pcg,
+                             e) < 0) {
+    res->fail = EF_CGROUP;
+    ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+    goto out;
+  }
+  ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir);
+  struct ioq_cg cg;
+  if (ioq_cg_open(pcg.dir, f->o.layout.io_version, &cg, e) < 0) {
+    res->fail = EF_CGROUP;
+    goto out;
+  }
+  if (cg.version == IOQ_CGV2) {
+    char iomax[PATH_MAX];
+    if (ioq_path_join(iomax, sizeof iomax, e, cg.dir, "io.max", NULL) < 0)
+      goto out;
+    unsigned enabled = 0;
+    if (!ioq_path_exists(iomax) &&
+        ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_IO,
+                                  f->o.enable_controllers, &enabled, e) < 0) {
+      res->fail = EF_CONTROLLER;
+      ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+      goto out;
+    }
+    if (enabled)
+      ioq_info("io controller enabled for pod cgroup pod=%s/%s cgroup=%s writes=%u", pr->ns,
+               pr->name, cg.dir, enabled);
+    /* memory too, so buffered writeback is charged to the pod; without it
+     * io.max still holds direct I/O, so this is not a failure */
+    ioq_err me;
+    unsigned m_enabled = 0;
+    if (enabled && ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_MEMORY,
+                                             f->o.enable_controllers, &m_enabled, &me) < 0)
+      ioq_warn("memory controller not enabled for pod cgroup, buffered writes are not limited "
+               "pod=%s/%s error=\"%s\"",
+               pr->ns, pr->name, me.msg);
+  }
+
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < res->grant.n; i++) {
+    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, e) < 0) {
+      pthread_mutex_unlock(&f->lock);
+      res->fail = classify(e);
+      ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+      goto out;
+    }
+  }
+  /* Remember it; clear disks an earlier grant of the same pod had. */
+  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
+  res->known = ap && strcmp(ap->cgroup, cg.dir) == 0;
+  res->grant_changed = res->known && !grant_eq(&ap->grant, &res->grant);
+  if (res->known) {
+    for (size_t i = 0; i < ap->grant.n; i++) {
+      if (ioq_grant_find(&res->grant, ap->grant.disks[i].disk))
+        continue;
+      ioq_err ce;
+      if (clear_disk(f, &cg, ap->devs[i], &ce) < 0)
+        ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
+                 pr->ns, pr->name, ap->grant.disks[i].disk, ce.msg);
+    }
+  }
+  if (!ap) {
+    if (f->n == f->cap) {
+      size_t nc = f->cap ? f->cap * 2 : 32;
+      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
+      if (!np) {
+        pthread_mutex_unlock(&f->lock);
+        ioq_fail(e, ENOMEM, "out of memory");
+        goto out;
+      }
+      f->pods = np;
+      f->cap = nc;
+    }
+    ap = &f->pods[f->n++];
+    memset(ap, 0, sizeof *ap);
+  }
+  /* keep the init container units across the reset below */
+  char **keep_ids[IOQ_RES_COUNT];
+  size_t keep_n[IOQ_RES_COUNT];
+  memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
+  memcpy(keep_n, ap->n_init, sizeof keep_n);
+  memset(ap, 0, sizeof *ap);
+  memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
+  memcpy(ap->n_init, keep_n, sizeof keep_n);
+  if (init_ids && n_init_ids) {
+    free_init(ap, init_res);
+    if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
+      ap->n_init[init_res] = n_init_ids;
+  }
+  if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
+    free_all_init(ap);
+  ioq_copy(ap->ns, sizeof ap->ns, pr->ns);
+  ioq_copy(ap->name, sizeof ap->name, pr->name);
+  ioq_copy(ap->uid, sizeof ap->uid, pi->uid);
+  ioq_copy(ap->cgroup, sizeof ap->cgroup, cg.dir);
+  ap->version = cg.version;
+  ap->grant = res->grant;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  for (size_t i = 0; i < res->grant.n; i++)
+    ap->devs[i] = cds[i].dev;
+  pthread_mutex_unlock(&f->lock);
+
+  for (size_t i = 0; i < res->grant.n; i++) {
+    const struct ioq_disk_grant *dg = &res->grant.disks[i];
+    ioq_log(res->writes ? IOQ_LOG_INFO : IOQ_LOG_DEBUG,
+            "pod grant in place pod=%s/%s uid=%s cgroup=%s disk=%s dev=%u:%u bandwidth_units=%llu "
+            "iops_units=%llu writes=%u",
+            pr->ns, pr->name, pi->uid, cg.dir, dg->disk, cds[i].dev.major, cds[i].dev.minor,
+            (unsigned long long)dg->units[IOQ_RES_BANDWIDTH],
+            (unsigned long long)dg->units[IOQ_RES_IOPS], res->writes);
+  }
+  rc = 0;
+out:
+  free(cds);
+  return rc;
+}
+
+size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed) {
+  size_t released = 0;
+  pthread_mutex_lock(&f->apply_lock);
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->n;) {
+    struct applied_pod *ap = &f->pods[i];
+    if (podres_find_pod(listed, ap->ns, ap->name) || ap->applied_at >= listed->asked_at) {
+      i++;
+      continue;
+    }
+    struct ioq_cg cg;
+    ioq_err e;
+    if (!ioq_is_dir(ap->cgroup)) {
+      ioq_info("pod gone, its cgroup too pod=%s/%s uid=%s cgroup=%s", ap->ns, ap->name, ap->uid,
+               ap->cgroup);
+    } else if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
+      ioq_warn("pod gone, cgroup not usable pod=%s/%s cgroup=%s error=\"%s\"", ap->ns, ap->name,
+               ap->cgroup, e.msg);
+    } else {
+      for (size_t d = 0; d < ap->grant.n; d++) {
+        if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
+          ioq_warn("pod gone, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"",
+                   ap->ns, ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
+        else
+          ioq_info("pod gone, limits cleared pod=%s/%s uid=%s cgroup=%s disk=%s", ap->ns, ap->name,
+                   ap->uid, ap->cgroup, ap->grant.disks[d].disk);
+      }
+    }
+    free_all_init(ap);
+    f->pods[i] = f->pods[--f->n];
+    released++;
+  }
+  pthread_mutex_unlock(&f->lock);
+  pthread_mutex_unlock(&f->apply_lock);
+  return released;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
+  struct listed_pod *lp = calloc(l->n ? l->n : 1, sizeof *lp);
+  size_t total = 0;
+  for (size_t i = 0; i < l->n; i++)
+    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
+      total += l->pods[i].ctrs[k].n_ids;
+  const char **ids = calloc(total ? total : 1, sizeof *ids);
+  struct alloc_entry *al = NULL;
+  size_t n_al = 0;
+  if (!lp || !ids)
+    goto oom;
+  size_t m = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    ioq_copy(lp[i].ns, sizeof lp[i].ns, l->pods[i].ns);
+    ioq_copy(lp[i].name, sizeof lp[i].name, l->pods[i].name);
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      lp[i].held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
+    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
+      for (size_t j = 0; j < l->pods[i].ctrs[k].n_ids; j++)
+        ids[m++] = l->pods[i].ctrs[k].ids[j];
+  }
+  /* an ID handed from an init container to an app container counts once */
+  qsort(ids, m, sizeof *ids, cmp_str);
+  al = calloc(m ? m : 1, sizeof *al);
+  if (!al)
+    goto oom;
+  for (size_t i = 0; i < m; i++) {
+    if (i > 0 && strcmp(ids[i], ids[i - 1]) == 0)
+      continue;
+    struct ioq_unit_id u;
+    if (ioq_unit_id_parse(ids[i], &u, NULL) < 0)
+      continue;
+    size_t d = 0;
+    while (d < n_al && strcmp(al[d].disk, u.disk) != 0)
+      d++;
+    if (d == n_al)
+      ioq_copy(al[n_al++].disk, sizeof al[0].disk, u.disk);
+    al[d].units[u.res]++;
+  }
+  free(ids);
+  pthread_mutex_lock(&f->lock);
+  free(f->listed);
+  free(f->alloc);
+  f->listed = lp;
+  f->n_listed = l->n;
+  f->alloc = al;
+  f->n_alloc = n_al;
+  f->have_list = true;
+  pthread_mutex_unlock(&f->lock);
+  return;
+oom:
+  ioq_error("noting the pod resources list failed reason=out-of-memory");
+  free(lp);
+  free(ids);
+  free(al);
+}
+
+bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
+                       uint64_t held[IOQ_RES_COUNT]) {
+  bool found = false;
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->n_listed && !found; i++)
+    if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0) {
+      found = true;
+      memcpy(held, f->listed[i].held, sizeof f->listed[i].held);
+    }
+  pthread_mutex_unlock(&f->lock);
+  if (!found)
+    memset(held, 0, IOQ_RES_COUNT * sizeof *held);
+  return found;
+}
+
+void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    out[r] = 0;
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->n_alloc; i++)
+    if (strcmp(f->alloc[i].disk, disk) == 0)
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        out[r] = f->alloc[i].units[r];
+  pthread_mutex_unlock(&f->lock);
+}
+
+bool enforcer_have_list(struct enforcer *f) {
+  pthread_mutex_lock(&f->lock);
+  bool h = f->have_list;
+  pthread_mutex_unlock(&f->lock);
+  return h;
+}
+
+size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->n;
+  *out = malloc((n ? n : 1) * sizeof **out);
+  if (*out) {
+    memcpy(*out, f->pods, n * sizeof **out);
+    for (size_t i = 0; i < n; i++) /* owned by the table */
+      for (int r = 0; r < IOQ_RES_COUNT; r++) {
+        (*out)[i].init_ids[r] = NULL;
+        (*out)[i].n_init[r] = 0;
+      }
+  } else {
+    n = 0;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}

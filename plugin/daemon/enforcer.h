@@ -1,0 +1,108 @@
+/* Puts pod grants into pod cgroups and takes them out again.
+ *
+ * A grant is computed from the unit IDs kubelet lists for the pod's
+ * containers (grant.h: per disk, pod-level totals); the pod cgroup is found
+ * from UID + QoS class (podcg.h) and written with the one enforcement writer
+ * (enforce.h), which reads every file back. The enforcer remembers what it
+ * applied where, so pods that are gone get their limits cleared and drift
+ * (someone rewrote io.max) is corrected on the next pass. It also keeps the
+ * node's view from the last pod resources List: which pods hold units and how
+ * many units of each disk are allocated. Thread-safe. */
+#ifndef IOQOS_PLUGIN_ENFORCER_H
+#define IOQOS_PLUGIN_ENFORCER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "catalog.h"
+#include "ioqos/cglayout.h"
+#include "ioqos/error.h"
+#include "ioqos/grant.h"
+#include "ioqos/podcg.h"
+#include "podcache.h"
+#include "podres.h"
+
+struct enforcer_opts {
+  struct ioq_cg_layout layout;
+  enum ioq_cg_driver driver;
+  const char *kubelet_cgroup_root;
+  const char *sysfs_root;
+  struct ioq_unit_sizes sizes;
+  bool io_weight, bfq_weight, enable_controllers;
+  struct catalog *catalog;
+};
+
+/* Why an apply failed, for metrics and Events. */
+enum enforce_fail {
+  EF_NONE = 0,
+  EF_GRANT,      /* the IDs do not make a valid grant (unknown disk, ...) */
+  EF_UID,        /* the pod has no usable UID */
+  EF_CGROUP,     /* pod cgroup not found */
+  EF_CONTROLLER, /* io controller not available for the pod cgroup */
+  EF_WRITE,      /* the kernel refused a write */
+  EF_VERIFY,     /* read-back differs */
+  EF_COUNT_
+};
+const char *enforce_fail_name(enum enforce_fail f);
+
+struct enforce_result {
+  enum enforce_fail fail;
+  char cgroup[PATH_MAX];
+  struct ioq_pod_grant grant;
+  unsigned writes;    /* files actually written (0 = everything already in place) */
+  bool known;         /* applied before to the same cgroup */
+  bool grant_changed; /* known, but the grant differs from the last one */
+};
+
+struct applied_pod {
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  char cgroup[PATH_MAX];
+  enum ioq_cg_version version;
+  struct ioq_pod_grant grant;
+  struct ioq_devno devs[IOQ_POD_DISKS_MAX]; /* throttled device of each grant disk */
+  /* units of the running regular init container (from its PreStart; kubelet
+   * does not list it), per resource; kept while the pod is Pending. Not
+   * copied by enforcer_snapshot. */
+  char **init_ids[IOQ_RES_COUNT];
+  size_t n_init[IOQ_RES_COUNT];
+  double applied_at; /* CLOCK_MONOTONIC seconds of the last apply */
+};
+
+struct enforcer;
+
+struct enforcer *enforcer_new(const struct enforcer_opts *o);
+void enforcer_free(struct enforcer *f);
+
+/* Applies the grant of pod `pr` (as listed by kubelet) whose API object is
+ * `pi`, verifies it and remembers it. `init_ids` (may be NULL) are the units
+ * of resource `init_res` of a regular init container about to start, which
+ * kubelet does not list: they count as an init container (grant.h) now and
+ * on later passes while the pod is still Pending. */
+int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                   enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                   struct enforce_result *res, ioq_err *e);
+
+/* Clears the limits of every remembered pod that is not in `listed`
+ * (matching namespace, name); a pod whose cgroup is already gone just is
+ * forgotten. A pod applied after the List was asked for is kept: a PreStart
+ * that raced the List must not lose its limits. Returns how many were
+ * released. */
+size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed);
+
+/* Remembers the List result: pods holding units, units allocated per disk. */
+void enforcer_note_list(struct enforcer *f, const struct podres_list *listed);
+/* true if the last List showed the pod; held gets its units per resource */
+bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
+                       uint64_t held[IOQ_RES_COUNT]);
+/* Units allocated on `disk` per the last List. */
+void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
+/* true once a List has been noted */
+bool enforcer_have_list(struct enforcer *f);
+
+/* Copy of what is applied (malloc'd; caller frees). */
+size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out);
+
+#endif

@@ -1,0 +1,72 @@
+/* Counters and histograms the daemon updates as things happen; gauges (disk
+ * units, pod grants, pod I/O) are read from live state when /metrics is
+ * scraped (metrics_text.c). Thread-safe. */
+#ifndef IOQOS_PLUGIN_METRICS_H
+#define IOQOS_PLUGIN_METRICS_H
+
+#include <grpc/grpc.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/units.h"
+
+/* RPC methods, per resource endpoint */
+enum rpc_method {
+  RPC_OPTIONS = 0, RPC_LIST_AND_WATCH, RPC_PREFERRED, RPC_ALLOCATE, RPC_PRESTART, RPC_UNKNOWN,
+  RPC_METHOD_COUNT_
+};
+const char *rpc_method_name(enum rpc_method m);
+enum rpc_method rpc_method_from_path(const char *path);
+
+#define RPC_CODES 17
+#define RPC_BUCKETS 15
+extern const double rpc_bucket_bounds[RPC_BUCKETS];
+
+/* Reasons enforcement can fail (Events and ioqos_enforcement_errors_total). */
+enum err_reason {
+  ER_INVALID_IDS = 0, /* PreStart IDs fail validation */
+  ER_NOT_LISTED,      /* no pod holds the IDs in the pod resources List */
+  ER_PODRES,          /* pod resources API call failed */
+  ER_POD_LOOKUP,      /* API server lookup of the pod failed */
+  ER_GRANT, ER_UID, ER_CGROUP, ER_CONTROLLER, ER_WRITE, ER_VERIFY,
+  ER_COUNT_
+};
+const char *err_reason_name(enum err_reason r);
+
+enum counter {
+  C_REGISTER_OK = 0, C_REGISTER_FAIL, C_KUBELET_RESTARTS, C_RESERVES,
+  C_PUBLISH_OK, C_PUBLISH_FAIL, C_PUBLISH_SKIPPED,
+  C_RECONCILE_OK, C_RECONCILE_FAIL, C_DRIFT_FIXED, C_PODS_RELEASED,
+  C_ENFORCE_OK, C_FAIL_OPEN,
+  C_EVENTS_OK, C_EVENTS_FAIL, C_EVENTS_DROPPED,
+  C_PROBES, C_PROBE_FAIL,
+  C_COUNT_
+};
+
+struct metrics;
+
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *m);
+
+void metrics_rpc(struct metrics *m, enum ioq_resource r, enum rpc_method meth, grpc_status_code c,
+                 double seconds);
+void metrics_err(struct metrics *m, enum err_reason r);
+void metrics_inc(struct metrics *m, enum counter c);
+void metrics_inc_res(struct metrics *m, enum counter c, enum ioq_resource r);
+
+struct rpc_hist {
+  uint64_t codes[RPC_CODES];
+  uint64_t buckets[RPC_BUCKETS]; /* cumulative counts are made when printing */
+  uint64_t count;
+  double sum;
+};
+struct metrics_snapshot {
+  struct rpc_hist rpc[IOQ_RES_COUNT][RPC_METHOD_COUNT_];
+  uint64_t errors[ER_COUNT_];
+  uint64_t counters[C_COUNT_];
+  uint64_t per_res[C_COUNT_][IOQ_RES_COUNT];
+};
+void metrics_snapshot(struct metrics *m, struct metrics_snapshot *out);
+
+#endif

@@ -1,0 +1,265 @@
+/* Prometheus text exposition (format 0.0.4) of the daemon's state, and the
+ * health/readiness verdicts. Gauges are read live at scrape time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/enforce.h"
+#include "ioqos/placement.h"
+#include "plugin.h"
+
+/* label values: escape backslash, double quote and newline */
+static void lv(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '\\' || *s == '"')
+      fputc('\\', f);
+    if (*s == '\n') {
+      fputs("\\n", f);
+      continue;
+    }
+    fputc(*s, f);
+  }
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *help) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void disks(FILE *f, struct plugin *p) {
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  head(f, "ioqos_disk_capacity_units", "gauge",
+       "Units a managed disk advertises (capacity x allocatable fraction / unit size).");
+  for (size_t i = 0; i < n; i++)
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      fputs("ioqos_disk_capacity_units{disk=\"", f);
+      lv(f, cd[i].disk.dev.name);
+      fputs("\",class=\"", f);
+      lv(f, cd[i].disk.class_name);
+      fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r),
+              (unsigned long long)cd[i].units[r]);
+    }
+  head(f, "ioqos_disk_allocated_units", "gauge",
+       "Units of a disk held by pods, per kubelet's pod resources List.");
+  for (size_t i = 0; i < n; i++) {
+    uint64_t al[IOQ_RES_COUNT];
+    enforcer_allocated(p->enf, cd[i].disk.dev.name, al);
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      fputs("ioqos_disk_allocated_units{disk=\"", f);
+      lv(f, cd[i].disk.dev.name);
+      fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r), (unsigned long long)al[r]);
+    }
+  }
+  head(f, "ioqos_disk_healthy", "gauge", "1 if the disk's units are Healthy.");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_disk_healthy{disk=\"", f);
+    lv(f, cd[i].disk.dev.name);
+    fprintf(f, "\",dev=\"%u:%u\"} %d\n", cd[i].dev.major, cd[i].dev.minor, cd[i].healthy ? 1 : 0);
+  }
+  head(f, "ioqos_disk_capability", "gauge", "1 for each capability the probe found on a disk.");
+  for (size_t i = 0; i < n; i++)
+    for (unsigned b = 0; b < IOQ_CAP_COUNT_; b++) {
+      const char *name = ioq_cap_name(1u << b);
+      if (!name)
+        continue;
+      fputs("ioqos_disk_capability{disk=\"", f);
+      lv(f, cd[i].disk.dev.name);
+      fprintf(f, "\",capability=\"%s\"} %d\n", name, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
+    }
+  free(cd);
+}
+
+static void pods(FILE *f, struct plugin *p) {
+  struct applied_pod *ap;
+  size_t n = enforcer_snapshot(p->enf, &ap);
+  head(f, "ioqos_pod_grant_units", "gauge", "Units granted to a pod on a disk (pod-level total).");
+  for (size_t i = 0; i < n; i++)
+    for (size_t d = 0; d < ap[i].grant.n; d++)
+      for (int r = 0; r < IOQ_RES_COUNT; r++) {
+        fputs("ioqos_pod_grant_units{namespace=\"", f);
+        lv(f, ap[i].ns);
+        fputs("\",pod=\"", f);
+        lv(f, ap[i].name);
+        fputs("\",disk=\"", f);
+        lv(f, ap[i].grant.disks[d].disk);
+        fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r),
+                (unsigned long long)ap[i].grant.disks[d].units[r]);
+      }
+  head(f, "ioqos_pod_io_bytes_total", "counter",
+       "Bytes a granted pod read/wrote on a disk (io.stat, or v1 blkio.throttle stats).");
+  head(f, "ioqos_pod_ios_total", "counter", "I/O operations of a granted pod on a disk.");
+  struct ioq_iostat st[64];
+  for (size_t i = 0; i < n; i++) {
+    struct ioq_cg cg;
+    size_t ns = 0;
+    if (ioq_cg_open(ap[i].cgroup, ap[i].version, &cg, NULL) < 0 ||
+        ioq_cg_read_iostat(&cg, st, sizeof st / sizeof st[0], &ns, NULL) < 0)
+      continue;
+    for (size_t d = 0; d < ap[i].grant.n; d++)
+      for (size_t k = 0; k < ns; k++) {
+        if (!ioq_devno_eq(st[k].dev, ap[i].devs[d]))
+          continue;
+        const struct {
+          const char *metric, *dir;
+          uint64_t v;
+        } vals[] = {{"ioqos_pod_io_bytes_total", "read", st[k].rbytes},
+                    {"ioqos_pod_io_bytes_total", "write", st[k].wbytes},
+                    {"ioqos_pod_ios_total", "read", st[k].rios},
+                    {"ioqos_pod_ios_total", "write", st[k].wios}};
+        for (size_t v = 0; v < 4; v++) {
+          fprintf(f, "%s{namespace=\"", vals[v].metric);
+          lv(f, ap[i].ns);
+          fputs("\",pod=\"", f);
+          lv(f, ap[i].name);
+          fputs("\",disk=\"", f);
+          lv(f, ap[i].grant.disks[d].disk);
+          fprintf(f, "\",direction=\"%s\"} %llu\n", vals[v].dir, (unsigned long long)vals[v].v);
+        }
+      }
+  }
+  free(ap);
+}
+
+static void counters(FILE *f, struct plugin *p) {
+  struct metrics_snapshot *s = malloc(sizeof *s);
+  if (!s)
+    return;
+  metrics_snapshot(p->metrics, s);
+  static const char *const code_names[RPC_CODES] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  head(f, "ioqos_rpc_requests_total", "counter", "Device plugin RPCs answered, by status code.");
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    for (int m = 0; m < RPC_METHOD_COUNT_; m++)
+      for (int c = 0; c < RPC_CODES; c++)
+        if (s->rpc[r][m].codes[c])
+          fprintf(f, "ioqos_rpc_requests_total{resource=\"%s\",method=\"%s\",code=\"%s\"} %llu\n",
+                  ioq_resource_name(r), rpc_method_name(m), code_names[c],
+                  (unsigned long long)s->rpc[r][m].codes[c]);
+  head(f, "ioqos_rpc_duration_seconds", "histogram",
+       "Time from receiving an RPC to sending its answer (ListAndWatch: the first list).");
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    for (int m = 0; m < RPC_METHOD_COUNT_; m++) {
+      const struct rpc_hist *h = &s->rpc[r][m];
+      if (!h->count)
+        continue;
+      uint64_t cum = 0;
+      for (int b = 0; b < RPC_BUCKETS; b++) {
+        cum += h->buckets[b];
+        fprintf(f, "ioqos_rpc_duration_seconds_bucket{resource=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
+                ioq_resource_name(r), rpc_method_name(m), rpc_bucket_bounds[b],
+                (unsigned long long)cum);
+      }
+      fprintf(f, "ioqos_rpc_duration_seconds_bucket{resource=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
+              ioq_resource_name(r), rpc_method_name(m), (unsigned long long)h->count);
+      fprintf(f, "ioqos_rpc_duration_seconds_sum{resource=\"%s\",method=\"%s\"} %.9f\n",
+              ioq_resource_name(r), rpc_method_name(m), h->sum);
+      fprintf(f, "ioqos_rpc_duration_seconds_count{resource=\"%s\",method=\"%s\"} %llu\n",
+              ioq_resource_name(r), rpc_method_name(m), (unsigned long long)h->count);
+    }
+  head(f, "ioqos_enforcement_errors_total", "counter",
+       "Failures to put a pod's grant in place, by reason.");
+  for (int r = 0; r < ER_COUNT_; r++)
+    fprintf(f, "ioqos_enforcement_errors_total{reason=\"%s\"} %llu\n", err_reason_name(r),
+            (unsigned long long)s->errors[r]);
+
+  static const struct {
+    enum counter c;
+    const char *name, *help;
+    bool per_res;
+  } plain[] = {
+      {C_ENFORCE_OK, "ioqos_prestart_enforced_total", "PreStartContainer calls that put a grant in place and verified it.", false},
+      {C_FAIL_OPEN, "ioqos_prestart_fail_open_total", "PreStartContainer failures let through because enforcement.failOpen is set.", false},
+      {C_DRIFT_FIXED, "ioqos_drift_corrections_total", "Reconcile passes that found a pod's cgroup values changed and rewrote them.", false},
+      {C_PODS_RELEASED, "ioqos_pods_released_total", "Pods whose limits were cleared because kubelet no longer lists them.", false},
+      {C_RECONCILE_OK, "ioqos_reconcile_ok_total", "Reconcile passes where every listed pod's grant is in place.", false},
+      {C_RECONCILE_FAIL, "ioqos_reconcile_failed_total", "Reconcile passes that could not list pod resources or left a pod without its grant.", false},
+      {C_KUBELET_RESTARTS, "ioqos_kubelet_restarts_total", "kubelet restarts seen (kubelet.sock re-created).", false},
+      {C_PUBLISH_OK, "ioqos_node_annotation_publishes_total", "Node annotation patches the API server accepted.", false},
+      {C_PUBLISH_FAIL, "ioqos_node_annotation_publish_errors_total", "Node annotation patches that failed (retried with backoff).", false},
+      {C_EVENTS_OK, "ioqos_events_posted_total", "Kubernetes Events posted.", false},
+      {C_EVENTS_FAIL, "ioqos_event_post_errors_total", "Kubernetes Events the API server did not take.", false},
+      {C_EVENTS_DROPPED, "ioqos_events_dropped_total", "Events dropped (queue full or shutting down).", false},
+      {C_PROBES, "ioqos_disk_probes_total", "Disk inventory probes.", false},
+      {C_PROBE_FAIL, "ioqos_disk_probe_errors_total", "Disk inventory probes that failed.", false},
+      {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},
+      {C_REGISTER_FAIL, "ioqos_kubelet_registration_errors_total", "Failed Register calls to kubelet (retried with backoff).", true},
+      {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},
+  };
+  for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+    head(f, plain[i].name, "counter", plain[i].help);
+    if (!plain[i].per_res) {
+      fprintf(f, "%s %llu\n", plain[i].name, (unsigned long long)s->counters[plain[i].c]);
+      continue;
+    }
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      fprintf(f, "%s{resource=\"%s\"} %llu\n", plain[i].name, ioq_resource_name(r),
+              (unsigned long long)s->per_res[plain[i].c][r]);
+  }
+  free(s);
+}
+
+static void state(FILE *f, struct plugin *p) {
+  head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    fprintf(f, "ioqos_kubelet_registered{resource=\"%s\"} %d\n", ioq_resource_name(r),
+            atomic_load(&p->ep[r].registered) ? 1 : 0);
+  head(f, "ioqos_listandwatch_streams", "gauge", "Open ListAndWatch streams.");
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    fprintf(f, "ioqos_listandwatch_streams{resource=\"%s\"} %u\n", ioq_resource_name(r),
+            endpoint_streams(&p->ep[r]));
+  head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
+  fprintf(f, "ioqos_pod_cache_synced %d\n", podcache_synced(p->pods) ? 1 : 0);
+  head(f, "ioqos_pod_cache_lists_total", "counter", "Full lists of the node's pods (start, 410 Gone, errors).");
+  fprintf(f, "ioqos_pod_cache_lists_total %lu\n", podcache_lists(p->pods));
+  head(f, "ioqos_uptime_seconds", "gauge", "Seconds since the daemon started.");
+  fprintf(f, "ioqos_uptime_seconds %.3f\n", grpcs_now() - p->started_at);
+}
+
+char *metrics_render(struct plugin *p) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  disks(f, p);
+  pods(f, p);
+  counters(f, p);
+  state(f, p);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+bool plugin_live(struct plugin *p, char *why, size_t whysz) {
+  double now = grpcs_now();
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    double t = endpoint_last_tick(&p->ep[r]);
+    if (t > 0 && now - t > 10) {
+      snprintf(why, whysz, "gRPC loop of %s has not run for %.0f s", ioq_resource_name(r), now - t);
+      return false;
+    }
+  }
+  why[0] = '\0';
+  return true;
+}
+
+bool plugin_ready(struct plugin *p, char *why, size_t whysz) {
+  if (atomic_load(&p->stopping))
+    return snprintf(why, whysz, "shutting down"), false;
+  if (!atomic_load(&p->inventory_ok))
+    return snprintf(why, whysz, "disk probe has not succeeded yet"), false;
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (!atomic_load(&p->ep[r].registered))
+      return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;
+  if (p->pods && !podcache_synced(p->pods))
+    return snprintf(why, whysz, "pod cache not synced with the API server"), false;
+  if (!atomic_load(&p->first_reconcile_done))
+    return snprintf(why, whysz, "grants not rebuilt from pod resources yet"), false;
+  why[0] = '\0';
+  return true;
+}

@@ -1,0 +1,209 @@
+#include "opts.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
+
+enum {
+  OPT_DP_DIR = 256, OPT_PODRES, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
+  OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_LOGLEVEL, OPT_HELP, OPT_VERSION,
+};
+
+/* One table drives parsing, environment fallbacks and --help. */
+static const struct flag {
+  const char *name;
+  int id;
+  const char *env;
+  const char *def;
+  const char *arg;
+  const char *help;
+} g_flags[] = {
+    {"device-plugin-dir", OPT_DP_DIR, "IOQOS_DEVICE_PLUGIN_DIR", "/var/lib/kubelet/device-plugins",
+     "DIR", "kubelet device-plugins directory (kubelet.sock, our sockets)"},
+    {"pod-resources-socket", OPT_PODRES, "IOQOS_POD_RESOURCES_SOCKET",
+     "/var/lib/kubelet/pod-resources/kubelet.sock", "PATH", "kubelet pod resources API socket"},
+    {"config", OPT_CONFIG, "IOQOS_CONFIG", NULL, "FILE",
+     "node configuration JSON (default: built-in, the kubelet root disk)"},
+    {"node-name", OPT_NODE, "NODE_NAME", NULL, "NAME", "this node's name (required)"},
+    {"kube-api-server", OPT_API, "IOQOS_KUBE_API_SERVER", NULL, "URL",
+     "API server URL, http:// allowed for testing (default: in-cluster service account)"},
+    {"kube-token-file", OPT_TOKEN, "IOQOS_KUBE_TOKEN_FILE", NULL, "FILE",
+     "bearer token file for --kube-api-server"},
+    {"kube-ca-file", OPT_CA, "IOQOS_KUBE_CA_FILE", NULL, "FILE",
+     "CA bundle for --kube-api-server (default: system CAs)"},
+    {"cgroup-root", OPT_CGROOT, "IOQOS_CGROUP_ROOT", "/sys/fs/cgroup", "DIR",
+     "where cgroupfs is mounted (v2 root, or the v1 tmpfs holding blkio/)"},
+    {"sysfs-root", OPT_SYSFS, "IOQOS_SYSFS_ROOT", "/sys", "DIR", "where sysfs is mounted"},
+    {"cgroup-driver", OPT_DRIVER, "IOQOS_CGROUP_DRIVER", "auto", "auto|systemd|cgroupfs",
+     "kubelet's cgroup driver (auto: detect from the kubepods cgroup)"},
+    {"kubelet-cgroup-root", OPT_KCGROOT, "IOQOS_KUBELET_CGROUP_ROOT", "/", "PATH",
+     "kubelet's --cgroup-root"},
+    {"metrics-address", OPT_METRICS, "IOQOS_METRICS_ADDRESS", ":9464", "[HOST]:PORT",
+     "serve /metrics, /healthz, /readyz here; empty disables"},
+    {"log-level", OPT_LOGLEVEL, "IOQOS_LOG_LEVEL", "info", "error|warn|info|debug", "log verbosity"},
+    {"help", OPT_HELP, NULL, NULL, NULL, "show this help"},
+    {"version", OPT_VERSION, NULL, NULL, NULL, "print the version"},
+};
+#define NFLAGS (sizeof g_flags / sizeof g_flags[0])
+
+static size_t idx_of(int id) {
+  for (size_t i = 0; i < NFLAGS; i++)
+    if (g_flags[i].id == id)
+      return i;
+  abort(); /* every OPT_* is in the table */
+}
+
+void plugin_opts_usage(FILE *f) {
+  fprintf(f, "usage: ioqos-plugin [FLAGS]\n\n"
+             "Kubernetes device plugin for disk I/O: advertises ioqos/bandwidth and ioqos/iops\n"
+             "units of this node's managed disks to kubelet and writes each pod's grant into its\n"
+             "cgroup (io.max / blkio.throttle) before the pod's containers start.\n\nFlags:\n");
+  for (size_t i = 0; i < NFLAGS; i++) {
+    const struct flag *fl = &g_flags[i];
+    char lhs[96];
+    snprintf(lhs, sizeof lhs, "--%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
+    fprintf(f, "  %-44s %s\n", lhs, fl->help);
+    if (fl->def || fl->env) {
+      fprintf(f, "  %-44s ", "");
+      if (fl->def)
+        fprintf(f, "default %s%s", *fl->def ? fl->def : "\"\"", fl->env ? "; " : "");
+      if (fl->env)
+        fprintf(f, "env %s", fl->env);
+      fputc('\n', f);
+    }
+  }
+  fprintf(f, "\nSignals: SIGTERM/SIGINT tell kubelet every unit is gone (empty ListAndWatch),\n"
+             "close the streams with UNAVAILABLE and exit 0; pod limits stay in place.\n"
+             "See docs/plugin.md for behaviour and metrics.\n");
+}
+
+static const char *pick(const struct flag *fl, const char *given) {
+  if (given)
+    return given;
+  const char *env = fl->env ? getenv(fl->env) : NULL;
+  return env ? env : fl->def;
+}
+
+int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsigned *port,
+                                ioq_err *e) {
+  const char *colon;
+  size_t hl;
+  if (s[0] == '[') {
+    const char *close = strchr(s, ']');
+    if (!close || close[1] != ':')
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': expected [IPV6]:PORT", s);
+    hl = (size_t)(close - s - 1);
+    s++;
+    colon = close + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': expected [HOST]:PORT, e.g. :9464", s);
+    hl = (size_t)(colon - s);
+  }
+  if (hl >= hostsz)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': host too long", s);
+  memcpy(host, s, hl);
+  host[hl] = '\0';
+  uint64_t p;
+  if (ioq_parse_u64(colon + 1, &p) < 0 || p == 0 || p > 65535)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': port must be 1-65535", s);
+  *port = (unsigned)p;
+  return 0;
+}
+
+int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) {
+  struct option longopts[NFLAGS + 1];
+  const char *given[NFLAGS] = {0};
+  memset(o, 0, sizeof *o);
+  memset(longopts, 0, sizeof longopts);
+  for (size_t i = 0; i < NFLAGS; i++) {
+    longopts[i].name = g_flags[i].name;
+    longopts[i].has_arg = g_flags[i].arg ? required_argument : no_argument;
+    longopts[i].val = g_flags[i].id;
+  }
+  optind = 0; /* GNU: full re-initialisation, so parsing can run more than once (tests) */
+  opterr = 0;
+  for (;;) {
+    int idx = -1;
+    int c = getopt_long(argc, argv, "h", longopts, &idx);
+    if (c == -1)
+      break;
+    if (c == '?' || c == ':') {
+      const char *bad = argv[optind - 1] ? argv[optind - 1] : "?";
+      if (optopt)
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "flag %s needs a value", bad);
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "unknown flag %s (see --help)", bad);
+    }
+    if (c == 'h')
+      c = OPT_HELP;
+    given[idx_of(c)] = optarg ? optarg : "";
+  }
+  if (optind < argc)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "unexpected argument '%s' (flags only, see --help)",
+                    argv[optind]);
+
+  const char *v[NFLAGS];
+  for (size_t i = 0; i < NFLAGS; i++)
+    v[i] = pick(&g_flags[i], given[i]);
+#define VAL(id) v[idx_of(id)]
+  o->help = given[idx_of(OPT_HELP)] != NULL;
+  o->version = given[idx_of(OPT_VERSION)] != NULL;
+  o->device_plugin_dir = VAL(OPT_DP_DIR);
+  o->pod_resources_socket = VAL(OPT_PODRES);
+  o->config = VAL(OPT_CONFIG);
+  o->node_name = VAL(OPT_NODE);
+  o->kube_api_server = VAL(OPT_API);
+  o->kube_token_file = VAL(OPT_TOKEN);
+  o->kube_ca_file = VAL(OPT_CA);
+  o->cgroup_root = VAL(OPT_CGROOT);
+  o->sysfs_root = VAL(OPT_SYSFS);
+  o->kubelet_cgroup_root = VAL(OPT_KCGROOT);
+  o->metrics_address = VAL(OPT_METRICS);
+  if (o->help || o->version)
+    return 0;
+
+  if (ioq_cg_driver_parse(VAL(OPT_DRIVER), &o->cgroup_driver, e) < 0) {
+    ioq_err_prefix(e, "--cgroup-driver");
+    return -1;
+  }
+  if (ioq_log_parse_level(VAL(OPT_LOGLEVEL), &o->log_level) < 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level '%s': must be error, warn, info or debug",
+                    VAL(OPT_LOGLEVEL));
+  if (!o->node_name || !*o->node_name)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-name (or NODE_NAME) is required");
+  if (strlen(o->node_name) > 253)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-name: longer than 253 characters");
+  static const struct {
+    int id;
+    const char *name;
+  } abs_paths[] = {{OPT_DP_DIR, "--device-plugin-dir"}, {OPT_PODRES, "--pod-resources-socket"},
+                   {OPT_CGROOT, "--cgroup-root"},       {OPT_SYSFS, "--sysfs-root"},
+                   {OPT_KCGROOT, "--kubelet-cgroup-root"}};
+  for (size_t i = 0; i < sizeof abs_paths / sizeof abs_paths[0]; i++) {
+    const char *p = VAL(abs_paths[i].id);
+    if (!p || p[0] != '/')
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s '%s': must be an absolute path", abs_paths[i].name,
+                      p ? p : "");
+  }
+  if (o->config && !*o->config)
+    o->config = NULL;
+  if (o->kube_api_server && !*o->kube_api_server)
+    o->kube_api_server = NULL;
+  if (o->kube_api_server && strncmp(o->kube_api_server, "http://", 7) != 0 &&
+      strncmp(o->kube_api_server, "https://", 8) != 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--kube-api-server '%s': must start with http:// or https://",
+                    o->kube_api_server);
+  if (*o->metrics_address) {
+    char host[256];
+    unsigned port;
+    if (plugin_parse_listen_address(o->metrics_address, host, sizeof host, &port, e) < 0) {
+      ioq_err_prefix(e, "--metrics-address");
+      return -1;
+    }
+  }
+#undef VAL
+  return 0;
+}

@@ -1,0 +1,41 @@
+/* Command-line flags of ioqos-plugin (and their environment equivalents).
+ * A flag beats its environment variable, which beats the default. */
+#ifndef IOQOS_PLUGIN_OPTS_H
+#define IOQOS_PLUGIN_OPTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ioqos/error.h"
+#include "ioqos/log.h"
+#include "ioqos/podcg.h"
+
+struct plugin_opts {
+  const char *device_plugin_dir;    /* kubelet's device-plugins dir */
+  const char *pod_resources_socket; /* kubelet's pod resources socket */
+  const char *config;               /* NULL = built-in defaults */
+  const char *node_name;
+  const char *kube_api_server;      /* NULL = in-cluster */
+  const char *kube_token_file;
+  const char *kube_ca_file;
+  const char *cgroup_root;          /* cgroupfs mount root */
+  const char *sysfs_root;
+  enum ioq_cg_driver cgroup_driver;
+  const char *kubelet_cgroup_root;  /* kubelet --cgroup-root */
+  const char *metrics_address;      /* "" = disabled */
+  enum ioq_log_level log_level;
+  bool help, version;
+};
+
+/* Parses argv (and getenv). Returns 0, or -1 with a message naming the flag.
+ * Strings point into argv/environ or static defaults. */
+int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e);
+
+/* Splits "[HOST]:PORT" (":9464", "127.0.0.1:9464", "[::1]:9464"); host "" =
+ * all addresses. */
+int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsigned *port,
+                                ioq_err *e);
+
+void plugin_opts_usage(FILE *f);
+
+#endif

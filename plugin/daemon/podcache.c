@@ -1,0 +1,287 @@
+#include "podcache.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+
+struct podcache {
+  struct ioq_kube *k_rpc;
+  struct ioq_kube_informer *inf;
+  pthread_mutex_t lock;
+  struct pod_info *pods;
+  size_t n, cap;
+  void (*on_change)(void *ud);
+  void *ud;
+};
+
+bool podcache_name_ok(const char *s) {
+  if (!s || !*s || strlen(s) > IOQ_POD_NAME_MAX)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.'))
+      return false;
+  return true;
+}
+
+static const char *str_field(json_object *obj, const char *key) {
+  json_object *v = ioq_json_field(obj, key);
+  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* limit, else request, of resource r in a container ("0" when absent or not
+ * a whole number: ioq_pod_need_from_json reports invalid specs) */
+static uint64_t ctr_amount(json_object *ctr, enum ioq_resource r) {
+  json_object *res = ioq_json_field(ctr, "resources");
+  static const char *const lists[] = {"limits", "requests"};
+  for (int i = 0; i < 2; i++) {
+    json_object *l = ioq_json_field(res, lists[i]), *q = NULL;
+    if (!l || !json_object_is_type(l, json_type_object) ||
+        !json_object_object_get_ex(l, ioq_resource_name(r), &q) || !q)
+      continue;
+    uint64_t v;
+    if (json_object_is_type(q, json_type_int))
+      return json_object_get_int64(q) > 0 ? (uint64_t)json_object_get_int64(q) : 0;
+    if (json_object_is_type(q, json_type_string) &&
+        ioq_parse_quantity_int(json_object_get_string(q), &v, NULL) == 0)
+      return v;
+    return 0;
+  }
+  return 0;
+}
+
+static void read_ctrs(json_object *spec, const char *key, bool init, struct pod_info *out) {
+  json_object *arr = ioq_json_field(spec, key);
+  if (!arr || !json_object_is_type(arr, json_type_array))
+    return;
+  size_t n = json_object_array_length(arr);
+  for (size_t i = 0; i < n && out->n_ctrs < POD_CTRS_MAX; i++) {
+    json_object *c = json_object_array_get_idx(arr, i);
+    struct pod_ctr *pc = &out->ctrs[out->n_ctrs++];
+    const char *name = str_field(c, "name");
+    ioq_copy(pc->name, sizeof pc->name, name ? name : "");
+    const char *rp = str_field(c, "restartPolicy");
+    pc->kind = !init ? IOQ_CTR_APP : (rp && strcmp(rp, "Always") == 0) ? IOQ_CTR_SIDECAR
+                                                                       : IOQ_CTR_INIT;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      pc->units[r] = ctr_amount(c, (enum ioq_resource)r);
+  }
+}
+
+int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  json_object *meta = ioq_json_field(pod, "metadata");
+  json_object *spec = ioq_json_field(pod, "spec");
+  json_object *status = ioq_json_field(pod, "status");
+  const char *ns = str_field(meta, "namespace"), *name = str_field(meta, "name"),
+             *uid = str_field(meta, "uid");
+  if (!ns || !name)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod object without metadata.namespace/name");
+  if (!ioq_copy(out->ns, sizeof out->ns, ns) || !ioq_copy(out->name, sizeof out->name, name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: name too long", ns, name);
+  ioq_copy(out->uid, sizeof out->uid, uid ? uid : "");
+  const char *phase = str_field(status, "phase");
+  ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
+  out->terminating = ioq_json_field(meta, "deletionTimestamp") != NULL;
+  const char *qos = str_field(status, "qosClass");
+  out->has_qos = qos && ioq_qos_parse(qos, &out->qos, NULL) == 0;
+  ioq_err ne;
+  out->need_ok = ioq_pod_need_from_json(pod, &out->need, &ne) == 0;
+  if (!out->need_ok)
+    ioq_debug("pod spec has invalid ioqos resources pod=%s/%s error=\"%s\"", ns, name, ne.msg);
+  read_ctrs(spec, "initContainers", true, out);
+  read_ctrs(spec, "containers", false, out);
+  return 0;
+}
+
+/* ---- cache ---- */
+
+static struct pod_info *find_locked(struct podcache *c, const char *ns, const char *name) {
+  for (size_t i = 0; i < c->n; i++)
+    if (strcmp(c->pods[i].name, name) == 0 && strcmp(c->pods[i].ns, ns) == 0)
+      return &c->pods[i];
+  return NULL;
+}
+
+static int put_locked(struct podcache *c, const struct pod_info *p) {
+  struct pod_info *old = find_locked(c, p->ns, p->name);
+  if (old) {
+    *old = *p;
+    return 0;
+  }
+  if (c->n == c->cap) {
+    size_t nc = c->cap ? c->cap * 2 : 64;
+    struct pod_info *np = realloc(c->pods, nc * sizeof *np);
+    if (!np)
+      return -1;
+    c->pods = np;
+    c->cap = nc;
+  }
+  c->pods[c->n++] = *p;
+  return 0;
+}
+
+static void del_locked(struct podcache *c, const char *ns, const char *name) {
+  struct pod_info *p = find_locked(c, ns, name);
+  if (p)
+    *p = c->pods[--c->n];
+}
+
+static void on_list(void *ud, json_object *items) {
+  struct podcache *c = ud;
+  size_t n = json_object_array_length(items);
+  struct pod_info *fresh = calloc(n ? n : 1, sizeof *fresh);
+  if (!fresh) {
+    ioq_error("pod cache list dropped reason=out-of-memory pods=%zu", n);
+    return;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    ioq_err e;
+    if (pod_info_from_json(json_object_array_get_idx(items, i), &fresh[m], &e) == 0)
+      m++;
+    else
+      ioq_warn("pod cache skipped object error=\"%s\"", e.msg);
+  }
+  pthread_mutex_lock(&c->lock);
+  free(c->pods);
+  c->pods = fresh;
+  c->n = m;
+  c->cap = n ? n : 1;
+  pthread_mutex_unlock(&c->lock);
+  ioq_info("pod cache listed pods=%zu", m);
+  if (c->on_change)
+    c->on_change(c->ud);
+}
+
+static void on_event(void *ud, const char *type, json_object *obj) {
+  struct podcache *c = ud;
+  struct pod_info *p = malloc(sizeof *p);
+  ioq_err e;
+  if (!p) {
+    ioq_error("pod cache event dropped reason=out-of-memory");
+    return;
+  }
+  if (pod_info_from_json(obj, p, &e) < 0) {
+    ioq_warn("pod cache skipped event type=%s error=\"%s\"", type, e.msg);
+    free(p);
+    return;
+  }
+  pthread_mutex_lock(&c->lock);
+  if (strcmp(type, "DELETED") == 0)
+    del_locked(c, p->ns, p->name);
+  else if (put_locked(c, p) < 0)
+    ioq_error("pod cache event dropped reason=out-of-memory pod=%s/%s", p->ns, p->name);
+  pthread_mutex_unlock(&c->lock);
+  ioq_debug("pod event type=%s pod=%s/%s uid=%s phase=%s", type, p->ns, p->name, p->uid, p->phase);
+  free(p);
+  if (c->on_change)
+    c->on_change(c->ud);
+}
+
+struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, const char *node,
+                                void (*on_change)(void *ud), void *ud, ioq_err *e) {
+  struct podcache *c = calloc(1, sizeof *c);
+  if (!c)
+    return ioq_fail(e, ENOMEM, "pod cache: out of memory"), NULL;
+  pthread_mutex_init(&c->lock, NULL);
+  c->k_rpc = k_rpc;
+  c->on_change = on_change;
+  c->ud = ud;
+  char sel[300];
+  snprintf(sel, sizeof sel, "spec.nodeName=%s", node);
+  static const struct ioq_kube_informer_cb cb = {on_list, on_event};
+  c->inf = ioq_kube_informer_start(k, "/api/v1/pods", sel, &cb, c, e);
+  if (!c->inf) {
+    ioq_err_prefix(e, "pod cache");
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+void podcache_stop(struct podcache *c) {
+  if (!c)
+    return;
+  ioq_kube_informer_stop(c->inf);
+  pthread_mutex_destroy(&c->lock);
+  free(c->pods);
+  free(c);
+}
+
+bool podcache_synced(struct podcache *c) { return c && ioq_kube_informer_synced(c->inf); }
+
+unsigned long podcache_lists(struct podcache *c) { return c ? ioq_kube_informer_lists(c->inf) : 0; }
+
+int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
+                 ioq_err *e) {
+  pthread_mutex_lock(&c->lock);
+  struct pod_info *p = find_locked(c, ns, name);
+  if (p)
+    *out = *p;
+  pthread_mutex_unlock(&c->lock);
+  if (p)
+    return 0;
+  if (!podcache_name_ok(ns) || !podcache_name_ok(name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: not a valid namespace/name", ns, name);
+  char path[600];
+  snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+  json_object *obj = NULL;
+  long status = 0;
+  if (ioq_kube_get_json(c->k_rpc, path, &obj, &status, e) < 0) {
+    if (status == 404)
+      e->code = IOQ_ENOTFOUND;
+    ioq_err_prefix(e, "pod %s/%s not in the cache; GET", ns, name);
+    return -1;
+  }
+  int rc = pod_info_from_json(obj, out, e);
+  json_object_put(obj);
+  if (rc < 0)
+    return -1;
+  pthread_mutex_lock(&c->lock);
+  if (!find_locked(c, ns, name)) /* the watch may have brought it meanwhile */
+    put_locked(c, out);
+  pthread_mutex_unlock(&c->lock);
+  ioq_info("pod fetched on cache miss pod=%s/%s uid=%s", ns, name, out->uid);
+  return 0;
+}
+
+size_t podcache_candidates(struct podcache *c, enum ioq_resource r, uint64_t size,
+                           bool (*skip)(void *ud, const struct pod_info *p, enum ioq_resource r),
+                           void *ud, struct pod_info *out, size_t max) {
+  size_t found = 0;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pod_info *p = &c->pods[i];
+    if (strcmp(p->phase, "Pending") != 0 || p->terminating)
+      continue;
+    bool asks = false;
+    for (size_t k = 0; k < p->n_ctrs && !asks; k++)
+      asks = p->ctrs[k].units[r] == size;
+    if (!asks || (skip && skip(ud, p, r)))
+      continue;
+    if (found < max)
+      out[found] = *p;
+    found++;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return found;
+}
+
+size_t podcache_snapshot(struct podcache *c, struct pod_info **out) {
+  pthread_mutex_lock(&c->lock);
+  size_t n = c->n;
+  *out = malloc((n ? n : 1) * sizeof **out);
+  if (*out)
+    memcpy(*out, c->pods, n * sizeof **out);
+  else
+    n = 0;
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}

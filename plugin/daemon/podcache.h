@@ -1,0 +1,75 @@
+/* The pods of this node as the API server sees them: a cache kept by
+ * list+watch on /api/v1/pods?fieldSelector=spec.nodeName=NODE, with a GET
+ * (short timeout) on a miss, so PreStartContainer learns a pod's UID and QoS
+ * class without waiting on a slow API server longer than that bound. */
+#ifndef IOQOS_PLUGIN_PODCACHE_H
+#define IOQOS_PLUGIN_PODCACHE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+#include "ioqos/grant.h"
+#include "ioqos/podcg.h"
+#include "ioqos/podneed.h"
+#include "kube.h"
+
+#define POD_CTR_NAME_MAX 63
+#define POD_CTRS_MAX 64
+
+struct pod_ctr {
+  char name[POD_CTR_NAME_MAX + 1];
+  enum ioq_ctr_kind kind;
+  uint64_t units[IOQ_RES_COUNT]; /* limit (or request) of each ioqos resource */
+};
+
+struct pod_info {
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  char phase[16];       /* status.phase, "" if none */
+  bool terminating;     /* metadata.deletionTimestamp set */
+  bool has_qos;         /* status.qosClass present and known */
+  enum ioq_qos_class qos;
+  struct ioq_pod_need need; /* effective units, class, ioqos.io/disk */
+  bool need_ok;             /* false: the spec's ioqos resources are invalid */
+  struct pod_ctr ctrs[POD_CTRS_MAX]; /* init containers then app containers, spec order */
+  size_t n_ctrs;
+};
+
+/* Reads what the plugin needs from a Pod object. */
+int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e);
+
+struct podcache;
+
+/* k: for the informer; k_rpc: for GETs on a miss (its timeout is the bound).
+ * on_change (may be NULL) runs on the informer thread after every list or
+ * event (the reconcile loop wakes up on it). */
+struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, const char *node,
+                                void (*on_change)(void *ud), void *ud, ioq_err *e);
+void podcache_stop(struct podcache *c);
+bool podcache_synced(struct podcache *c);
+unsigned long podcache_lists(struct podcache *c);
+
+/* Looks a pod up; on a miss GETs it from the API server and caches it.
+ * IOQ_ENOTFOUND if the API server does not know it. */
+int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
+                 ioq_err *e);
+
+/* Pending, not terminating pods of this node with a container asking for
+ * exactly `size` units of r, skipping those `skip` says already hold theirs
+ * (called with the cache locked). Fills up to max entries of out; returns
+ * how many there are in total. */
+size_t podcache_candidates(struct podcache *c, enum ioq_resource r, uint64_t size,
+                           bool (*skip)(void *ud, const struct pod_info *p, enum ioq_resource r),
+                           void *ud, struct pod_info *out, size_t max);
+
+/* Copy of every cached pod (malloc'd; caller frees). */
+size_t podcache_snapshot(struct podcache *c, struct pod_info **out);
+
+/* Kubernetes object names in paths: DNS-1123 characters only. */
+bool podcache_name_ok(const char *s);
+
+#endif

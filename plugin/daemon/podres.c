@@ -1,0 +1,168 @@
+#include "podres.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioqos/fsutil.h"
+#include "podresources/v1/api.pb-c.h"
+#include "rpc_client.h"
+
+#define LIST_METHOD "/v1.PodResourcesLister/List"
+
+static bool is_ioqos(const char *resource_name) {
+  enum ioq_resource r;
+  return resource_name && ioq_resource_from_name(resource_name, &r) == 0;
+}
+
+static void ctr_free(struct podres_ctr *c) {
+  for (size_t i = 0; i < c->n_ids; i++)
+    free(c->ids[i]);
+  free(c->ids);
+}
+
+void podres_list_free(struct podres_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
+      ctr_free(&l->pods[i].ctrs[k]);
+    free(l->pods[i].ctrs);
+  }
+  free(l->pods);
+  l->pods = NULL;
+  l->n = 0;
+}
+
+/* Copies a container's ioqos IDs; 0 with n_ids = 0 if it has none. */
+static int copy_ctr(const V1__ContainerResources *src, struct podres_ctr *dst, ioq_err *e) {
+  size_t n = 0;
+  for (size_t d = 0; d < src->n_devices; d++)
+    if (is_ioqos(src->devices[d]->resource_name))
+      n += src->devices[d]->n_device_ids;
+  memset(dst, 0, sizeof *dst);
+  ioq_copy(dst->name, sizeof dst->name, src->name ? src->name : "");
+  if (!n)
+    return 0;
+  dst->ids = calloc(n, sizeof *dst->ids);
+  if (!dst->ids)
+    return ioq_fail(e, ENOMEM, "pod resources: out of memory");
+  for (size_t d = 0; d < src->n_devices; d++) {
+    const V1__ContainerDevices *cd = src->devices[d];
+    if (!is_ioqos(cd->resource_name))
+      continue;
+    for (size_t k = 0; k < cd->n_device_ids; k++) {
+      if (!(dst->ids[dst->n_ids] = strdup(cd->device_ids[k] ? cd->device_ids[k] : "")))
+        return ioq_fail(e, ENOMEM, "pod resources: out of memory");
+      dst->n_ids++;
+    }
+  }
+  return 0;
+}
+
+int podres_list(const char *socket, long timeout_ms, struct podres_list *out, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double asked_at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+  ProtobufCMessage *resp_msg = NULL;
+  if (rpc_call_unary(socket, LIST_METHOD, &req.base, &v1__list_pod_resources_response__descriptor,
+                     &resp_msg, timeout_ms, NULL, e) < 0)
+    return -1;
+  V1__ListPodResourcesResponse *resp = (V1__ListPodResourcesResponse *)resp_msg;
+  out->asked_at = asked_at;
+  int rc = -1;
+  out->pods = calloc(resp->n_pod_resources ? resp->n_pod_resources : 1, sizeof *out->pods);
+  if (!out->pods) {
+    ioq_fail(e, ENOMEM, "pod resources: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < resp->n_pod_resources; i++) {
+    const V1__PodResources *pr = resp->pod_resources[i];
+    struct podres_pod *p = &out->pods[out->n];
+    memset(p, 0, sizeof *p);
+    p->ctrs = calloc(pr->n_containers ? pr->n_containers : 1, sizeof *p->ctrs);
+    if (!p->ctrs) {
+      ioq_fail(e, ENOMEM, "pod resources: out of memory");
+      goto done;
+    }
+    out->n++; /* owned from here on, freed with the list */
+    ioq_copy(p->ns, sizeof p->ns, pr->namespace_ ? pr->namespace_ : "");
+    ioq_copy(p->name, sizeof p->name, pr->name ? pr->name : "");
+    for (size_t k = 0; k < pr->n_containers; k++) {
+      struct podres_ctr c;
+      if (copy_ctr(pr->containers[k], &c, e) < 0) {
+        ctr_free(&c);
+        goto done;
+      }
+      if (c.n_ids)
+        p->ctrs[p->n_ctrs++] = c;
+    }
+    if (p->n_ctrs == 0) { /* no ioqos units: not ours */
+      free(p->ctrs);
+      out->n--;
+    }
+  }
+  rc = 0;
+done:
+  protobuf_c_message_free_unpacked(resp_msg, NULL);
+  if (rc < 0)
+    podres_list_free(out);
+  return rc;
+}
+
+static bool ctr_has(const struct podres_ctr *c, const char *id) {
+  for (size_t i = 0; i < c->n_ids; i++)
+    if (strcmp(c->ids[i], id) == 0)
+      return true;
+  return false;
+}
+
+bool podres_pod_has(const struct podres_pod *p, const char *id) {
+  for (size_t k = 0; k < p->n_ctrs; k++)
+    if (ctr_has(&p->ctrs[k], id))
+      return true;
+  return false;
+}
+
+const struct podres_pod *podres_find_ids(const struct podres_list *l, char *const *ids, size_t n,
+                                         size_t *missing) {
+  const struct podres_pod *best = NULL;
+  size_t best_n = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    size_t held = 0;
+    for (size_t j = 0; j < n; j++)
+      held += podres_pod_has(&l->pods[i], ids[j]);
+    if (held > best_n) {
+      best = &l->pods[i];
+      best_n = held;
+    }
+  }
+  if (missing)
+    *missing = n - best_n;
+  return best;
+}
+
+const struct podres_pod *podres_find_pod(const struct podres_list *l, const char *ns,
+                                         const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->pods[i].ns, ns) == 0 && strcmp(l->pods[i].name, name) == 0)
+      return &l->pods[i];
+  return NULL;
+}
+
+size_t podres_pod_count(const struct podres_pod *p, enum ioq_resource r) {
+  size_t n = 0;
+  for (size_t k = 0; k < p->n_ctrs; k++)
+    for (size_t i = 0; i < p->ctrs[k].n_ids; i++) {
+      struct ioq_unit_id u;
+      if (ioq_unit_id_parse(p->ctrs[k].ids[i], &u, NULL) < 0 || u.res != r)
+        continue;
+      /* an init container's IDs are handed on to app containers: count once */
+      bool dup = false;
+      for (size_t k2 = 0; k2 < k && !dup; k2++)
+        dup = ctr_has(&p->ctrs[k2], p->ctrs[k].ids[i]);
+      n += !dup;
+    }
+  return n;
+}

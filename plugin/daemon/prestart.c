@@ -1,0 +1,156 @@
+/* PreStartContainer: the last moment before the container exists. Find the
+ * pod holding the units (pod resources List, by name + namespace), learn its
+ * UID and QoS class (pod cache, GET on a miss), write the pod-level grant
+ * into its cgroup and read it back, and only then answer. kubelet starts the
+ * container after our answer, so its first I/O is already limited.
+ *
+ * Failure: a gRPC error saying why plus an Event on the pod. Fail-closed by
+ * default (kubelet does not start the container and retries with backoff);
+ * with enforcement.failOpen the container starts unthrottled, loudly. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deviceplugin/v1beta1/api.pb-c.h"
+#include "ioqos/log.h"
+#include "plugin.h"
+#include "podres.h"
+
+static enum err_reason reason_of(enum enforce_fail f) {
+  switch (f) {
+  case EF_GRANT: return ER_GRANT;
+  case EF_UID: return ER_UID;
+  case EF_CGROUP: return ER_CGROUP;
+  case EF_CONTROLLER: return ER_CONTROLLER;
+  case EF_VERIFY: return ER_VERIFY;
+  default: return ER_WRITE;
+  }
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+/* Answers OK (fail-open) or with the error; logs and counts either way. */
+static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
+                 grpc_status_code code, enum err_reason why, const char *pod_ns,
+                 const char *pod_name, const char *uid, const char *msg) {
+  metrics_err(p->metrics, why);
+  bool open = p->cfg.enforcement.fail_open && why != ER_INVALID_IDS;
+  ioq_error("prestart failed resource=%s pod=%s/%s reason=%s fail_open=%s error=\"%s\"",
+            ioq_resource_name(r), pod_ns ? pod_ns : "?", pod_name ? pod_name : "?",
+            err_reason_name(why), open ? "true" : "false", msg);
+  if (pod_ns && pod_name)
+    events_post(p->events, pod_ns, pod_name, uid ? uid : "", "Warning",
+                open ? "IoqosEnforceFailedOpen" : "IoqosEnforceFailed",
+                "%s limits not applied (%s): %s%s", ioq_resource_name(r), err_reason_name(why),
+                msg,
+                open ? "; failOpen is set, so the container starts WITHOUT I/O limits"
+                     : "; the container will not start until this is fixed (kubelet retries)");
+  else
+    events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosEnforceFailed",
+                "%s limits not applied (%s): %s", ioq_resource_name(r), err_reason_name(why), msg);
+  if (open) {
+    metrics_inc(p->metrics, C_FAIL_OPEN);
+    V1beta1__PreStartContainerResponse ok = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+    grpcs_reply_pack(out, &ok.base);
+    return;
+  }
+  grpcs_reply_error(out, code, "ioqos: %s", msg);
+}
+
+void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
+                     struct grpcs_reply *out) {
+  ioq_err e;
+  struct id_tally t;
+  if (catalog_check_ids(p->catalog, r, ids, n, &t, &e) < 0) {
+    fail(p, r, out, GRPC_STATUS_INVALID_ARGUMENT, ER_INVALID_IDS, NULL, NULL, NULL, e.msg);
+    return;
+  }
+  id_tally_free(&t);
+
+  /* kubelet lists the pod's IDs once admission allocated them, which is
+   * before PreStart; still, allow a short grace for a racing List. */
+  struct podres_list list = {0};
+  const struct podres_pod *pr = NULL;
+  size_t missing = 0;
+  char last_err[IOQ_ERR_MSG_MAX] = "";
+  double give_up = grpcs_now() + PRESTART_LIST_BUDGET_MS / 1000.0;
+  int attempt = 0;
+  for (; attempt < PRESTART_LIST_TRIES && !atomic_load(&p->stopping); attempt++) {
+    double left_ms = (give_up - grpcs_now()) * 1000.0;
+    if (attempt && left_ms < PRESTART_LIST_RETRY_MS + 100)
+      break;
+    if (attempt)
+      sleep_ms(PRESTART_LIST_RETRY_MS);
+    long timeout = PODRES_TIMEOUT_MS;
+    if (attempt && (long)left_ms - PRESTART_LIST_RETRY_MS < timeout)
+      timeout = (long)left_ms - PRESTART_LIST_RETRY_MS;
+    podres_list_free(&list);
+    if (podres_list(p->opts.pod_resources_socket, timeout, &list, &e) < 0) {
+      snprintf(last_err, sizeof last_err, "%s", e.msg);
+      continue;
+    }
+    last_err[0] = '\0';
+    if ((pr = podres_find_ids(&list, ids, n, &missing)))
+      break;
+  }
+  if (!pr) {
+    char msg[IOQ_ERR_MSG_MAX];
+    if (last_err[0]) {
+      snprintf(msg, sizeof msg, "pod resources API: %s", last_err);
+      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_PODRES, NULL, NULL, NULL, msg);
+    } else {
+      snprintf(msg, sizeof msg,
+               "no pod holds units %s%s (%zu IDs) in kubelet's pod resources List after %d tries",
+               ids[0], n > 1 ? ",..." : "", n, attempt);
+      fail(p, r, out, GRPC_STATUS_NOT_FOUND, ER_NOT_LISTED, NULL, NULL, NULL, msg);
+    }
+    podres_list_free(&list);
+    return;
+  }
+
+  struct pod_info *pi = calloc(1, sizeof *pi);
+  if (!pi) {
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    podres_list_free(&list);
+    return;
+  }
+  if (!p->pods) {
+    fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_POD_LOOKUP, pr->ns, pr->name, NULL,
+         "no Kubernetes API client: cannot learn the pod's UID and QoS class");
+  } else if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
+    fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
+         ER_POD_LOOKUP, pr->ns, pr->name, NULL, e.msg);
+  } else {
+    /* Some IDs the pod holds but no listed container does: this is a
+     * regular init container (kubelet lists sidecars and app containers
+     * only), and the request carries all of its units of this resource. */
+    char *const *init_ids = missing ? ids : NULL;
+    size_t n_init = missing ? n : 0;
+    if (n_init)
+      ioq_info("prestart of a container kubelet does not list (init container) resource=%s "
+               "pod=%s/%s units=%zu",
+               ioq_resource_name(r), pr->ns, pr->name, n_init);
+    struct enforce_result res;
+    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, &res, &e) < 0) {
+      fail(p, r, out, res.fail == EF_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
+                                            : GRPC_STATUS_INTERNAL,
+           reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);
+    } else {
+      metrics_inc(p->metrics, C_ENFORCE_OK);
+      ioq_info("prestart done resource=%s pod=%s/%s uid=%s cgroup=%s disks=%zu writes=%u",
+               ioq_resource_name(r), pr->ns, pr->name, pi->uid, res.cgroup, res.grant.n,
+               res.writes);
+      V1beta1__PreStartContainerResponse ok = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+      grpcs_reply_pack(out, &ok.base);
+      reconciler_kick(p->rec); /* allocated units changed: republish soon */
+    }
+  }
+  free(pi);
+  podres_list_free(&list);
+}

@@ -1,0 +1,310 @@
+/* The reconcile loop: every enforcement.reconcileIntervalSeconds, and soon
+ * after pod events or a PreStart, it
+ *   1. re-probes the disks (health and units; ListAndWatch follows),
+ *   2. lists pod resources and re-applies every pod's grant (drift is
+ *      rewritten; after a plugin restart this rebuilds everything from the
+ *      List alone), clears the limits of pods no longer listed,
+ *   3. publishes the node annotation when it changed.
+ * A failed List changes nothing: pods are released only on a List that
+ * succeeded and no longer shows them. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioqos/blockdev.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+#include "ioqos/nodeanno.h"
+#include "plugin.h"
+#include "podres.h"
+
+#define MIN_PASS_GAP_S 0.5 /* coalesce bursts of pod events */
+#define PUBLISH_BACKOFF_MAX_S 60.0
+
+struct reconciler {
+  struct plugin *p;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool kicked, stop;
+  char *published; /* last annotation the API server accepted */
+  double publish_due, publish_backoff;
+};
+
+/* ---- disks ---- */
+
+static char g_probe_err[IOQ_ERR_MSG_MAX]; /* only the reconcile thread and startup write it */
+
+void inventory_refresh(struct plugin *p) {
+  struct ioq_inventory inv;
+  ioq_err e;
+  metrics_inc(p->metrics, C_PROBES);
+  if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) == 0) {
+    if (g_probe_err[0])
+      ioq_info("disk probe recovered");
+    g_probe_err[0] = '\0';
+    catalog_update(p->catalog, inv.disks, inv.n, NULL);
+    atomic_store(&p->inventory_ok, true);
+    ioq_inventory_free(&inv);
+    return;
+  }
+  metrics_inc(p->metrics, C_PROBE_FAIL);
+  if (strcmp(g_probe_err, e.msg) != 0)
+    ioq_warn("disk probe failed error=\"%s\"", e.msg);
+  snprintf(g_probe_err, sizeof g_probe_err, "%s", e.msg);
+  /* The probe is all-or-nothing; say which known disks are gone. */
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  for (size_t i = 0; i < n; i++) {
+    struct ioq_blockdev bd;
+    ioq_err be;
+    if (ioq_blockdev_read(p->opts.sysfs_root, cd[i].disk.dev.name, &bd, &be) < 0) {
+      char why[sizeof cd[i].why];
+      snprintf(why, sizeof why, "disk %s is gone: %s", cd[i].disk.dev.name, be.msg);
+      catalog_set_health(p->catalog, cd[i].disk.dev.name, false, why);
+    } else if (bd.major != cd[i].dev.major || bd.minor != cd[i].dev.minor) {
+      char why[sizeof cd[i].why];
+      snprintf(why, sizeof why, "disk %s changed from %u:%u to %u:%u", cd[i].disk.dev.name,
+               cd[i].dev.major, cd[i].dev.minor, bd.major, bd.minor);
+      catalog_set_health(p->catalog, cd[i].disk.dev.name, false, why);
+    }
+  }
+  free(cd);
+}
+
+/* ---- grants ---- */
+
+void reconcile_pass(struct plugin *p) {
+  struct podres_list list;
+  ioq_err e;
+  static char last_err[IOQ_ERR_MSG_MAX];
+  if (podres_list(p->opts.pod_resources_socket, PODRES_TIMEOUT_MS, &list, &e) < 0) {
+    metrics_inc(p->metrics, C_RECONCILE_FAIL);
+    if (strcmp(last_err, e.msg) != 0)
+      ioq_warn("reconcile skipped: pod resources List failed error=\"%s\"", e.msg);
+    snprintf(last_err, sizeof last_err, "%s", e.msg);
+    return;
+  }
+  if (last_err[0])
+    ioq_info("pod resources List works again");
+  last_err[0] = '\0';
+  enforcer_note_list(p->enf, &list);
+  size_t ok = 0, failed = 0;
+  struct pod_info *pi = malloc(sizeof *pi);
+  for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
+    const struct podres_pod *pr = &list.pods[i];
+    if (!p->pods) {
+      failed++;
+      continue;
+    }
+    if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
+      metrics_err(p->metrics, ER_POD_LOOKUP);
+      ioq_warn("reconcile: pod lookup failed pod=%s/%s error=\"%s\"", pr->ns, pr->name, e.msg);
+      failed++;
+      continue;
+    }
+    struct enforce_result res;
+    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, &res, &e) < 0) {
+      static const enum err_reason map[EF_COUNT_] = {ER_WRITE, ER_GRANT,      ER_UID,    ER_CGROUP,
+                                                     ER_CONTROLLER, ER_WRITE, ER_VERIFY};
+      metrics_err(p->metrics, map[res.fail]);
+      ioq_warn("reconcile: grant not in place pod=%s/%s reason=%s error=\"%s\"", pr->ns, pr->name,
+               enforce_fail_name(res.fail), e.msg);
+      failed++;
+      continue;
+    }
+    if (res.grant_changed) {
+      ioq_info("grant changed pod=%s/%s cgroup=%s writes=%u", pr->ns, pr->name, res.cgroup,
+               res.writes);
+    } else if (res.known && res.writes) {
+      metrics_inc(p->metrics, C_DRIFT_FIXED);
+      ioq_warn("drift corrected pod=%s/%s cgroup=%s writes=%u", pr->ns, pr->name, res.cgroup,
+               res.writes);
+    } else if (!res.known) {
+      ioq_info("grant rebuilt from pod resources pod=%s/%s cgroup=%s writes=%u", pr->ns, pr->name,
+               res.cgroup, res.writes);
+    }
+    ok++;
+  }
+  free(pi);
+  size_t released = enforcer_release_gone(p->enf, &list);
+  for (size_t i = 0; i < released; i++)
+    metrics_inc(p->metrics, C_PODS_RELEASED);
+  metrics_inc(p->metrics, failed ? C_RECONCILE_FAIL : C_RECONCILE_OK);
+  ioq_debug("reconcile pass pods=%zu ok=%zu failed=%zu released=%zu", list.n, ok, failed, released);
+  podres_list_free(&list);
+  atomic_store(&p->first_reconcile_done, true);
+}
+
+/* ---- node annotation ---- */
+
+static char *annotation_text(struct plugin *p) {
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  struct ioq_node_state st = {0};
+  st.version = IOQ_NODE_ANNO_VERSION;
+  ioq_copy(st.node, sizeof st.node, p->opts.node_name);
+  st.units = p->cfg.units;
+  st.disks = calloc(n ? n : 1, sizeof *st.disks);
+  char *text = NULL;
+  if (st.disks) {
+    st.n_disks = n;
+    for (size_t i = 0; i < n; i++) {
+      struct ioq_disk_state *d = &st.disks[i];
+      ioq_copy(d->name, sizeof d->name, cd[i].disk.dev.name);
+      ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
+      ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
+      d->healthy = cd[i].healthy;
+      d->caps = cd[i].disk.caps;
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        d->capacity[r] = cd[i].units[r];
+      enforcer_allocated(p->enf, d->name, d->allocated);
+    }
+    text = ioq_node_anno_format(&st);
+  }
+  free(st.disks);
+  free(cd);
+  return text;
+}
+
+static void publish(struct reconciler *rc) {
+  struct plugin *p = rc->p;
+  /* allocated units come from the List: publish nothing before one worked */
+  if (!p->kube || !enforcer_have_list(p->enf) || grpcs_now() < rc->publish_due)
+    return;
+  char *text = annotation_text(p);
+  if (!text) {
+    ioq_error("node annotation build failed reason=out-of-memory");
+    return;
+  }
+  if (rc->published && strcmp(rc->published, text) == 0) {
+    free(text);
+    return;
+  }
+  json_object *patch = json_object_new_object(), *meta = json_object_new_object(),
+              *ann = json_object_new_object();
+  json_object_object_add(ann, IOQ_NODE_ANNOTATION, json_object_new_string(text));
+  json_object_object_add(meta, "annotations", ann);
+  json_object_object_add(patch, "metadata", meta);
+  char path[400];
+  snprintf(path, sizeof path, "/api/v1/nodes/%s", p->opts.node_name);
+  ioq_err e;
+  long status = 0;
+  if (ioq_kube_merge_patch(p->kube, path, patch, NULL, &status, &e) == 0) {
+    metrics_inc(p->metrics, C_PUBLISH_OK);
+    ioq_info("node annotation published node=%s annotation=%s bytes=%zu", p->opts.node_name,
+             IOQ_NODE_ANNOTATION, strlen(text));
+    ioq_debug("node annotation value=%s", text);
+    free(rc->published);
+    rc->published = text;
+    rc->publish_backoff = 0;
+  } else {
+    metrics_inc(p->metrics, C_PUBLISH_FAIL);
+    rc->publish_backoff = rc->publish_backoff < 1 ? 1
+                          : rc->publish_backoff * 2 > PUBLISH_BACKOFF_MAX_S
+                              ? PUBLISH_BACKOFF_MAX_S
+                              : rc->publish_backoff * 2;
+    rc->publish_due = grpcs_now() + rc->publish_backoff;
+    ioq_warn("node annotation publish failed node=%s status=%ld retry_in=%.0fs error=\"%s\"",
+             p->opts.node_name, status, rc->publish_backoff, e.msg);
+    free(text);
+  }
+  json_object_put(patch);
+}
+
+/* ---- thread ---- */
+
+static void *reconciler_main(void *arg) {
+  struct reconciler *rc = arg;
+  struct plugin *p = rc->p;
+  double interval = p->cfg.enforcement.reconcile_interval_s ? p->cfg.enforcement.reconcile_interval_s
+                                                            : 10;
+  double last = 0;
+  for (;;) {
+    pthread_mutex_lock(&rc->mu);
+    double next = last + interval;
+    while (!rc->stop && !rc->kicked) {
+      double now = grpcs_now();
+      if (now >= next)
+        break;
+      /* also wake when a publish retry falls due */
+      double until = rc->publish_due > now && rc->publish_due < next ? rc->publish_due : next;
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      double wait = until - now;
+      ts.tv_sec += (time_t)wait;
+      ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+      }
+      if (pthread_cond_timedwait(&rc->cv, &rc->mu, &ts) == ETIMEDOUT && until < next)
+        break;
+    }
+    bool stop = rc->stop;
+    rc->kicked = false;
+    pthread_mutex_unlock(&rc->mu);
+    if (stop)
+      break;
+    double now = grpcs_now();
+    if (now - last < MIN_PASS_GAP_S) {
+      struct timespec ts = {0, (long)((MIN_PASS_GAP_S - (now - last)) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+    if (grpcs_now() >= next || last == 0) {
+      inventory_refresh(p);
+    }
+    reconcile_pass(p);
+    publish(rc);
+    last = grpcs_now();
+  }
+  return NULL;
+}
+
+struct reconciler *reconciler_start(struct plugin *p, ioq_err *e) {
+  struct reconciler *rc = calloc(1, sizeof *rc);
+  if (!rc)
+    return ioq_fail(e, ENOMEM, "reconciler: out of memory"), NULL;
+  rc->p = p;
+  pthread_mutex_init(&rc->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&rc->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  int r = pthread_create(&rc->thread, NULL, reconciler_main, rc);
+  if (r != 0) {
+    pthread_cond_destroy(&rc->cv);
+    pthread_mutex_destroy(&rc->mu);
+    free(rc);
+    errno = r;
+    return ioq_fail_errno(e, "reconciler thread"), NULL;
+  }
+  return rc;
+}
+
+void reconciler_kick(struct reconciler *rc) {
+  if (!rc)
+    return;
+  pthread_mutex_lock(&rc->mu);
+  rc->kicked = true;
+  pthread_cond_signal(&rc->cv);
+  pthread_mutex_unlock(&rc->mu);
+}
+
+void reconciler_stop(struct reconciler *rc) {
+  if (!rc)
+    return;
+  pthread_mutex_lock(&rc->mu);
+  rc->stop = true;
+  pthread_cond_signal(&rc->cv);
+  pthread_mutex_unlock(&rc->mu);
+  pthread_join(rc->thread, NULL);
+  pthread_cond_destroy(&rc->cv);
+  pthread_mutex_destroy(&rc->mu);
+  free(rc->published);
+  free(rc);
+}

@@ -1,0 +1,244 @@
+"""PreStartContainer, reconcile and node annotation against a cgroup v2 temp
+tree (systemd driver layout), the kubelet stand-in and the API server
+stand-in (the daemon's real libcurl client talks to it)."""
+import json
+import os
+import time
+import unittest
+
+import grpc
+
+from harness import (BW, IOPS, MIB, PluginTest, pod_object, new_uid, read, v2_pod_cgroup,
+                     write)
+
+
+def iomax(cg):
+    return read(os.path.join(cg, "io.max")).strip()
+
+
+class PreStart(PluginTest):
+    def test_prestart_writes_pod_limits_before_answering(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(IOPS, lambda l: len(l) == 1000)
+        uid, ids, envs, cg = self.admit("db", bw=200, iops=50)
+        self.assertEqual(envs["IOQOS_BANDWIDTH_BYTES_PER_SEC"], str(200 * MIB))
+        self.assertEqual(envs["IOQOS_IOPS"], "5000")
+        self.assertEqual(envs["IOQOS_DEVICES"], "fakedisk0")
+        self.assertEqual(iomax(cg), "", "nothing before PreStart")
+        k.prestart(BW, ids[BW])
+        # the answer came after the write and its read-back
+        self.assertEqual(iomax(cg), "250:0 rbps=209715200 wbps=209715200 riops=5000 wiops=5000")
+        # weight grows with the share: 100 + ceil(9900 * 200/1000)
+        self.assertEqual(read(os.path.join(cg, "io.weight")).strip(), "250:0 2080")
+        k.prestart(IOPS, ids[IOPS])  # idempotent: the same pod-level totals
+        self.assertEqual(iomax(cg), "250:0 rbps=209715200 wbps=209715200 riops=5000 wiops=5000")
+        self.assertIn("prestart done resource=ioqos/bandwidth pod=default/db uid=%s" % uid, d.text())
+        self.assertRegex(d.text(), r"cgroup io.max written cgroup=%s wrote='250:0 rbps=209715200 "
+                         r"wbps=209715200 riops=5000 wiops=5000' readback=" % cg)
+        self.assertEqual(d.metric("ioqos_pod_grant_units", namespace="default", pod="db",
+                                  disk="fakedisk0", resource=BW), 200)
+        self.assertEqual(d.metric("ioqos_prestart_enforced_total"), 2)
+        self.assertEqual(self.env.api.events, [])
+        # io.stat shows up as per-pod counters
+        write(os.path.join(cg, "io.stat"), "250:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n")
+        self.assertEqual(d.metric("ioqos_pod_io_bytes_total", pod="db", disk="fakedisk0",
+                                  direction="write"), 8192)
+        self.assertEqual(d.metric("ioqos_pod_ios_total", pod="db", direction="read"), 1)
+
+    def test_guaranteed_and_besteffort_pods(self):
+        self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        for qos in ("guaranteed", "besteffort"):
+            _, ids, _, cg = self.admit("p-" + qos, bw=10, qos=qos)
+            self.env.kubelet.prestart(BW, ids[BW])
+            self.assertEqual(iomax(cg), "250:0 rbps=10485760 wbps=10485760 riops=max wiops=max")
+            self.assertIn("kubepods-%s" % ("pod" if qos == "guaranteed" else "besteffort"), cg)
+
+    def test_unknown_pod_is_refused_with_event_on_node(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        with self.assertRaises(grpc.RpcError) as cm:
+            k.prestart(BW, ["fakedisk0-bw-5"])
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("no pod holds units fakedisk0-bw-5", cm.exception.details())
+        self.env.api.wait(lambda: self.env.api.events, what="event")
+        ev = self.env.api.events[0]
+        self.assertEqual(ev["involvedObject"]["kind"], "Node")
+        self.assertEqual(ev["reason"], "IoqosEnforceFailed")
+        self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="pod-not-listed"), 1)
+
+    def test_missing_cgroup_fails_closed_with_pod_event(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids, _, _ = self.admit("web", bw=20, create_cgroup=False)
+        with self.assertRaises(grpc.RpcError) as cm:
+            k.prestart(BW, ids[BW])
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("pod cgroup for UID %s" % uid, cm.exception.details())
+        api.wait(lambda: api.events, what="event")
+        ev = api.events[0]
+        self.assertEqual((ev["involvedObject"]["kind"], ev["involvedObject"]["name"],
+                          ev["involvedObject"]["uid"]), ("Pod", "web", uid))
+        self.assertEqual(ev["type"], "Warning")
+        self.assertEqual(ev["reason"], "IoqosEnforceFailed")
+        self.assertIn("will not start", ev["message"])
+        # kubelet retries; the same event is not repeated, and once the
+        # cgroup exists the retry succeeds
+        with self.assertRaises(grpc.RpcError):
+            k.prestart(BW, ids[BW])
+        cg = v2_pod_cgroup(self.env.cgroup_root, uid)
+        k.prestart(BW, ids[BW])
+        self.assertEqual(iomax(cg), "250:0 rbps=20971520 wbps=20971520 riops=max wiops=max")
+        self.assertEqual(len(api.events), 1)
+        self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="cgroup-not-found"), 2)
+
+    def test_slow_api_server_is_bounded(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        # kubelet lists the pod but the node's pod cache has never seen it
+        # (scheduled elsewhere per the API): the GET on the miss hits a slow server
+        api.put_pod(pod_object("ghost", new_uid(), bw=5, node="node-b"))
+        k.set_pod("default", "ghost", {"app": {BW: ["fakedisk0-bw-990"]}})
+        api.delay = 6
+        with self.assertRaises(grpc.RpcError) as cm:
+            k.prestart(BW, ["fakedisk0-bw-990"])
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("pod default/ghost not in the cache; GET", cm.exception.details())
+        api.delay = 0
+        # the other RPCs never waited on it
+        self.assertEqual(len(k.allocate(BW, ["fakedisk0-bw-1"]).container_responses), 1)
+        self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="pod-lookup"), 1)
+
+
+class InitContainers(PluginTest):
+    def test_regular_init_container_gets_its_own_grant_while_pending(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        avail = k.wait_list(BW, lambda l: len(l) == 1000)
+        uid = new_uid()
+        pod = pod_object("job", uid, bw=100)
+        pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+            "limits": {BW: "300"}, "requests": {BW: "300"}}}]
+        api.put_pod(pod)
+        init_ids = [i for i, _ in avail[:300]]
+        # kubelet hands 100 of the init container's units on to the app
+        # container, and lists only the app container
+        k.set_pod("default", "job", {"app": {BW: init_ids[:100]}})
+        cg = v2_pod_cgroup(self.env.cgroup_root, uid)
+        k.prestart(BW, init_ids)
+        self.assertEqual(iomax(cg), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
+        d.wait_log(r"prestart of a container kubelet does not list \(init container\) "
+                   r"resource=ioqos/bandwidth pod=default/job units=300")
+        # reconcile passes keep it while the init container may run
+        n = d.text().count("reconcile pass pods=1")
+        d.wait_log(r"(?s)(reconcile pass pods=1.*){%d}" % (n + 2))
+        self.assertEqual(iomax(cg), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
+        k.prestart(BW, init_ids[:100])  # the app container starts
+        self.assertEqual(iomax(cg), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
+        pod["status"]["phase"] = "Running"
+        api.put_pod(pod)
+        d.wait_log(r"grant changed pod=default/job")
+        self.assertEqual(iomax(cg), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max")
+
+
+class FailOpen(PluginTest):
+    env_args = {"fail_open": True}
+
+    def test_fail_open_lets_the_container_start_and_says_so(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids, _, _ = self.admit("batch", bw=20, create_cgroup=False)
+        k.prestart(BW, ids[BW])  # no error
+        api.wait(lambda: api.events, what="event")
+        self.assertEqual(api.events[0]["reason"], "IoqosEnforceFailedOpen")
+        self.assertIn("WITHOUT I/O limits", api.events[0]["message"])
+        self.assertEqual(d.metric("ioqos_prestart_fail_open_total"), 1)
+        # invalid IDs are still refused: that is a broken request, not an outage
+        with self.assertRaises(grpc.RpcError) as cm:
+            k.prestart(BW, ["fakedisk0-bw-5000"])
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+
+class Reconcile(PluginTest):
+    def test_drift_is_rewritten_and_gone_pods_released(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        _, ids, _, cg = self.admit("db", bw=100)
+        k.prestart(BW, ids[BW])
+        want = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"
+        self.assertEqual(iomax(cg), want)
+        write(os.path.join(cg, "io.max"), "250:0 rbps=1 wbps=max riops=max wiops=max")
+        d.wait_log(r"drift corrected pod=default/db")
+        self.assertEqual(iomax(cg), want)
+        self.assertEqual(d.metric("ioqos_drift_corrections_total"), 1)
+        # kubelet no longer lists the pod: it is released (the clearing write
+        # itself is checked on a real kernel in test_v1_blkio.py; plain files
+        # in a temp tree do not merge lines like cgroup files)
+        k.remove_pod("default", "db")
+        d.wait_log(r"pod gone, .* pod=default/db")
+        self.assertEqual(d.metric("ioqos_pods_released_total"), 1)
+        self.assertIsNone(d.metric("ioqos_pod_grant_units", pod="db", resource=BW))
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 0)
+
+    def test_plugin_restart_rebuilds_grants_from_pod_resources(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        _, ids1, _, cg1 = self.admit("a", bw=100, iops=10)
+        _, ids2, _, cg2 = self.admit("b", bw=300)
+        k.prestart(BW, ids1[BW])
+        k.prestart(BW, ids2[BW])
+        d.kill()  # no goodbye: like an OOM kill or a node daemon upgrade
+        # while it is away someone resets the cgroups
+        write(os.path.join(cg1, "io.max"), "")
+        write(os.path.join(cg2, "io.max"), "")
+        d2 = self.start()  # the stale sockets are taken over (nobody serves them)
+        d2.wait_log(r"grant rebuilt from pod resources pod=default/b")
+        d2.wait_log(r"grant rebuilt from pod resources pod=default/a")
+        self.assertEqual(iomax(cg1), "250:0 rbps=104857600 wbps=104857600 riops=1000 wiops=1000")
+        self.assertEqual(iomax(cg2), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
+        self.assertIn("stale socket removed", d2.text())
+        self.assertEqual(d2.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 400)
+        self.assertEqual(d2.metric("ioqos_pod_grant_units", pod="a", resource=IOPS), 10)
+
+
+class Annotation(PluginTest):
+    def test_publishes_on_change_with_merge_patch_and_retries(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        api.wait(lambda: api.annotation("node-a", "ioqos.io/devices"), what="annotation")
+        a = json.loads(api.annotation("node-a", "ioqos.io/devices"))
+        self.assertEqual(a["version"], 1)
+        self.assertEqual(a["node"], "node-a")
+        self.assertEqual(a["units"], {BW: MIB, IOPS: 100})
+        dev = a["devices"][0]
+        self.assertEqual((dev["name"], dev["dev"], dev["class"], dev["healthy"]),
+                         ("fakedisk0", "250:0", "default", True))
+        self.assertEqual(dev["capacity"], {BW: 1000, IOPS: 1000})
+        self.assertEqual(dev["allocated"], {BW: 0, IOPS: 0})
+        self.assertIn("io.max", dev["capabilities"])
+        n_patches = len(api.patches)
+        self.assertEqual(api.patches[0][1], {"metadata": {"annotations": {"ioqos.io/devices": api.annotation("node-a", "ioqos.io/devices")}}})
+        # nothing changes: no new PATCH on the next passes
+        d.wait_log(r"reconcile pass pods=0")
+        time.sleep(1.5)
+        self.assertEqual(len(api.patches), n_patches)
+        # the API server fails for a while: kubelet is still served, the patch is retried
+        api.fail_patch = 2
+        _, ids, _, _ = self.admit("db", bw=350)
+        api.wait(lambda: json.loads(api.annotation("node-a", "ioqos.io/devices"))
+                 ["devices"][0]["allocated"][BW] == 350, what="allocated 350", timeout=30)
+        self.assertEqual(api.fail_patch, 0)
+        self.assertGreaterEqual(d.metric("ioqos_node_annotation_publish_errors_total"), 2)
+        d.wait_log(r"node annotation publish failed node=node-a status=500 retry_in=1s")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,168 @@
+/* The plugin's unit catalog (plugin/daemon/catalog.c): ID validation for
+ * Allocate/PreStart, health and generations, the packed ListAndWatch list,
+ * and Allocate's environment. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocate.h"
+#include "catalog.h"
+#include "deviceplugin/v1beta1/api.pb-c.h"
+
+static struct catalog *g_cat;
+
+static struct ioq_disk disk(const char *name, unsigned major, unsigned minor, uint64_t bw,
+                            uint64_t iops, bool ok) {
+  struct ioq_disk d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.dev.name, sizeof d.dev.name, "%s", name);
+  d.dev.major = major;
+  d.dev.minor = minor;
+  snprintf(d.class_name, sizeof d.class_name, "default");
+  d.units[IOQ_RES_BANDWIDTH] = bw;
+  d.units[IOQ_RES_IOPS] = iops;
+  d.enforceable = ok;
+  if (!ok)
+    snprintf(d.not_enforceable_reason, sizeof d.not_enforceable_reason, "no io.max");
+  return d;
+}
+
+static void setup(void) {
+  g_cat = catalog_new();
+  struct ioq_disk d[2] = {disk("sda", 8, 0, 10, 5, true), disk("dm-0", 253, 0, 4, 0, true)};
+  cr_assert(catalog_update(g_cat, d, 2, NULL));
+}
+
+static void teardown(void) { catalog_free(g_cat); }
+
+TestSuite(catalog, .init = setup, .fini = teardown);
+
+static int check(enum ioq_resource r, char **ids, size_t n, struct id_tally *t, ioq_err *e) {
+  return catalog_check_ids(g_cat, r, ids, n, t, e);
+}
+
+Test(catalog, valid_ids_tally_per_disk) {
+  char *ids[] = {"sda-bw-0", "dm-0-bw-3", "sda-bw-9"};
+  struct id_tally t;
+  ioq_err e;
+  cr_assert_eq(check(IOQ_RES_BANDWIDTH, ids, 3, &t, &e), 0, "%s", e.msg);
+  cr_assert_eq(t.n, 2);
+  cr_assert_str_eq(t.d[0].disk, "dm-0");
+  cr_assert_eq(t.d[0].count, 1);
+  cr_assert_eq(t.d[0].dev.major, 253);
+  cr_assert_str_eq(t.d[1].disk, "sda");
+  cr_assert_eq(t.d[1].count, 2);
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  struct env_kv env[2];
+  cr_assert_eq(allocate_envs(IOQ_RES_BANDWIDTH, &u, &t, env, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(env[0].key, "IOQOS_DEVICES");
+  cr_assert_str_eq(env[0].value, "dm-0,sda");
+  cr_assert_str_eq(env[1].key, "IOQOS_BANDWIDTH_BYTES_PER_SEC");
+  cr_assert_str_eq(env[1].value, "dm-0=1048576,sda=2097152");
+  id_tally_free(&t);
+}
+
+struct bad {
+  char id[80];
+  char id2[80];
+  int res;
+  char want[64];
+};
+
+ParameterizedTestParameters(catalog, bad_ids) {
+  static struct bad cases[] = {
+      {"sda-bw-10", "", IOQ_RES_BANDWIDTH, "disk sda has 10 bandwidth units (0-9)"},
+      {"sdb-bw-1", "", IOQ_RES_BANDWIDTH, "names disk sdb, which this node does not manage"},
+      {"sda-iops-1", "", IOQ_RES_BANDWIDTH, "is a ioqos/iops unit, not ioqos/bandwidth"},
+      {"sda-bw-1", "sda-bw-1", IOQ_RES_BANDWIDTH, "appears more than once"},
+      {"sda-bw-007", "", IOQ_RES_BANDWIDTH, "ID #1"},
+      {"", "", IOQ_RES_BANDWIDTH, "ID #1"},
+      {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bw-1", "", IOQ_RES_BANDWIDTH,
+       "longer than 63"},
+      {"dm-0-iops-0", "", IOQ_RES_IOPS, "dm-0 has 0 iops units"},
+  };
+  return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct bad *c, catalog, bad_ids) {
+  char *ids[2] = {c->id, c->id2};
+  struct id_tally t;
+  ioq_err e = {0};
+  cr_assert_eq(check((enum ioq_resource)c->res, ids, c->id2[0] ? 2 : 1, &t, &e), -1);
+  cr_assert(strstr(e.msg, c->want), "'%s' lacks '%s'", e.msg, c->want);
+  cr_assert_null(t.d);
+}
+
+Test(catalog, empty_and_too_many) {
+  struct id_tally t;
+  ioq_err e;
+  cr_assert_eq(check(IOQ_RES_BANDWIDTH, NULL, 0, &t, &e), -1);
+  cr_assert(strstr(e.msg, "no device IDs"));
+  char *ids[15];
+  char buf[15][16];
+  for (int i = 0; i < 15; i++) {
+    snprintf(buf[i], sizeof buf[i], "sda-bw-%d", i % 10);
+    ids[i] = buf[i];
+  }
+  cr_assert_eq(check(IOQ_RES_BANDWIDTH, ids, 15, &t, &e), -1);
+  cr_assert(strstr(e.msg, "15 IDs given but this node has only 14 ioqos/bandwidth units"), "%s", e.msg);
+}
+
+static V1beta1__ListAndWatchResponse *list(enum ioq_resource r, uint64_t *gen) {
+  uint8_t *data;
+  size_t len;
+  cr_assert_eq(catalog_list_packed(g_cat, r, &data, &len, gen), 0);
+  V1beta1__ListAndWatchResponse *m = v1beta1__list_and_watch_response__unpack(NULL, len, data);
+  free(data);
+  cr_assert_not_null(m);
+  return m;
+}
+
+Test(catalog, lost_disk_keeps_units_unhealthy_and_bumps_generation) {
+  uint64_t g0, g1, g2;
+  V1beta1__ListAndWatchResponse *m = list(IOQ_RES_BANDWIDTH, &g0);
+  cr_assert_eq(m->n_devices, 14);
+  for (size_t i = 0; i < m->n_devices; i++)
+    cr_assert_str_eq(m->devices[i]->health, "Healthy");
+  v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+
+  struct ioq_disk only = disk("sda", 8, 0, 10, 5, true);
+  cr_assert(catalog_update(g_cat, &only, 1, "gone from sysfs"));
+  m = list(IOQ_RES_BANDWIDTH, &g1);
+  cr_assert_gt(g1, g0);
+  cr_assert_eq(m->n_devices, 14);
+  size_t bad = 0;
+  for (size_t i = 0; i < m->n_devices; i++)
+    if (strcmp(m->devices[i]->health, "Unhealthy") == 0) {
+      bad++;
+      cr_assert(strncmp(m->devices[i]->id, "dm-0-bw-", 8) == 0, "%s", m->devices[i]->id);
+    }
+  cr_assert_eq(bad, 4);
+  v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+  /* dm-0 has no iops units: that list did not change */
+  uint64_t gi;
+  m = list(IOQ_RES_IOPS, &gi);
+  cr_assert_eq(gi, 2);
+  v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+
+  /* capability lost on sda: units stay (not 0 as the probe advertises), unhealthy */
+  struct ioq_disk lost[2] = {disk("sda", 8, 0, 0, 0, false), disk("dm-0", 253, 0, 4, 0, true)};
+  cr_assert(catalog_update(g_cat, lost, 2, NULL));
+  m = list(IOQ_RES_BANDWIDTH, &g2);
+  cr_assert_gt(g2, g1);
+  cr_assert_eq(m->n_devices, 14);
+  uint64_t all, healthy;
+  catalog_totals(g_cat, IOQ_RES_BANDWIDTH, &all, &healthy);
+  cr_assert_eq(all, 14);
+  cr_assert_eq(healthy, 4);
+  v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+  struct cat_disk cd;
+  cr_assert(catalog_get(g_cat, "sda", &cd));
+  cr_assert(strstr(cd.why, "cannot enforce limits on sda: no io.max"), "%s", cd.why);
+  /* the same probe again changes nothing */
+  cr_assert_not(catalog_update(g_cat, lost, 2, NULL));
+  cr_assert_eq(catalog_generation(g_cat, IOQ_RES_BANDWIDTH), g2);
+}

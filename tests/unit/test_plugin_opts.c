@@ -1,0 +1,97 @@
+/* ioqos-plugin flags (plugin/daemon/opts.c): defaults, environment
+ * fallbacks, precedence and errors that name the flag. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opts.h"
+
+static int parse(struct plugin_opts *o, ioq_err *e, int argc, char **argv) {
+  return plugin_opts_parse(argc, argv, o, e);
+}
+
+static void clean_env(void) {
+  unsetenv("NODE_NAME");
+  unsetenv("IOQOS_METRICS_ADDRESS");
+  unsetenv("IOQOS_CGROUP_DRIVER");
+}
+
+TestSuite(opts, .init = clean_env);
+
+Test(opts, defaults) {
+  char *argv[] = {"ioqos-plugin", "--node-name", "n1", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 3, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.device_plugin_dir, "/var/lib/kubelet/device-plugins");
+  cr_assert_str_eq(o.pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  cr_assert_str_eq(o.cgroup_root, "/sys/fs/cgroup");
+  cr_assert_str_eq(o.sysfs_root, "/sys");
+  cr_assert_str_eq(o.kubelet_cgroup_root, "/");
+  cr_assert_str_eq(o.metrics_address, ":9464");
+  cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_AUTO);
+  cr_assert_eq(o.log_level, IOQ_LOG_INFO);
+  cr_assert_null(o.config);
+  cr_assert_null(o.kube_api_server);
+}
+
+Test(opts, env_then_flag_precedence) {
+  setenv("NODE_NAME", "from-env", 1);
+  setenv("IOQOS_CGROUP_DRIVER", "systemd", 1);
+  char *argv[] = {"ioqos-plugin", "--metrics-address=", "--cgroup-driver", "cgroupfs", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 4, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.node_name, "from-env");
+  cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_CGROUPFS);
+  cr_assert_str_eq(o.metrics_address, "", "empty disables metrics");
+}
+
+struct bad {
+  char a[3][64];
+  int n;
+  char want[64];
+};
+
+ParameterizedTestParameters(opts, errors) {
+  static struct bad cases[] = {
+      {{"--bogus"}, 1, "unknown flag --bogus"},
+      {{"--node-name"}, 1, "--node-name needs a value"},
+      {{"--node-name", "n", "extra"}, 3, "unexpected argument 'extra'"},
+      {{"--node-name=n", "--cgroup-driver=docker"}, 2, "--cgroup-driver"},
+      {{"--node-name=n", "--log-level=loud"}, 2, "--log-level 'loud'"},
+      {{"--node-name=n", "--metrics-address=9464"}, 2, "--metrics-address"},
+      {{"--node-name=n", "--metrics-address=:99999"}, 2, "port must be 1-65535"},
+      {{"--node-name=n", "--cgroup-root=relative"}, 2, "--cgroup-root 'relative': must be an absolute path"},
+      {{"--node-name=n", "--kube-api-server=ftp://x"}, 2, "must start with http:// or https://"},
+      {{"--log-level=debug"}, 1, "--node-name (or NODE_NAME) is required"},
+  };
+  return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct bad *c, opts, errors) {
+  unsetenv("NODE_NAME");
+  char *argv[5] = {"ioqos-plugin"};
+  for (int i = 0; i < c->n; i++)
+    argv[i + 1] = c->a[i];
+  struct plugin_opts o;
+  ioq_err e = {0};
+  cr_assert_eq(parse(&o, &e, c->n + 1, argv), -1);
+  cr_assert(strstr(e.msg, c->want), "'%s' lacks '%s'", e.msg, c->want);
+}
+
+Test(opts, listen_address_forms) {
+  char host[64];
+  unsigned port;
+  ioq_err e;
+  cr_assert_eq(plugin_parse_listen_address(":9464", host, sizeof host, &port, &e), 0);
+  cr_assert_str_eq(host, "");
+  cr_assert_eq(port, 9464);
+  cr_assert_eq(plugin_parse_listen_address("127.0.0.1:80", host, sizeof host, &port, &e), 0);
+  cr_assert_str_eq(host, "127.0.0.1");
+  cr_assert_eq(plugin_parse_listen_address("[::1]:8080", host, sizeof host, &port, &e), 0);
+  cr_assert_str_eq(host, "::1");
+  cr_assert_eq(port, 8080);
+  cr_assert_eq(plugin_parse_listen_address("[::1]8080", host, sizeof host, &port, &e), -1);
+}
