@@ -15,11 +15,16 @@ struct ext_nodecache {
   struct ext_assumed *assumed;
   atomic_bool synced;
   atomic_size_t size;
-  /* the informer frees its list (a json-c tree ~13x the JSON text, hundreds
-   * of MiB for thousands of nodes) after on_list returns; the next event
-   * hands that memory back to the system */
+  /* the informer frees each parsed page (a json-c tree ~13x its JSON text)
+   * after list_page returns; the next event hands that memory back */
   atomic_bool trim_pending;
+  /* the list being gathered page by page (informer thread only) */
+  struct ext_nodemap fresh;
+  bool building, fresh_oom;
+  size_t seen, ok, missing, malformed;
 };
+
+static void drop_fresh(struct ext_nodecache *c);
 
 struct ext_nodecache *ext_nodecache_new(struct ext_assumed *assumed) {
   struct ext_nodecache *c = calloc(1, sizeof *c);
@@ -37,6 +42,7 @@ struct ext_nodecache *ext_nodecache_new(struct ext_assumed *assumed) {
 void ext_nodecache_free(struct ext_nodecache *c) {
   if (!c)
     return;
+  drop_fresh(c);
   ext_nodemap_free(&c->nodes);
   pthread_rwlock_destroy(&c->lock);
   free(c);
@@ -85,33 +91,56 @@ static void confirm(struct ext_nodecache *c, const struct ext_nodeinfo *ni) {
     ext_assumed_confirm(c->assumed, ni->name, ni->pods, ni->n_pods);
 }
 
-void ext_nodecache_on_list(void *cache, json_object *items) {
+static void drop_fresh(struct ext_nodecache *c) {
+  if (c->building)
+    ext_nodemap_free(&c->fresh);
+  c->building = false;
+}
+
+void ext_nodecache_list_begin(void *cache) {
+  struct ext_nodecache *c = cache;
+  drop_fresh(c);
+  c->seen = c->ok = c->missing = c->malformed = 0;
+  c->fresh_oom = ext_nodemap_init(&c->fresh, 0) < 0;
+  c->building = !c->fresh_oom;
+}
+
+void ext_nodecache_list_page(void *cache, json_object *items) {
   struct ext_nodecache *c = cache;
   size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
-  struct ext_nodemap fresh;
-  if (ext_nodemap_init(&fresh, n) < 0) {
-    ioq_error("node cache: out of memory building the node list");
+  if (!c->building)
     return;
-  }
-  size_t ok = 0, missing = 0, malformed = 0;
   for (size_t i = 0; i < n; i++) {
+    c->seen++;
     struct ext_nodeinfo *ni = build(json_object_array_get_idx(items, i), NULL);
     if (!ni)
       continue;
     enum ext_node_status st = ni->status;
-    if (ext_nodemap_put(&fresh, ni) < 0) {
+    if (ext_nodemap_put(&c->fresh, ni) < 0) {
       ext_nodeinfo_free(ni);
       free(ni);
-      ioq_error("node cache: out of memory building the node list");
+      c->fresh_oom = true;
       continue;
     }
-    ok += st == EXT_NODE_OK;
-    missing += st == EXT_NODE_NO_ANNOTATION;
-    malformed += st == EXT_NODE_MALFORMED;
+    c->ok += st == EXT_NODE_OK;
+    c->missing += st == EXT_NODE_NO_ANNOTATION;
+    c->malformed += st == EXT_NODE_MALFORMED;
   }
+  atomic_store(&c->trim_pending, true);
+}
+
+void ext_nodecache_list_end(void *cache, bool complete) {
+  struct ext_nodecache *c = cache;
+  if (!complete || !c->building || c->fresh_oom) {
+    if (c->fresh_oom)
+      ioq_error("node cache: out of memory building the node list; keeping the previous one");
+    drop_fresh(c);
+    return;
+  }
+  c->building = false;
   pthread_rwlock_wrlock(&c->lock);
   struct ext_nodemap old = c->nodes;
-  c->nodes = fresh;
+  c->nodes = c->fresh;
   atomic_store(&c->size, c->nodes.n);
   pthread_rwlock_unlock(&c->lock);
   ext_nodemap_free(&old);
@@ -124,8 +153,14 @@ void ext_nodecache_on_list(void *cache, json_object *items) {
   pthread_rwlock_unlock(&c->lock);
   atomic_store(&c->synced, true);
   atomic_store(&c->trim_pending, true);
-  ioq_info("node cache listed nodes=%zu with_state=%zu without_annotation=%zu malformed=%zu", n, ok,
-           missing, malformed);
+  ioq_info("node cache listed nodes=%zu with_state=%zu without_annotation=%zu malformed=%zu", c->seen,
+           c->ok, c->missing, c->malformed);
+}
+
+void ext_nodecache_on_list(void *cache, json_object *items) {
+  ext_nodecache_list_begin(cache);
+  ext_nodecache_list_page(cache, items);
+  ext_nodecache_list_end(cache, true);
 }
 
 void ext_nodecache_on_event(void *cache, const char *type, json_object *node) {

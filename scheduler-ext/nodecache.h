@@ -18,9 +18,14 @@ struct ext_nodecache;
 struct ext_nodecache *ext_nodecache_new(struct ext_assumed *assumed);
 void ext_nodecache_free(struct ext_nodecache *c);
 
-/* Informer callbacks: a full list (array of Node objects) replaces all; an
- * event ("ADDED", "MODIFIED", "DELETED") updates one node. Objects that are
- * not Nodes are logged and skipped. */
+/* Informer callbacks: a list arrives page by page (arrays of Node objects)
+ * and, once complete, replaces all; an incomplete one is dropped. An event
+ * ("ADDED", "MODIFIED", "DELETED") updates one node. Objects that are not
+ * Nodes are logged and skipped. */
+void ext_nodecache_list_begin(void *cache);
+void ext_nodecache_list_page(void *cache, json_object *items);
+void ext_nodecache_list_end(void *cache, bool complete);
+/* A whole list in one call (begin + one page + end), for tests. */
 void ext_nodecache_on_list(void *cache, json_object *items);
 void ext_nodecache_on_event(void *cache, const char *type, json_object *node);
 

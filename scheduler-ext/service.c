@@ -100,7 +100,9 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
   s->x.cache = ext_nodecache_new(s->x.assumed);
   if (!s->x.cache)
     return ioq_fail(e, ENOMEM, "out of memory");
-  struct ioq_kube_informer_cb cb = {.on_list = ext_nodecache_on_list,
+  struct ioq_kube_informer_cb cb = {.list_begin = ext_nodecache_list_begin,
+                                    .list_page = ext_nodecache_list_page,
+                                    .list_end = ext_nodecache_list_end,
                                     .on_event = ext_nodecache_on_event};
   s->informer = ioq_kube_informer_start(s->x.kube, "/api/v1/nodes", NULL, &cb, s->x.cache, e);
   if (!s->informer) {

@@ -16,6 +16,10 @@ struct podcache {
   pthread_mutex_t lock;
   struct pod_info *pods;
   size_t n, cap;
+  /* the list being gathered page by page (informer thread only) */
+  struct pod_info *fresh;
+  size_t fresh_n, fresh_cap;
+  bool fresh_oom;
   void (*on_change)(void *ud);
   void *ud;
 };
@@ -132,29 +136,57 @@ static void del_locked(struct podcache *c, const char *ns, const char *name) {
     *p = c->pods[--c->n];
 }
 
-static void on_list(void *ud, json_object *items) {
+static void list_begin(void *ud) {
+  struct podcache *c = ud;
+  free(c->fresh);
+  c->fresh = NULL;
+  c->fresh_n = c->fresh_cap = 0;
+  c->fresh_oom = false;
+}
+
+static void list_page(void *ud, json_object *items) {
   struct podcache *c = ud;
   size_t n = json_object_array_length(items);
-  struct pod_info *fresh = calloc(n ? n : 1, sizeof *fresh);
-  if (!fresh) {
-    ioq_error("pod cache list dropped reason=out-of-memory pods=%zu", n);
+  if (c->fresh_oom)
     return;
+  if (c->fresh_n + n > c->fresh_cap) {
+    size_t nc = c->fresh_n + n + 64;
+    struct pod_info *np = realloc(c->fresh, nc * sizeof *np);
+    if (!np) {
+      c->fresh_oom = true;
+      return;
+    }
+    c->fresh = np;
+    c->fresh_cap = nc;
   }
-  size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     ioq_err e;
-    if (pod_info_from_json(json_object_array_get_idx(items, i), &fresh[m], &e) == 0)
-      m++;
+    if (pod_info_from_json(json_object_array_get_idx(items, i), &c->fresh[c->fresh_n], &e) == 0)
+      c->fresh_n++;
     else
       ioq_warn("pod cache skipped object error=\"%s\"", e.msg);
   }
+}
+
+static void list_end(void *ud, bool complete) {
+  struct podcache *c = ud;
+  if (!complete || c->fresh_oom) {
+    if (c->fresh_oom)
+      ioq_error("pod cache list dropped reason=out-of-memory pods=%zu", c->fresh_n);
+    free(c->fresh);
+    c->fresh = NULL;
+    c->fresh_n = c->fresh_cap = 0;
+    return;
+  }
   pthread_mutex_lock(&c->lock);
   free(c->pods);
-  c->pods = fresh;
-  c->n = m;
-  c->cap = n ? n : 1;
+  c->pods = c->fresh;
+  c->n = c->fresh_n;
+  c->cap = c->fresh_cap;
   pthread_mutex_unlock(&c->lock);
-  ioq_info("pod cache listed pods=%zu", m);
+  c->fresh = NULL;
+  c->fresh_n = c->fresh_cap = 0;
+  ioq_info("pod cache listed pods=%zu", c->n);
   if (c->on_change)
     c->on_change(c->ud);
 }
@@ -195,7 +227,7 @@ struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, cons
   c->ud = ud;
   char sel[300];
   snprintf(sel, sizeof sel, "spec.nodeName=%s", node);
-  static const struct ioq_kube_informer_cb cb = {on_list, on_event};
+  static const struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
   c->inf = ioq_kube_informer_start(k, "/api/v1/pods", sel, &cb, c, e);
   if (!c->inf) {
     ioq_err_prefix(e, "pod cache");
@@ -212,6 +244,7 @@ void podcache_stop(struct podcache *c) {
   ioq_kube_informer_stop(c->inf);
   pthread_mutex_destroy(&c->lock);
   free(c->pods);
+  free(c->fresh);
   free(c);
 }
 

@@ -80,14 +80,22 @@ struct ioq_kube_event {
 int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e);
 
 /* ---- list + watch ----
- * A background thread lists `path` (paginated), hands the full set to
- * on_list, then watches from the list's resourceVersion with bookmarks.
- * A 410 Gone (or an ERROR event) triggers a fresh list; transport errors back
- * off exponentially (0.5 s .. 30 s). Callbacks run on the informer thread;
- * the json objects are only valid during the call (take a ref to keep). */
+ * A background thread lists `path` (paginated, 500 per page), then watches
+ * from the list's resourceVersion with bookmarks. A 410 Gone (or an ERROR
+ * event) triggers a fresh list; transport errors back off exponentially
+ * (0.5 s .. 30 s). Callbacks run on the informer thread; json objects are
+ * only valid during the call (take a ref to keep one).
+ *
+ * A list is delivered page by page, so memory peaks at one parsed page, not
+ * the whole collection (a parsed Node is ~13x its JSON: thousands of nodes
+ * would be hundreds of MiB at once): list_begin, list_page for each page,
+ * then list_end(complete). On complete=false (the list failed midway and
+ * will be retried) the consumer drops what it gathered and keeps its old
+ * state; on true, what it gathered replaces everything it knew. */
 struct ioq_kube_informer_cb {
-  /* replaces everything known: items is a JSON array of objects */
-  void (*on_list)(void *ud, json_object *items);
+  void (*list_begin)(void *ud);
+  void (*list_page)(void *ud, json_object *items); /* items: JSON array */
+  void (*list_end)(void *ud, bool complete);
   /* type: "ADDED", "MODIFIED", "DELETED" */
   void (*on_event)(void *ud, const char *type, json_object *obj);
 };

@@ -65,11 +65,11 @@ static void set_rv(struct ioq_kube_informer *inf, const char *rv) {
     snprintf(inf->rv, sizeof inf->rv, "%s", rv);
 }
 
-/* Lists every page; on success hands the whole set to on_list. */
+/* Lists every page, handing each to list_page as it arrives. */
 static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
-  json_object *all = json_object_new_array();
   char cont[1024] = "";
   char rv[128] = "";
+  inf->cb.list_begin(inf->ud);
   for (;;) {
     char *path;
     char *cesc = cont[0] ? ioq_kube_escape(cont) : NULL;
@@ -77,20 +77,19 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
                      cesc ? "&continue=" : "", cesc ? cesc : "");
     free(cesc);
     if (n < 0) {
-      json_object_put(all);
+      inf->cb.list_end(inf->ud, false);
       return ioq_fail(e, ENOMEM, "out of memory");
     }
     json_object *page;
     int rc = ioq_kube_get_json(inf->k, path, &page, NULL, e);
     free(path);
     if (rc < 0) {
-      json_object_put(all);
+      inf->cb.list_end(inf->ud, false);
       return -1;
     }
     json_object *items, *meta, *c;
     if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
-      for (size_t i = 0; i < json_object_array_length(items); i++)
-        json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
+      inf->cb.list_page(inf->ud, items);
     cont[0] = '\0';
     if (json_object_object_get_ex(page, "metadata", &meta)) {
       const char *prv = obj_rv(page);
@@ -104,12 +103,11 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
       break;
   }
   if (atomic_load(&inf->stop)) {
-    json_object_put(all);
+    inf->cb.list_end(inf->ud, false);
     return ioq_fail(e, ECANCELED, "stopped");
   }
   set_rv(inf, rv);
-  inf->cb.on_list(inf->ud, all);
-  json_object_put(all);
+  inf->cb.list_end(inf->ud, true);
   atomic_store(&inf->lists, atomic_load(&inf->lists) + 1);
   atomic_store(&inf->synced, true);
   ioq_debug("kube list done path=%s items_rv=%s", inf->path, inf->rv);
@@ -266,8 +264,8 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
                                                   const char *field_selector,
                                                   const struct ioq_kube_informer_cb *cb, void *ud,
                                                   ioq_err *e) {
-  if (!cb || !cb->on_list || !cb->on_event) {
-    ioq_fail(e, IOQ_EINVAL_INPUT, "informer: on_list and on_event callbacks are required");
+  if (!cb || !cb->list_begin || !cb->list_page || !cb->list_end || !cb->on_event) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "informer: all four callbacks are required");
     return NULL;
   }
   struct ioq_kube_informer *inf = calloc(1, sizeof *inf);

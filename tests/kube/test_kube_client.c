@@ -184,15 +184,39 @@ Test(kube, event_post) {
 /* ---- informer ---- */
 struct seen {
   pthread_mutex_t lock;
-  int lists, last_list_len, added, modified, deleted;
+  int lists, failed_lists, last_list_len, added, modified, deleted;
+  int gathering, pages, max_page;
   char last_name[64];
 };
 
-static void on_list(void *ud, json_object *items) {
+static void list_begin(void *ud) {
   struct seen *s = ud;
   pthread_mutex_lock(&s->lock);
-  s->lists++;
-  s->last_list_len = (int)json_object_array_length(items);
+  s->gathering = 0;
+  s->pages = 0;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void list_page(void *ud, json_object *items) {
+  struct seen *s = ud;
+  pthread_mutex_lock(&s->lock);
+  int n = (int)json_object_array_length(items);
+  s->gathering += n;
+  s->pages++;
+  if (n > s->max_page)
+    s->max_page = n;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void list_end(void *ud, bool complete) {
+  struct seen *s = ud;
+  pthread_mutex_lock(&s->lock);
+  if (complete) {
+    s->lists++;
+    s->last_list_len = s->gathering;
+  } else {
+    s->failed_lists++;
+  }
   pthread_mutex_unlock(&s->lock);
 }
 
@@ -235,13 +259,16 @@ Test(kube, informer_list_watch_relist) {
     admin_put(k, j);
   }
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {on_list, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", "spec.nodeName=n1", &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
   cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
   cr_assert(ioq_kube_informer_synced(inf));
   cr_assert_eq(s.last_list_len, 1200);
+  /* delivered page by page (limit=500), never the whole list at once */
+  cr_assert_eq(s.pages, 3);
+  cr_assert_eq(s.max_page, 500);
 
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"new\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n1\"}}");
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n2\"}}");
@@ -279,6 +306,7 @@ Test(kube, informer_list_watch_relist) {
   cr_assert_eq(ioq_kube_do(k, "POST", "/_admin/close-watches", "application/json", "{}", &r, &e), 0);
   ioq_kube_resp_free(&r);
   cr_assert_eq(wait_for(&s, &s.lists, 3), 3);
+  cr_assert_geq(s.failed_lists, 1, "a list that fails midway must end with complete=false");
 
   ioq_kube_informer_stop(inf);
   ioq_kube_free(k);
