@@ -237,8 +237,8 @@ void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod
   pthread_mutex_unlock(&a->mu);
 }
 
-size_t ext_assumed_confirm(struct ext_assumed *a, const char *node, char *const *pod_uids,
-                           size_t np) {
+size_t ext_assumed_confirm(struct ext_assumed *a, const char *node,
+                           const char (*pod_uids)[IOQ_POD_UID_STR_MAX + 1], size_t np) {
   size_t dropped = 0;
   pthread_mutex_lock(&a->mu);
   struct anode *n = a->total && np ? find(a, node) : NULL;

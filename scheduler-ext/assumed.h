@@ -15,6 +15,8 @@
 #define IOQOS_EXT_ASSUMED_H
 
 #include <stddef.h>
+
+#include "ioqos/nodeanno.h" /* IOQ_POD_UID_STR_MAX */
 #include <stdint.h>
 
 #include "ioqos/error.h"
@@ -46,8 +48,8 @@ void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod
 
 /* The node's annotation now lists these pods: their placements are reported.
  * Returns how many placements were dropped. */
-size_t ext_assumed_confirm(struct ext_assumed *a, const char *node, char *const *pod_uids,
-                           size_t n);
+size_t ext_assumed_confirm(struct ext_assumed *a, const char *node,
+                           const char (*pod_uids)[IOQ_POD_UID_STR_MAX + 1], size_t n);
 
 /* The node is gone: forget its placements. */
 void ext_assumed_forget_node(struct ext_assumed *a, const char *node);

@@ -62,8 +62,8 @@ static const struct ext_nodeinfo *node_state(struct extender *x, const char *nod
   json_object_put(obj);
   if (rc < 0)
     return NULL;
-  if (own->n_pods)
-    ext_assumed_confirm(x->assumed, own->name, own->pods, own->n_pods);
+  if (own->st.n_pods)
+    ext_assumed_confirm(x->assumed, own->name, own->st.pods, own->st.n_pods);
   return own;
 }
 

@@ -87,8 +87,8 @@ static struct ext_nodeinfo *build(json_object *node, const struct ext_nodeinfo *
 }
 
 static void confirm(struct ext_nodecache *c, const struct ext_nodeinfo *ni) {
-  if (c->assumed && ni->n_pods)
-    ext_assumed_confirm(c->assumed, ni->name, ni->pods, ni->n_pods);
+  if (c->assumed && ni->st.n_pods)
+    ext_assumed_confirm(c->assumed, ni->name, ni->st.pods, ni->st.n_pods);
 }
 
 static void drop_fresh(struct ext_nodecache *c) {

@@ -38,49 +38,6 @@ static void set_error(struct ext_nodeinfo *ni, enum ext_node_status st, const ch
   ni->error = strdup(msg);
 }
 
-/* The optional "pods" field: an array of pod UIDs the plugin has counted. */
-static int parse_pods(const char *anno, size_t len, struct ext_nodeinfo *ni, ioq_err *e) {
-  if (!memmem(anno, len, "\"pods\"", 6))
-    return 0;
-  json_tokener *tok = json_tokener_new();
-  if (!tok)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  json_object *root = json_tokener_parse_ex(tok, anno, (int)len);
-  json_tokener_free(tok);
-  json_object *pods;
-  int rc = 0;
-  if (root && json_object_object_get_ex(root, "pods", &pods) && pods) {
-    if (!json_object_is_type(pods, json_type_array)) {
-      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "annotation %s: pods: must be an array of pod UIDs",
-                    IOQ_NODE_ANNOTATION);
-      goto out;
-    }
-    size_t n = json_object_array_length(pods);
-    ni->pods = calloc(n ? n : 1, sizeof *ni->pods);
-    if (!ni->pods) {
-      rc = ioq_fail(e, ENOMEM, "out of memory");
-      goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-      json_object *u = json_object_array_get_idx(pods, i);
-      if (!json_object_is_type(u, json_type_string)) {
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "annotation %s: pods[%zu]: must be a pod UID string",
-                      IOQ_NODE_ANNOTATION, i);
-        goto out;
-      }
-      ni->pods[i] = strdup(json_object_get_string(u));
-      if (!ni->pods[i]) {
-        rc = ioq_fail(e, ENOMEM, "out of memory");
-        goto out;
-      }
-      ni->n_pods = i + 1;
-    }
-  }
-out:
-  json_object_put(root);
-  return rc;
-}
-
 void ext_nodeinfo_from_anno(const char *name, const char *anno, size_t len,
                             struct ext_nodeinfo *out) {
   memset(out, 0, sizeof *out);
@@ -96,7 +53,7 @@ void ext_nodeinfo_from_anno(const char *name, const char *anno, size_t len,
     out->anno[len] = '\0';
   }
   ioq_err e = {0};
-  if (ioq_node_anno_parse(anno, len, &out->st, &e) < 0 || parse_pods(anno, len, out, &e) < 0) {
+  if (ioq_node_anno_parse(anno, len, &out->st, &e) < 0) {
     ioq_node_state_free(&out->st);
     set_error(out, EXT_NODE_MALFORMED, e.msg);
     return;
@@ -133,8 +90,5 @@ void ext_nodeinfo_free(struct ext_nodeinfo *ni) {
   ioq_node_state_free(&ni->st);
   free(ni->error);
   free(ni->anno);
-  for (size_t i = 0; i < ni->n_pods; i++)
-    free(ni->pods[i]);
-  free(ni->pods);
   memset(ni, 0, sizeof *ni);
 }

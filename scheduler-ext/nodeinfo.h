@@ -23,10 +23,8 @@ struct ext_nodeinfo {
   struct ioq_node_state st; /* valid when status == EXT_NODE_OK */
   char *error;              /* why not OK (malloc'd), else NULL */
   char *anno;               /* raw annotation text (malloc'd) or NULL */
-  /* pod UIDs the plugin says its `allocated` counts (optional annotation
-   * field "pods"); an assumed placement of one of them is reported */
-  char **pods;
-  size_t n_pods;
+  /* st.pods: UIDs of the pods the plugin counts in `allocated`; an assumed
+   * placement of one of them has been reported */
 };
 
 /* Fills *out from a Node object. Fails (-1) only if the object is not a Node

@@ -40,8 +40,8 @@ int ext_nodes_resolve(struct extender *x, const struct ext_args *a, enum ext_ver
       return -1;
     }
     const struct ext_nodeinfo *ni = &out->parsed[i];
-    if (ni->n_pods)
-      ext_assumed_confirm(x->assumed, ni->name, ni->pods, ni->n_pods);
+    if (ni->st.n_pods)
+      ext_assumed_confirm(x->assumed, ni->name, ni->st.pods, ni->st.n_pods);
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "ioqos/nodeanno.h"
 
+#include "ioqos/fsutil.h"
+
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -12,6 +14,9 @@ void ioq_node_state_free(struct ioq_node_state *s) {
   free(s->disks);
   s->disks = NULL;
   s->n_disks = 0;
+  free(s->pods);
+  s->pods = NULL;
+  s->n_pods = 0;
 }
 
 static int bad(ioq_err *e, const char *field, const char *what) {
@@ -183,6 +188,30 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
       }
     out->n_disks = i + 1;
   }
+  json_object *pods;
+  if (json_object_object_get_ex(root, "pods", &pods) && pods) {
+    if (!json_object_is_type(pods, json_type_array)) {
+      bad(e, "pods", "must be an array of pod UIDs");
+      goto out;
+    }
+    size_t np = json_object_array_length(pods);
+    out->pods = calloc(np ? np : 1, sizeof *out->pods);
+    if (!out->pods) {
+      ioq_fail(e, ENOMEM, "out of memory");
+      goto out;
+    }
+    for (size_t i = 0; i < np; i++) {
+      json_object *u = json_object_array_get_idx(pods, i);
+      if (!json_object_is_type(u, json_type_string) ||
+          !ioq_copy(out->pods[i], sizeof out->pods[i], json_object_get_string(u))) {
+        char f[48];
+        snprintf(f, sizeof f, "pods[%zu]", i);
+        bad(e, f, "must be a pod UID string");
+        goto out;
+      }
+      out->n_pods = i + 1;
+    }
+  }
   rc = 0;
 out:
   json_object_put(root);
@@ -223,6 +252,12 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     json_object_array_add(devs, o);
   }
   json_object_object_add(root, "devices", devs);
+  if (s->n_pods) {
+    json_object *pods = json_object_new_array();
+    for (size_t i = 0; i < s->n_pods; i++)
+      json_object_array_add(pods, json_object_new_string(s->pods[i]));
+    json_object_object_add(root, "pods", pods);
+  }
   const char *txt = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   char *copy = txt ? strdup(txt) : NULL;
   json_object_put(root);

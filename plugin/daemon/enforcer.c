@@ -551,6 +551,32 @@ oom:
   free(al);
 }
 
+size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
+                            char (**out)[IOQ_POD_UID_STR_MAX + 1]) {
+  *out = NULL;
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->n_listed;
+  struct listed_pod *copy = malloc((n ? n : 1) * sizeof *copy);
+  if (copy)
+    memcpy(copy, f->listed, n * sizeof *copy);
+  pthread_mutex_unlock(&f->lock);
+  char (*uids)[IOQ_POD_UID_STR_MAX + 1] = calloc(n ? n : 1, sizeof *uids);
+  if (!copy || !uids) {
+    free(copy);
+    free(uids);
+    return 0;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct pod_info pi;
+    if (podcache_peek(pc, copy[i].ns, copy[i].name, &pi) && pi.uid[0])
+      ioq_copy(uids[m++], sizeof uids[0], pi.uid);
+  }
+  free(copy);
+  *out = uids;
+  return m;
+}
+
 bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]) {
   bool found = false;

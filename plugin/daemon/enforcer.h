@@ -19,6 +19,7 @@
 #include "ioqos/cglayout.h"
 #include "ioqos/error.h"
 #include "ioqos/grant.h"
+#include "ioqos/nodeanno.h"
 #include "ioqos/podcg.h"
 #include "podcache.h"
 #include "podres.h"
@@ -99,6 +100,11 @@ bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]);
 /* Units allocated on `disk` per the last List. */
 void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
+/* UIDs (from the pod cache `pc`) of the pods the last List showed holding
+ * units, i.e. the pods `allocated` counts; pods the cache does not know yet
+ * are left out. Returns how many (malloc'd array in *out). */
+size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
+                            char (**out)[IOQ_POD_UID_STR_MAX + 1]);
 /* true once a List has been noted */
 bool enforcer_have_list(struct enforcer *f);
 

@@ -252,14 +252,20 @@ bool podcache_synced(struct podcache *c) { return c && ioq_kube_informer_synced(
 
 unsigned long podcache_lists(struct podcache *c) { return c ? ioq_kube_informer_lists(c->inf) : 0; }
 
-int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
-                 ioq_err *e) {
+bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct pod_info *out) {
+  if (!c)
+    return false;
   pthread_mutex_lock(&c->lock);
   struct pod_info *p = find_locked(c, ns, name);
   if (p)
     *out = *p;
   pthread_mutex_unlock(&c->lock);
-  if (p)
+  return p != NULL;
+}
+
+int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
+                 ioq_err *e) {
+  if (podcache_peek(c, ns, name, out))
     return 0;
   if (!podcache_name_ok(ns) || !podcache_name_ok(name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: not a valid namespace/name", ns, name);

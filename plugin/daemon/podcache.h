@@ -66,6 +66,9 @@ size_t podcache_candidates(struct podcache *c, enum ioq_resource r, uint64_t siz
                            bool (*skip)(void *ud, const struct pod_info *p, enum ioq_resource r),
                            void *ud, struct pod_info *out, size_t max);
 
+/* Cache-only lookup (no API call): true and *out filled if cached. */
+bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct pod_info *out);
+
 /* Copy of every cached pod (malloc'd; caller frees). */
 size_t podcache_snapshot(struct podcache *c, struct pod_info **out);
 

@@ -163,9 +163,12 @@ static char *annotation_text(struct plugin *p) {
         d->capacity[r] = cd[i].units[r];
       enforcer_allocated(p->enf, d->name, d->allocated);
     }
+    /* which pods `allocated` counts: lets the extender drop its assumptions */
+    st.n_pods = enforcer_listed_uids(p->enf, p->pods, &st.pods);
     text = ioq_node_anno_format(&st);
   }
   free(st.disks);
+  free(st.pods);
   free(cd);
   return text;
 }

@@ -580,7 +580,15 @@ class Server(unittest.TestCase):
             self.assertEqual(ext.get("/healthz")[:2], (200, "ok\n"))
             self.assertEqual(ext.get("/readyz")[:2], (200, "ok\n"))
             ext.post("filter", k8s.filter_args(k8s.ioqos_pod("db", bw=10), nodes=[k8s.node("n")]))
-            st, text, _ = ext.get("/metrics")
+            # a request is counted when libmicrohttpd completes it, which can
+            # be just after the client has its reply (slow under valgrind)
+            deadline = time.monotonic() + 10
+            while True:
+                st, text, _ = ext.get("/metrics")
+                done = 'ioqos_extender_requests_total{verb="filter",code="200"} 1\n' in text
+                if done or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             self.assertEqual(st, 200)
             for name in ("ioqos_extender_requests_total{verb=\"filter\",code=\"200\"} 1",
                          "ioqos_extender_request_duration_seconds_count{verb=\"filter\"} 1",

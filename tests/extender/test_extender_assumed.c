@@ -78,7 +78,7 @@ Test(assumed, confirm_remove_and_forget) {
   assume(a, "n1", "u1", "nvme0n1", 100, 0);
   assume(a, "n1", "u2", "nvme0n1", 10, 0);
   assume(a, "n2", "u3", "nvme0n1", 10, 0);
-  char *listed[] = {"other", "u2"};
+  const char listed[][IOQ_POD_UID_STR_MAX + 1] = {"other", "u2"};
   cr_assert_eq(ext_assumed_confirm(a, "n1", listed, 2), 1);
   cr_assert_eq(ext_assumed_confirm(a, "n2", listed, 2), 0, "u2 is on n1 only");
   uint64_t extra[2 * IOQ_RES_COUNT];

@@ -74,7 +74,7 @@ Test(decide, assumed_units_count_against_the_disk) {
   cr_assert(strstr(v.reason, "best: nvme0n1 with 120"), "%s", v.reason);
   /* the node reports the pod: its units are in `allocated` now, the
    * assumption goes (here the annotation did not change, so it fits again) */
-  char *uids[] = {"uid-1"};
+  const char uids[][IOQ_POD_UID_STR_MAX + 1] = {"uid-1"};
   ext_assumed_confirm(a, "n1", uids, 1);
   ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FITS);
@@ -132,8 +132,8 @@ Test(decide, plugin_pod_list) {
   struct ext_nodeinfo ni;
   info_from("{\"version\":1,\"devices\":[],\"pods\":[\"a\",\"b\"]}", &ni);
   cr_assert_eq(ni.status, EXT_NODE_OK, "%s", ni.error);
-  cr_assert_eq(ni.n_pods, 2);
-  cr_assert_str_eq(ni.pods[1], "b");
+  cr_assert_eq(ni.st.n_pods, 2);
+  cr_assert_str_eq(ni.st.pods[1], "b");
   ext_nodeinfo_free(&ni);
   info_from("{\"version\":1,\"devices\":[],\"pods\":\"a\"}", &ni);
   cr_assert_eq(ni.status, EXT_NODE_MALFORMED);

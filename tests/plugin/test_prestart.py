@@ -232,9 +232,12 @@ class Annotation(PluginTest):
         self.assertEqual(len(api.patches), n_patches)
         # the API server fails for a while: kubelet is still served, the patch is retried
         api.fail_patch = 2
-        _, ids, _, _ = self.admit("db", bw=350)
+        uid, ids, _, _ = self.admit("db", bw=350)
         api.wait(lambda: json.loads(api.annotation("node-a", "ioqos.io/devices"))
                  ["devices"][0]["allocated"][BW] == 350, what="allocated 350", timeout=30)
+        # the pods `allocated` counts are named by UID, so the extender can
+        # drop the placement it assumed for them
+        self.assertEqual(json.loads(api.annotation("node-a", "ioqos.io/devices"))["pods"], [uid])
         self.assertEqual(api.fail_patch, 0)
         self.assertGreaterEqual(d.metric("ioqos_node_annotation_publish_errors_total"), 2)
         d.wait_log(r"node annotation publish failed node=node-a status=500 retry_in=1s")

@@ -44,7 +44,8 @@ Test(nodeanno, roundtrip) {
   strcpy(disks[1].dev, "253:0");
   strcpy(disks[1].class_name, "fast");
   disks[1].capacity[1] = 77;
-  struct ioq_node_state s = {.version = 1, .disks = disks, .n_disks = 2};
+  char pods[2][IOQ_POD_UID_STR_MAX + 1] = {"0f4c2a5e-1111-4a7b-9c3d-2e5f6a7b8c9d", "u2"};
+  struct ioq_node_state s = {.version = 1, .disks = disks, .n_disks = 2, .pods = pods, .n_pods = 2};
   strcpy(s.node, "worker-1");
   ioq_unit_sizes_default(&s.units);
   char *txt = ioq_node_anno_format(&s);
@@ -55,6 +56,9 @@ Test(nodeanno, roundtrip) {
   cr_assert_eq(back.n_disks, 2);
   cr_assert_eq(memcmp(back.disks, disks, sizeof disks), 0, "%s", txt);
   cr_assert_str_eq(back.node, "worker-1");
+  cr_assert_eq(back.n_pods, 2);
+  cr_assert_str_eq(back.pods[0], "0f4c2a5e-1111-4a7b-9c3d-2e5f6a7b8c9d");
+  cr_assert_str_eq(back.pods[1], "u2");
   ioq_node_state_free(&back);
   free(txt);
 }
@@ -83,6 +87,8 @@ ParameterizedTestParameters(nodeanno, rejects) {
       {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}},{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}}]}",
        "devices[1].name: duplicates"},
       {"{\"version\":1,\"node\":7,\"devices\":[]}", "node: must be"},
+      {"{\"version\":1,\"devices\":[],\"pods\":{}}", "pods: must be an array of pod UIDs"},
+      {"{\"version\":1,\"devices\":[],\"pods\":[\"a\",3]}", "pods[1]: must be a pod UID string"},
   };
   return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
 }

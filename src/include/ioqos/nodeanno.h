@@ -6,10 +6,13 @@
  *  "devices":[{"name":"nvme0n1","dev":"259:0","class":"default","healthy":true,
  *    "capacity":{"ioqos/bandwidth":2000,"ioqos/iops":500},
  *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
- *    "capabilities":["io.max","io.weight"]}]}
+ *    "capabilities":["io.max","io.weight"]}],
+ *  "pods":["8f0c...-uid", ...]}
  *
  * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
- * allocated are in advertised units. Unknown fields and unknown capability
+ * allocated are in advertised units. pods (optional) lists the UIDs of the
+ * pods whose units `allocated` counts, so the extender can forget a placement
+ * it assumed as soon as the node reports it. Unknown fields and unknown capability
  * names are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */
@@ -26,6 +29,7 @@
 #define IOQ_POD_CLASS_ANNOTATION "ioqos.io/class"
 #define IOQ_NODE_ANNO_VERSION 1
 #define IOQ_NODE_NAME_MAX 253
+#define IOQ_POD_UID_STR_MAX 64
 
 struct ioq_node_state {
   int version;
@@ -33,6 +37,8 @@ struct ioq_node_state {
   struct ioq_unit_sizes units;
   struct ioq_disk_state *disks;
   size_t n_disks;
+  char (*pods)[IOQ_POD_UID_STR_MAX + 1]; /* UIDs of the pods counted in allocated */
+  size_t n_pods;
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */
