@@ -1,6 +1,7 @@
 /* POST /bind: choose the disk, annotate the pod with it, bind the pod
  * through pods/binding, and remember the placement until the node reports
  * it. Binds to one node are serialised so they see each other. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,35 +37,31 @@ static json_object *get_pod(struct extender *x, const struct ext_bind_args *b, i
   return pod;
 }
 
-/* The node's state: the node cache when it has the node, else a GET. The
- * result is owned by the caller (*ni) or by the cache (returned pointer
- * while *cache_locked). */
+/* The node's state, from the node cache (list+watch). Bind never GETs a
+ * node: the extender's RBAC is nodes list/watch only (least privilege). The
+ * entry stays owned by the cache and valid while *cache_locked. */
 static const struct ext_nodeinfo *node_state(struct extender *x, const char *node,
                                              struct ext_nodeinfo *own, bool *cache_locked,
                                              ioq_err *e) {
+  (void)own;
   *cache_locked = false;
-  if (x->cache && ext_nodecache_synced(x->cache)) {
-    ext_nodecache_rdlock(x->cache);
-    const struct ext_nodeinfo *ni = ext_nodecache_find(x->cache, node);
-    if (ni) {
-      *cache_locked = true;
-      return ni;
-    }
-    ext_nodecache_unlock(x->cache);
-    ioq_debug("bind: node not in cache, reading it from the API node=%s", node);
+  if (!x->cache) {
+    ioq_fail(e, IOQ_EUNSUPPORTED, "bind needs the node cache (run with --node-cache=true)");
+    return NULL;
   }
-  char path[512];
-  snprintf(path, sizeof path, "/api/v1/nodes/%s", node);
-  json_object *obj = NULL;
-  if (ioq_kube_get_json(x->kube, path, &obj, NULL, e) < 0)
+  if (!ext_nodecache_synced(x->cache)) {
+    ioq_fail(e, EAGAIN, "the node cache has not listed nodes yet; retry");
     return NULL;
-  int rc = ext_nodeinfo_from_json(obj, own, e);
-  json_object_put(obj);
-  if (rc < 0)
+  }
+  ext_nodecache_rdlock(x->cache);
+  const struct ext_nodeinfo *ni = ext_nodecache_find(x->cache, node);
+  if (!ni) {
+    ext_nodecache_unlock(x->cache);
+    ioq_fail(e, IOQ_ENOTFOUND, "node %s is not in the node cache (deleted, or not seen yet)", node);
     return NULL;
-  if (own->st.n_pods)
-    ext_assumed_confirm(x->assumed, own->name, own->st.pods, own->st.n_pods);
-  return own;
+  }
+  *cache_locked = true;
+  return ni;
 }
 
 /* Chooses the disk and records the placement, under the node's bind lock.

@@ -347,8 +347,7 @@ class Bind(unittest.TestCase):
             st, res, _ = ext.post("bind", {"PodName": "db", "PodNamespace": "default", "PodUID": "other-uid", "Node": "w1"})
             self.assertIn("pod was recreated", res["Error"])
             st, res, _ = ext.post("bind", {"PodName": "db", "PodNamespace": "default", "PodUID": pod["metadata"]["uid"], "Node": "ghost"})
-            self.assertIn("ghost", res["Error"])
-            self.assertIn("not found", res["Error"])
+            self.assertIn("node ghost is not in the node cache", res["Error"])
             # the API refuses the binding: the assumption is rolled back
             self.api.binding_status = 500
             st, res, _ = self.bind(ext, pod, "w1")
@@ -393,13 +392,17 @@ class Bind(unittest.TestCase):
             self.assertNotIn("annotations", self.api.pod("default", "web")["metadata"])
             self.assertEqual(self.api.count("GET", "/api/v1/nodes"), 0, "no node cache, no node reads")
 
-    def test_bind_without_node_cache_reads_the_node(self):
+    def test_bind_without_node_cache_is_refused(self):
+        # the extender's RBAC is nodes list/watch only: bind reads nodes from
+        # its node cache, never with a GET
         self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
         pod = k8s.ioqos_pod("db", bw=100)
         self.api.add_pod(pod)
         with Extender("--node-cache=false", api=self.api) as ext:
-            self.assertEqual(self.bind(ext, pod, "w1")[1], {"Error": ""})
-            self.assertEqual(self.api.count("GET", "/api/v1/nodes/w1"), 1)
+            err = self.bind(ext, pod, "w1")[1]["Error"]
+            self.assertIn("bind needs the node cache (run with --node-cache=true)", err)
+            self.assertEqual(self.api.count("GET", "/api/v1/nodes"), 0)
+            self.assertIsNone(self.api.pod("default", "db")["spec"].get("nodeName"))
 
     def test_bind_needs_the_api(self):
         with Extender() as ext:
@@ -629,7 +632,8 @@ class Server(unittest.TestCase):
             pod = k8s.ioqos_pod("db", bw=100)
             api.add_pod(pod)
             api.pod_get_delay = 1.5
-            ext = Extender("--node-cache=false", "--shutdown-grace", "20", api=api)
+            ext = Extender("--shutdown-grace", "20", api=api)
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="node cache synced")
             result = {}
 
             def bind():
