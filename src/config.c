@@ -320,19 +320,18 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0)
       return -1;
     if (w) {
-      static const char *const wkeys[] = {"guaranteed", "burstable", "besteffort", NULL};
-      uint64_t g = 0, b = 0, be = 0;
+      static const char *const wkeys[] = {"burstable", "besteffort", NULL};
+      uint64_t b = 0, be = 0;
       if (check_keys(x, w, "nodePolicy.qosClassWeights", wkeys) < 0 ||
-          get_uint(x, w, "guaranteed", "nodePolicy.qosClassWeights.guaranteed", &g, 1, 10000) < 0 ||
           get_uint(x, w, "burstable", "nodePolicy.qosClassWeights.burstable", &b, 1, 10000) < 0 ||
           get_uint(x, w, "besteffort", "nodePolicy.qosClassWeights.besteffort", &be, 1, 10000) < 0)
         return -1;
-      c->node_policy.weight_guaranteed = (unsigned)g;
       c->node_policy.weight_burstable = (unsigned)b;
       c->node_policy.weight_besteffort = (unsigned)be;
     }
     if (ic) {
-      static const char *const ikeys[] = {"enable", "ctrl", "min", "max", NULL};
+      static const char *const ikeys[] = {"enable", "ctrl", "min", "max", "latencyTargetUs", NULL};
+      uint64_t lat = 0;
       char *ctrl = NULL;
       if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
           get_bool(x, ic, "enable", "nodePolicy.iocost.enable", &c->node_policy.iocost_enable) < 0 ||
@@ -350,6 +349,9 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         return -1;
       if (c->node_policy.iocost_min > c->node_policy.iocost_max)
         return bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
+      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1, 10000000) < 0)
+        return -1;
+      c->node_policy.iocost_latency_us = (unsigned)lat;
     }
   }
   return 0;

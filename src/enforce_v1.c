@@ -84,7 +84,7 @@ int ioq_v1_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
                  const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
   if (check_files(cg, e) < 0)
     return -1;
-  for (int k = 0; k < IOQ_LIMIT_KEYS; k++)
+  for (int k = 0; k < IOQ_LIMIT_KEYS && !s->weights_only; k++)
     if (set_one(cg, k, s->dev, ioq_limits_get(&s->max, k), o, rep, e) < 0)
       return -1;
   if (s->weight) {

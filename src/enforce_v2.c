@@ -78,7 +78,7 @@ static int iomax_set(const struct ioq_cg *cg, struct ioq_devno dev, const struct
 
 int ioq_v2_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
                  const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
-  if (iomax_set(cg, s->dev, &s->max, o, rep, e) < 0)
+  if (!s->weights_only && iomax_set(cg, s->dev, &s->max, o, rep, e) < 0)
     return -1;
   if (s->weight && ioq_weight_apply(cg, &ioq_wf_v2_iocost, s->dev, s->weight, o, rep, e) < 0)
     return -1;

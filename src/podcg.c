@@ -168,18 +168,35 @@ int ioq_kubepods_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root,
   return build_name(driver, parts, n, out, outsz, e);
 }
 
+/* kubepods[/qos] parts: Guaranteed pods sit directly under kubepods */
+static int qos_parts(const char *root, enum ioq_qos_class qos, char parts[][PART_MAX], size_t *n,
+                     ioq_err *e) {
+  if (kube_parts(root, parts, n, e) < 0)
+    return -1;
+  if (qos == IOQ_QOS_BURSTABLE)
+    snprintf(parts[(*n)++], PART_MAX, "burstable");
+  else if (qos == IOQ_QOS_BESTEFFORT)
+    snprintf(parts[(*n)++], PART_MAX, "besteffort");
+  return 0;
+}
+
+int ioq_qos_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
+                        char *out, size_t outsz, ioq_err *e) {
+  char parts[MAX_PARTS][PART_MAX];
+  size_t n;
+  if (qos_parts(cgroup_root, qos, parts, &n, e) < 0)
+    return -1;
+  return build_name(driver, parts, n, out, outsz, e);
+}
+
 int ioq_pod_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
                         const char *uid, char *out, size_t outsz, ioq_err *e) {
   if (ioq_pod_uid_check(uid, e) < 0)
     return -1;
   char parts[MAX_PARTS][PART_MAX];
   size_t n;
-  if (kube_parts(cgroup_root, parts, &n, e) < 0)
+  if (qos_parts(cgroup_root, qos, parts, &n, e) < 0)
     return -1;
-  if (qos == IOQ_QOS_BURSTABLE)
-    snprintf(parts[n++], PART_MAX, "burstable");
-  else if (qos == IOQ_QOS_BESTEFFORT)
-    snprintf(parts[n++], PART_MAX, "besteffort");
   snprintf(parts[n++], PART_MAX, "pod%s", uid);
   return build_name(driver, parts, n, out, outsz, e);
 }

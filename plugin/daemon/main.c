@@ -83,6 +83,8 @@ static int setup_enforcer(struct plugin *p, ioq_err *e) {
              "resolved per pod, the probe judges from the root",
              eo.layout.io_root);
   }
+  p->layout = eo.layout;
+  p->driver = drv;
   eo.driver = p->opts.cgroup_driver;
   eo.kubelet_cgroup_root = p->opts.kubelet_cgroup_root;
   eo.sysfs_root = p->opts.sysfs_root;

@@ -184,6 +184,8 @@ static void counters(FILE *f, struct plugin *p) {
       {C_EVENTS_DROPPED, "ioqos_events_dropped_total", "Events dropped (queue full or shutting down).", false},
       {C_PROBES, "ioqos_disk_probes_total", "Disk inventory probes.", false},
       {C_PROBE_FAIL, "ioqos_disk_probe_errors_total", "Disk inventory probes that failed.", false},
+      {C_POLICY_WRITES, "ioqos_node_policy_writes_total", "Kernel files the node policy (nodePolicy: iocost, QoS-class weights) changed.", false},
+      {C_POLICY_FAIL, "ioqos_node_policy_errors_total", "Node policy settings that could not be put in place.", false},
       {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},
       {C_REGISTER_FAIL, "ioqos_kubelet_registration_errors_total", "Failed Register calls to kubelet (retried with backoff).", true},
       {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},

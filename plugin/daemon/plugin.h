@@ -56,6 +56,8 @@ struct plugin {
   struct ioq_config cfg;
   struct ioq_probe_opts probe;
   char kubepods_dir[PATH_MAX]; /* for the probe; "" = let it look */
+  struct ioq_cg_layout layout; /* the io hierarchy */
+  enum ioq_cg_driver driver;   /* kubelet's cgroup driver (detected when auto and possible) */
   char kubelet_sock[PATH_MAX];
 
   struct catalog *catalog;
@@ -87,6 +89,12 @@ void endpoint_stop(struct endpoint *ep, bool farewell);
 bool endpoint_socket_intact(struct endpoint *ep);
 unsigned endpoint_streams(struct endpoint *ep);
 double endpoint_last_tick(struct endpoint *ep);
+
+/* ---- nodepolicy.c: config nodePolicy (iocost, QoS-class weights) ---- */
+/* Applies the policy to the disks of `inv`; returns how many kernel files it
+ * changed (the probe then sees e.g. iocost enabled). Failures are logged and
+ * counted, never fatal: the policy is an opt-in extra. */
+unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv);
 
 /* ---- prestart.c ---- */
 struct grpcs_reply;

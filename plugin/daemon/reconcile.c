@@ -43,6 +43,13 @@ void inventory_refresh(struct plugin *p) {
   ioq_err e;
   metrics_inc(p->metrics, C_PROBES);
   if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) == 0) {
+    /* the node policy can change what the probe finds (iocost on a disk
+     * makes io.weight effective): probe again after it changed something */
+    if (nodepolicy_apply(p, &inv) > 0) {
+      ioq_inventory_free(&inv);
+      if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) < 0)
+        goto failed;
+    }
     if (g_probe_err[0])
       ioq_info("disk probe recovered");
     g_probe_err[0] = '\0';
@@ -51,6 +58,7 @@ void inventory_refresh(struct plugin *p) {
     ioq_inventory_free(&inv);
     return;
   }
+failed:
   metrics_inc(p->metrics, C_PROBE_FAIL);
   if (strcmp(g_probe_err, e.msg) != 0)
     ioq_warn("disk probe failed error=\"%s\"", e.msg);

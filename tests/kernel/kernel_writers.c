@@ -27,6 +27,7 @@
 
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
+#include "ioqos/iocost.h"
 
 static int g_ver;
 static struct ioq_devno g_d1, g_d2, g_part, g_pdisk;
@@ -374,4 +375,39 @@ Test(kernel, v2_read_only, .init = setup, .fini = teardown) {
   cr_assert_eq(rc, 0, "write to a read-only cgroupfs succeeded (%s)", e.msg);
   cr_assert_eq(e.code, EROFS, "%s", e.msg);
   cr_assert(strstr(e.msg, "read-only"), "%s", e.msg);
+}
+
+/* The iocost node policy on the real root io.cost.qos: enable with ctrl=user
+ * and a latency target, read back in the kernel's format, no write when in
+ * place, refused on a partition, and turned off again. */
+Test(kernel, v2_iocost_qos, .init = setup, .fini = teardown) {
+  if (g_ver != 2)
+    cr_skip_test("cgroup v2 only");
+  ioq_err e = {0};
+  struct ioq_iocost_qos want = {.enable = true, .ctrl_user = true, .min = 100, .max = 100,
+                                .latency_us = 5000};
+  bool changed;
+  char written[256];
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d2, &want, &changed, written, sizeof written, &e), 0,
+               "%s", e.msg);
+  cr_assert(changed);
+  char *c = slurp(g_root, "io.cost.qos");
+  char dv[32];
+  ioq_devno_str(g_d2, dv, sizeof dv);
+  char line[160];
+  snprintf(line, sizeof line, "%s enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00", dv);
+  cr_assert(strstr(c, line), "io.cost.qos holds:\n%s", c);
+  free(c);
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d2, &want, &changed, NULL, 0, &e), 0, "%s", e.msg);
+  cr_assert_not(changed, "in place: no second write");
+  /* with iocost on, the per-device io.weight form is accepted */
+  struct ioq_apply_report r;
+  struct ioq_disk_setting s = {.dev = g_d2, .weight = 900};
+  cr_assert_eq(ioq_cg_apply_disk(&g_c, &s, &O, &r, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(step(&r, "io.weight")->note, "");
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_part, &want, &changed, NULL, 0, &e), -1);
+  cr_assert(strstr(e.msg, "io.cost.qos"), "%s", e.msg);
+  struct ioq_iocost_qos off = {.enable = false};
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d2, &off, &changed, NULL, 0, &e), 0, "%s", e.msg);
+  cr_assert(changed);
 }

@@ -208,6 +208,37 @@ class Reconcile(PluginTest):
         self.assertEqual(d2.metric("ioqos_pod_grant_units", pod="a", resource=IOPS), 10)
 
 
+class NodePolicy(PluginTest):
+    env_args = {"extra_config": {"nodePolicy": {
+        "qosClassWeights": {"besteffort": 10, "burstable": 300},
+        "iocost": {"enable": True, "ctrl": "user", "min": 100, "max": 100, "latencyTargetUs": 5000}}}}
+
+    def test_iocost_and_qos_class_weights(self):
+        cg = self.env.cgroup_root
+        write(os.path.join(cg, "io.cost.qos"), "")
+        d = self.start()
+        want = "250:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00"
+        self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.qos")).strip() == want,
+                          what="io.cost.qos written")
+        qos = os.path.join(cg, "kubepods.slice")
+        self.assertEqual(read(os.path.join(qos, "kubepods-besteffort.slice", "io.weight")).strip(), "250:0 10")
+        self.assertEqual(read(os.path.join(qos, "kubepods-burstable.slice", "io.weight")).strip(), "250:0 300")
+        # limits of the QoS cgroups are not touched
+        self.assertEqual(read(os.path.join(qos, "kubepods-besteffort.slice", "io.max")), "")
+        d.wait_log(r"node policy iocost enabled disk=fakedisk0 file=%s/io.cost.qos" % cg)
+        d.wait_log(r"node policy weight set qos=BestEffort disk=fakedisk0")
+        self.assertEqual(d.metric("ioqos_node_policy_writes_total"), 3)
+        # with iocost enabled on the disk the probe now reports io.weight
+        api = self.env.api
+        api.wait(lambda: "io.weight" in json.loads(api.annotation("node-a", "ioqos.io/devices") or "{}")
+                 .get("devices", [{}])[0].get("capabilities", []), what="io.weight capability")
+        # in place: later passes write nothing
+        d.wait_log(r"reconcile pass")
+        time.sleep(1.5)
+        self.assertEqual(d.metric("ioqos_node_policy_writes_total"), 3)
+        self.assertEqual(d.metric("ioqos_node_policy_errors_total"), 0)
+
+
 class Annotation(PluginTest):
     def test_publishes_on_change_with_merge_patch_and_retries(self):
         d = self.start()

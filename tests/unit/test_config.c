@@ -34,7 +34,7 @@ Test(config, full_file) {
            "    {\"select\": \"nvme1n1\", \"class\": \"fast\", \"capacity\": {\"bandwidthBytesPerSec\": 2000000000, \"iops\": 400000}, \"allocatableFraction\": 0.7}\n"
            "  ],\n"
            "  \"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"bfqWeight\": false, \"enableControllers\": false, \"reconcileIntervalSeconds\": 3},\n"
-           "  \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100}}\n"
+           "  \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100, \"latencyTargetUs\": 5000}}\n"
            "}\n");
   struct ioq_config c;
   ioq_err e = {0};
@@ -55,8 +55,9 @@ Test(config, full_file) {
   cr_assert_not(c.enforcement.io_weight);
   cr_assert_eq(c.enforcement.reconcile_interval_s, 3);
   cr_assert_eq(c.node_policy.weight_besteffort, 10);
-  cr_assert_eq(c.node_policy.weight_guaranteed, 0);
+  cr_assert_eq(c.node_policy.weight_burstable, 0);
   cr_assert(c.node_policy.iocost_enable);
+  cr_assert_eq(c.node_policy.iocost_latency_us, 5000);
   ioq_config_free(&c);
   fx_rmtree(dir);
   free(dir);
@@ -96,6 +97,8 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"enforcement\": {\"reconcileIntervalSeconds\": 0}}", "c.json: enforcement.reconcileIntervalSeconds: must be an integer in [1, 3600]"},
       {"{\"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 0}}}", "c.json: nodePolicy.qosClassWeights.besteffort: must be an integer in [1, 10000]"},
       {"{\"nodePolicy\": {\"iocost\": {\"ctrl\": \"manual\"}}}", "c.json: nodePolicy.iocost.ctrl: must be user or auto"},
+      {"{\"nodePolicy\": {\"qosClassWeights\": {\"guaranteed\": 500}}}", "c.json: nodePolicy.qosClassWeights: unknown field 'guaranteed' (allowed: burstable besteffort)"},
+      {"{\"nodePolicy\": {\"iocost\": {\"latencyTargetUs\": 0}}}", "c.json: nodePolicy.iocost.latencyTargetUs: must be an integer in [1, 10000000]"},
       {"{\"nodePolicy\": {\"iocost\": {\"min\": 200, \"max\": 100}}}", "c.json: nodePolicy.iocost.min: must not exceed nodePolicy.iocost.max"},
   };
   return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);

@@ -56,12 +56,22 @@ struct ioq_config {
     unsigned reconcile_interval_s;
   } enforcement;
 
+  /* Opt-in, node-wide (DESIGN "Enforcement semantics"). */
   struct {
-    /* opt-in io.weight for the QoS-class slices; 0 = leave untouched */
-    unsigned weight_guaranteed, weight_burstable, weight_besteffort;
-    bool iocost_enable; /* write io.cost.qos for managed disks */
+    /* io.weight / io.bfq.weight (v2) or blkio.bfq.weight (v1) of the
+     * Burstable and BestEffort QoS cgroups on every managed disk, e.g. a low
+     * BestEffort weight; 0 = leave untouched. (Guaranteed pods have no QoS
+     * cgroup of their own: they sit directly in kubepods.) */
+    unsigned weight_burstable, weight_besteffort;
+    /* io.cost.qos of the root cgroup for every managed disk (v2 only):
+     * enable=1 with ctrl=user and min/max (percent of the cost model's rate,
+     * 1..10000) makes weights hold under saturation; ctrl=auto has been seen
+     * to cause soft lockups. latency_us: rlat=wlat target at the 95th
+     * percentile (0 = keep the kernel's). */
+    bool iocost_enable;
     bool iocost_ctrl_user;
-    double iocost_min, iocost_max; /* percent, 1..10000 */
+    double iocost_min, iocost_max;
+    unsigned iocost_latency_us;
   } node_policy;
 };
 

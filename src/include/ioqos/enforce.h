@@ -46,6 +46,7 @@ struct ioq_disk_setting {
   struct ioq_io_limits max; /* 0 = no limit */
   unsigned weight;          /* io.weight 1..10000 (v2 only); 0 = leave as is */
   unsigned bfq_weight;      /* 1..1000 when the disk runs BFQ; 0 = leave as is */
+  bool weights_only;        /* leave the limits as they are (node policy on QoS cgroups) */
 };
 
 struct ioq_apply_opts {

@@ -55,6 +55,10 @@ int ioq_kubepods_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root,
                              size_t outsz, ioq_err *e);
 int ioq_pod_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
                         const char *uid, char *out, size_t outsz, ioq_err *e);
+/* The parent cgroup of a QoS class's pods: kubepods[-burstable|-besteffort]
+ * (Guaranteed: kubepods itself). */
+int ioq_qos_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
+                        char *out, size_t outsz, ioq_err *e);
 
 struct ioq_pod_cgroup {
   char dir[PATH_MAX];        /* absolute directory (io hierarchy root + name) */

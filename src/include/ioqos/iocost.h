@@ -1,0 +1,41 @@
+/* iocost QoS of the root cgroup (cgroup v2 io.cost.qos), the node policy
+ * that makes io.weight hold under saturation (DESIGN: enable=1 ctrl=user
+ * min=100 max=100; a latency target helps latency-bound pods).
+ *
+ * The file holds one line per configured disk, e.g.
+ *   8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00
+ * It exists only in the root cgroup, and only whole request-based disks take
+ * it (a partition or a bio-based dm device answers ENODEV/EOPNOTSUPP). */
+#ifndef IOQOS_IOCOST_H
+#define IOQOS_IOCOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ioqos/error.h"
+#include "ioqos/iolimit.h"
+
+struct ioq_iocost_qos {
+  bool enable;
+  bool ctrl_user;      /* false = ctrl=auto */
+  double min, max;     /* percent, 1..10000 (ctrl=user only) */
+  unsigned latency_us; /* rlat = wlat at rpct = wpct = 95; 0 = not set/compared */
+};
+
+/* Parses the disk's line of io.cost.qos content; *present=false if the disk
+ * has no line (iocost never configured for it). */
+int ioq_iocost_qos_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_qos *out,
+                         bool *present, ioq_err *e);
+
+/* The line to write for `want` (without newline). */
+int ioq_iocost_qos_format(char *out, size_t outsz, struct ioq_devno dev,
+                          const struct ioq_iocost_qos *want, ioq_err *e);
+
+/* Makes root/io.cost.qos hold `want` for dev: reads it, writes only when it
+ * differs, reads it back and compares (IOQ_EMISMATCH naming what was written
+ * and read). *changed tells whether a write happened; `written` (may be
+ * NULL) gets the line written. */
+int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct ioq_iocost_qos *want,
+                         bool *changed, char *written, size_t writtensz, ioq_err *e);
+
+#endif

@@ -1,0 +1,80 @@
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "ioqos/iocost.h"
+
+static const struct ioq_devno D = {8, 16};
+
+Test(iocost, parse_kernel_line) {
+  const char *c = "8:0 enable=1 ctrl=auto rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=1.00 max=10000.00\n"
+                  "8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00\n";
+  struct ioq_iocost_qos q;
+  bool present;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_iocost_qos_parse(c, D, &q, &present, &e), 0, "%s", e.msg);
+  cr_assert(present && q.enable && q.ctrl_user);
+  cr_assert_float_eq(q.min, 100.0, 1e-9);
+  cr_assert_float_eq(q.max, 100.0, 1e-9);
+  cr_assert_eq(q.latency_us, 5000);
+  cr_assert_eq(ioq_iocost_qos_parse(c, (struct ioq_devno){8, 0}, &q, &present, &e), 0);
+  cr_assert(present && q.enable && !q.ctrl_user);
+  cr_assert_eq(ioq_iocost_qos_parse(c, (struct ioq_devno){9, 0}, &q, &present, &e), 0);
+  cr_assert_not(present);
+  cr_assert_eq(ioq_iocost_qos_parse("8:16 enable=1 ctrl=user min=abc max=1\n", D, &q, &present, &e), -1);
+  cr_assert(strstr(e.msg, "io.cost.qos line for 8:16: bad min 'abc'"), "%s", e.msg);
+}
+
+Test(iocost, format) {
+  char l[256];
+  struct ioq_iocost_qos w = {.enable = true, .ctrl_user = true, .min = 100, .max = 100};
+  cr_assert_eq(ioq_iocost_qos_format(l, sizeof l, D, &w, NULL), 0);
+  cr_assert_str_eq(l, "8:16 enable=1 ctrl=user min=100.00 max=100.00");
+  w.latency_us = 5000;
+  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_str_eq(l, "8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00");
+  w.ctrl_user = false;
+  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_str_eq(l, "8:16 enable=1 ctrl=auto");
+  w.enable = false;
+  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_str_eq(l, "8:16 enable=0");
+}
+
+Test(iocost, apply_noop_write_and_errors) {
+  char *root = fx_tmpdir();
+  ioq_err e = {0};
+  bool changed;
+  struct ioq_iocost_qos w = {.enable = true, .ctrl_user = true, .min = 100, .max = 100};
+  /* no io.cost.qos: kernel without iocost, or not the v2 root */
+  cr_assert_eq(ioq_iocost_qos_apply(root, D, &w, &changed, NULL, 0, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  cr_assert(strstr(e.msg, "CONFIG_BLK_CGROUP_IOCOST"), "%s", e.msg);
+  /* already in place, in the kernel's own format: nothing written */
+  fx_write(root, "io.cost.qos", "8:16 enable=1 ctrl=user rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=100.00 max=100.00\n");
+  cr_assert_eq(ioq_iocost_qos_apply(root, D, &w, &changed, NULL, 0, &e), 0, "%s", e.msg);
+  cr_assert_not(changed);
+  /* differs: written and read back */
+  w.max = 150;
+  char written[256];
+  cr_assert_eq(ioq_iocost_qos_apply(root, D, &w, &changed, written, sizeof written, &e), 0, "%s", e.msg);
+  cr_assert(changed);
+  cr_assert_str_eq(written, "8:16 enable=1 ctrl=user min=100.00 max=150.00");
+  /* bad range: refused before anything is written */
+  w.min = 200;
+  cr_assert_eq(ioq_iocost_qos_apply(root, D, &w, &changed, NULL, 0, &e), -1);
+  cr_assert(strstr(e.msg, "want 1 <= min <= max <= 10000"), "%s", e.msg);
+  cr_assert_not(changed);
+  /* the kernel keeps nothing (here: a file that swallows writes): mismatch */
+  unlink(fx_path(root, "io.cost.qos"));
+  cr_assert_eq(symlink("/dev/null", fx_path(root, "io.cost.qos")), 0);
+  w.min = 100;
+  cr_assert_eq(ioq_iocost_qos_apply(root, D, &w, &changed, NULL, 0, &e), -1);
+  cr_assert_eq(e.code, IOQ_EMISMATCH);
+  cr_assert(strstr(e.msg, "wrote '8:16 enable=1 ctrl=user min=100.00 max=150.00', read back '(no line for the disk)'"),
+            "%s", e.msg);
+  fx_rmtree(root);
+  free(root);
+}
