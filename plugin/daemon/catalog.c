@@ -191,9 +191,9 @@ size_t catalog_snapshot(struct catalog *c, struct cat_disk **out) {
   pthread_mutex_lock(&c->lock);
   size_t n = c->n;
   *out = malloc((n ? n : 1) * sizeof **out);
-  if (*out)
+  if (*out && n)
     memcpy(*out, c->disks, n * sizeof **out);
-  else
+  else if (!*out)
     n = 0;
   pthread_mutex_unlock(&c->lock);
   return n;
@@ -270,7 +270,8 @@ int catalog_list_packed(struct catalog *c, enum ioq_resource r, uint8_t **data, 
   if (rc == 0) {
     *data = malloc(pc->len ? pc->len : 1);
     if (*data) {
-      memcpy(*data, pc->data, pc->len);
+      if (pc->len)
+        memcpy(*data, pc->data, pc->len);
       *len = pc->len;
       *gen = pc->gen;
     } else {

@@ -557,7 +557,7 @@ size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
   pthread_mutex_lock(&f->lock);
   size_t n = f->n_listed;
   struct listed_pod *copy = malloc((n ? n : 1) * sizeof *copy);
-  if (copy)
+  if (copy && n)
     memcpy(copy, f->listed, n * sizeof *copy);
   pthread_mutex_unlock(&f->lock);
   char (*uids)[IOQ_POD_UID_STR_MAX + 1] = calloc(n ? n : 1, sizeof *uids);
@@ -615,7 +615,8 @@ size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
   size_t n = f->n;
   *out = malloc((n ? n : 1) * sizeof **out);
   if (*out) {
-    memcpy(*out, f->pods, n * sizeof **out);
+    if (n)
+      memcpy(*out, f->pods, n * sizeof **out);
     for (size_t i = 0; i < n; i++) /* owned by the table */
       for (int r = 0; r < IOQ_RES_COUNT; r++) {
         (*out)[i].init_ids[r] = NULL;

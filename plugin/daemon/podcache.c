@@ -317,9 +317,9 @@ size_t podcache_snapshot(struct podcache *c, struct pod_info **out) {
   pthread_mutex_lock(&c->lock);
   size_t n = c->n;
   *out = malloc((n ? n : 1) * sizeof **out);
-  if (*out)
+  if (*out && n)
     memcpy(*out, c->pods, n * sizeof **out);
-  else
+  else if (!*out)
     n = 0;
   pthread_mutex_unlock(&c->lock);
   return n;

@@ -262,7 +262,8 @@ class Env:
                 d.log.close()
         self.kubelet.stop()
         self.api.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
+        if not os.environ.get("IOQOS_TEST_KEEP"):
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def new_uid():
