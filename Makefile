@@ -27,8 +27,13 @@ build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Every test, then the unit and integration tests again under AddressSanitizer
+# + UndefinedBehaviorSanitizer (a second build; valgrind runs are in the first).
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 1
+	cmake -S . -B $(BUILD)-asan -DIOQOS_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure --timeout 900 -j 1 -L 'unit|integration' -E valgrind
 
 demo: deps build
 	./scripts/demo.sh $(BUILD)
@@ -37,4 +42,4 @@ bench: deps build
 	./scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-asan
