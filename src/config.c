@@ -171,7 +171,7 @@ static int get_object(struct ctx *x, json_object *obj, const char *key, const ch
   return 0;
 }
 
-static bool class_name_valid(const char *s) {
+bool ioq_class_name_valid(const char *s) {
   size_t n = strlen(s);
   if (n == 0 || n > IOQ_CLASS_NAME_MAX)
     return false;
@@ -202,7 +202,7 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
   snprintf(p2, sizeof p2, "%s.class", path);
   if (get_string(x, d, "class", p2, &out->class_name, false) < 0)
     return -1;
-  if (out->class_name && !class_name_valid(out->class_name))
+  if (out->class_name && !ioq_class_name_valid(out->class_name))
     return bad(x, p2, "must be 1-63 characters of a-z, 0-9, '-' and '.'");
   json_object *cap;
   snprintf(p2, sizeof p2, "%s.capacity", path);

@@ -213,20 +213,6 @@ static int effective_units(json_object *spec, uint64_t *out, ioq_err *e) {
   return 0;
 }
 
-/* Same rule as class names in the node config: [a-z0-9.-], no leading or
- * trailing dash, 1..63 characters. */
-static bool class_name_valid(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > IOQ_CLASS_NAME_MAX || s[0] == '-' || s[n - 1] == '-')
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
-      return false;
-  }
-  return true;
-}
-
 static int annotations(json_object *meta, struct ioq_pod_need *out, ioq_err *e) {
   json_object *ann = ioq_json_field(meta, "annotations");
   if (ann && !json_object_is_type(ann, json_type_object))
@@ -234,7 +220,7 @@ static int annotations(json_object *meta, struct ioq_pod_need *out, ioq_err *e) 
   json_object *v;
   if (ann && json_object_object_get_ex(ann, IOQ_POD_CLASS_ANNOTATION, &v) && v) {
     const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-    if (!s || !class_name_valid(s) ||
+    if (!s || !ioq_class_name_valid(s) ||
         strlen(s) != (size_t)json_object_get_string_len(v))
       return bad(e, "annotation " IOQ_POD_CLASS_ANNOTATION,
                  "must be a device class name (1-63 characters of a-z, 0-9, '-', '.')");

@@ -75,6 +75,10 @@ struct ioq_config {
   } node_policy;
 };
 
+/* Device class names (config devices[].class, pod annotation ioqos.io/class):
+ * 1-63 characters of a-z, 0-9, '-' and '.', not starting or ending with '-'. */
+bool ioq_class_name_valid(const char *s);
+
 /* Fills *c with defaults (no devices). */
 int ioq_config_defaults(struct ioq_config *c, ioq_err *e);
 /* Loads and validates a file. path NULL = defaults only. */
