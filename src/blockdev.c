@@ -201,3 +201,41 @@ int ioq_blockdev_leaves(const char *sysfs, const char *name, struct ioq_blockdev
   *n = 0;
   return walk(sysfs, name, leaves, max, n, 0, e);
 }
+
+static const char *sysfs_or_default(const char *sysfs) { return sysfs && *sysfs ? sysfs : "/sys"; }
+
+int ioq_blockdev_whole(const char *sysfs, struct ioq_devno dev, char *name, size_t namesz,
+                       ioq_err *e) {
+  sysfs = sysfs_or_default(sysfs);
+  if (ioq_blockdev_name_for(sysfs, dev.major, dev.minor, name, namesz, e) < 0) {
+    if (e)
+      e->code = ENODEV;
+    return -1;
+  }
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  if (!ioq_blockdev_is_partition(sysfs, name, disk, sizeof disk))
+    return 0;
+  struct ioq_blockdev whole;
+  char ddev[32] = "?";
+  if (ioq_blockdev_read(sysfs, disk, &whole, NULL) == 0)
+    snprintf(ddev, sizeof ddev, "%u:%u", whole.major, whole.minor);
+  return ioq_fail(e, IOQ_EINVAL_INPUT,
+                  "%u:%u is %s, a partition of %s (%s): io limits and weights apply to whole "
+                  "disks only (the kernel answers ENODEV); use %s",
+                  dev.major, dev.minor, name, disk, ddev, ddev);
+}
+
+int ioq_blockdev_scheduler(const char *sysfs, struct ioq_devno dev, char *out, size_t outsz,
+                           ioq_err *e) {
+  sysfs = sysfs_or_default(sysfs);
+  char name[IOQ_DISK_NAME_MAX + 1];
+  struct ioq_blockdev b;
+  if (ioq_blockdev_name_for(sysfs, dev.major, dev.minor, name, sizeof name, e) < 0 ||
+      ioq_blockdev_read(sysfs, name, &b, e) < 0)
+    return -1;
+  if (!b.scheduler[0])
+    return ioq_fail(e, ENOENT, "%s (%u:%u) has no queue/scheduler (a partition?)", name, dev.major,
+                    dev.minor);
+  ioq_copy(out, outsz, b.scheduler);
+  return 0;
+}

@@ -66,54 +66,7 @@ int ioq_cg_write(const struct ioq_cg *cg, const char *name, const char *data, io
   return -1;
 }
 
-/* ---- block devices ------------------------------------------------------ */
-
-static const char *sysfs_or_default(const char *s) { return s && *s ? s : DEFAULT_SYSFS; }
-
-int ioq_blockdev_whole(const char *sysfs_root, struct ioq_devno dev, char *name, size_t namesz,
-                       ioq_err *e) {
-  char d[IOQ_DEVNO_STR_MAX], link[PATH_MAX], real[PATH_MAX], p[PATH_MAX];
-  ioq_devno_str(dev, d, sizeof d);
-  if (ioq_path_join(link, sizeof link, e, sysfs_or_default(sysfs_root), "dev/block", d, NULL) < 0)
-    return -1;
-  if (!realpath(link, real))
-    return ioq_fail(e, ENODEV, "no block device %s (%s: %s)", d, link, strerror(errno));
-  char base[PATH_MAX];
-  snprintf(base, sizeof base, "%s", real);
-  snprintf(name, namesz, "%s", basename(base));
-  if (ioq_path_join(p, sizeof p, e, real, "partition", NULL) < 0)
-    return -1;
-  if (!ioq_path_exists(p))
-    return 0;
-  char parent[PATH_MAX], pdev[64] = "?", pname[PATH_MAX];
-  snprintf(parent, sizeof parent, "%s", real);
-  snprintf(pname, sizeof pname, "%s", basename(dirname(parent)));
-  snprintf(parent, sizeof parent, "%s", real);
-  if (ioq_path_join(p, sizeof p, NULL, dirname(parent), "dev", NULL) == 0)
-    ioq_read_line(p, pdev, sizeof pdev, NULL);
-  return ioq_fail(e, IOQ_EINVAL_INPUT,
-                  "%s is %s, a partition of %s (%s): io limits and weights apply to whole disks "
-                  "only (the kernel answers ENODEV); use %s",
-                  d, name, pname, pdev, pdev);
-}
-
-int ioq_blockdev_scheduler(const char *sysfs_root, struct ioq_devno dev, char *out, size_t outsz,
-                           ioq_err *e) {
-  char d[IOQ_DEVNO_STR_MAX], p[PATH_MAX], line[256];
-  ioq_devno_str(dev, d, sizeof d);
-  if (ioq_path_join(p, sizeof p, e, sysfs_or_default(sysfs_root), "dev/block", d,
-                    "queue/scheduler", NULL) < 0 ||
-      ioq_read_line(p, line, sizeof line, e) < 0)
-    return -1;
-  char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
-  if (open && close) {
-    *close = '\0';
-    snprintf(out, outsz, "%s", open + 1);
-  } else {
-    snprintf(out, outsz, "%s", ioq_trim(line));
-  }
-  return 0;
-}
+/* ---- BFQ --------------------------------------------------------------- */
 
 int ioq_bfq_applicable(const char *sysfs_root, const char *file, struct ioq_devno dev,
                        struct ioq_apply_report *rep, ioq_err *e) {

@@ -41,6 +41,9 @@ echo "8:17" > "$T/sys/devices/pci0/block/sdb/sdb1/dev"
 echo 1 > "$T/sys/devices/pci0/block/sdb/sdb1/partition"
 ln -s ../../devices/pci0/block/sdb "$T/sys/dev/block/8:16"
 ln -s ../../devices/pci0/block/sdb/sdb1 "$T/sys/dev/block/8:17"
+mkdir -p "$T/sys/class/block"   # as in real sysfs: every device also under class/block
+ln -s ../../devices/pci0/block/sdb "$T/sys/class/block/sdb"
+ln -s ../../devices/pci0/block/sdb/sdb1 "$T/sys/class/block/sdb1"
 
 # ---- cgroup-path ----
 expect 0 "usage: ioqosctl cgroup-path" -- cgroup-path --help

@@ -32,6 +32,10 @@ static void setup(void) {
   fx_symlink(g_root, "sys/dev/block/8:16", "../../devices/pci0/block/sdb");
   fx_symlink(g_root, "sys/dev/block/8:17", "../../devices/pci0/block/sdb/sdb1");
   fx_symlink(g_root, "sys/dev/block/253:0", "../../devices/virtual/block/nullb0");
+  /* as in real sysfs: every device also under class/block */
+  fx_symlink(g_root, "sys/class/block/sdb", "../../devices/pci0/block/sdb");
+  fx_symlink(g_root, "sys/class/block/sdb1", "../../devices/pci0/block/sdb/sdb1");
+  fx_symlink(g_root, "sys/class/block/nullb0", "../../devices/virtual/block/nullb0");
 }
 static void teardown(void) {
   fx_rmtree(g_root);

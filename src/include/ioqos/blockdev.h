@@ -9,6 +9,7 @@
 
 #include "ioqos/disk.h"
 #include "ioqos/error.h"
+#include "ioqos/iolimit.h"
 
 /* Reads dev, queue/scheduler, queue/rotational, queue/logical_block_size of
  * /sys/class/block/NAME. Partitions have no queue/: those fields stay empty. */
@@ -29,6 +30,16 @@ int ioq_blockdev_dm_by_name(const char *sysfs, const char *dm_name, char *name, 
  * lifted to their disks; duplicates removed). A plain disk is its own leaf. */
 int ioq_blockdev_leaves(const char *sysfs, const char *name, struct ioq_blockdev *leaves,
                         size_t max, size_t *n, ioq_err *e);
+
+/* Whole-disk check by number (sysfs NULL = "/sys"): the device exists and is
+ * not a partition; the error for a partition names the disk to use instead
+ * (io limits and weights apply to whole disks: the kernel answers ENODEV).
+ * name gets the kernel name. */
+int ioq_blockdev_whole(const char *sysfs, struct ioq_devno dev, char *name, size_t namesz,
+                       ioq_err *e);
+/* Active I/O scheduler of a device by number ("bfq", "mq-deadline", "none"). */
+int ioq_blockdev_scheduler(const char *sysfs, struct ioq_devno dev, char *out, size_t outsz,
+                           ioq_err *e);
 
 /* true for device-mapper / md devices (stacked: have slaves). */
 bool ioq_blockdev_is_stacked(const char *sysfs, const char *name);

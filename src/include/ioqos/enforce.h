@@ -27,6 +27,7 @@
 
 #include "ioqos/cglayout.h"
 #include "ioqos/error.h"
+#include "ioqos/blockdev.h"
 #include "ioqos/iolimit.h"
 
 /* A cgroup directory and the hierarchy version it belongs to. */
@@ -89,13 +90,8 @@ struct ioq_disk_state_cg {
 int ioq_cg_read_disk(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
                      ioq_err *e);
 
-/* Whole-disk check: the device exists in sysfs and is not a partition (the
- * error names the disk to use instead). name gets the kernel name. */
-int ioq_blockdev_whole(const char *sysfs_root, struct ioq_devno dev, char *name, size_t namesz,
-                       ioq_err *e);
-/* Active I/O scheduler of a disk ("bfq", "mq-deadline", "none"). */
-int ioq_blockdev_scheduler(const char *sysfs_root, struct ioq_devno dev, char *out, size_t outsz,
-                           ioq_err *e);
+/* (whole-disk check and scheduler lookup: ioq_blockdev_whole and
+ * ioq_blockdev_scheduler in blockdev.h) */
 
 /* ---- controllers along the path (cgroup v2) ----------------------------- */
 
