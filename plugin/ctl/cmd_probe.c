@@ -164,7 +164,9 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     json_object_object_add(cap, "iops", json_object_new_int64((int64_t)d->capacity_iops));
     json_object_object_add(cap, "source", json_object_new_string(d->capacity_source));
     json_object_object_add(o, "capacity", cap);
-    json_object_object_add(o, "allocatableFraction", json_object_new_double(d->allocatable_fraction));
+    char frac[32];
+    snprintf(frac, sizeof frac, "%g", d->allocatable_fraction); /* 0.8, not 0.80000000000000004 */
+    json_object_object_add(o, "allocatableFraction", json_object_new_double_s(d->allocatable_fraction, frac));
     json_object *u = json_object_new_object();
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       json_object_object_add(u, ioq_resource_name(r), json_object_new_int64((int64_t)d->units[r]));
