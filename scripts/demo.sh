@@ -1,7 +1,12 @@
 #!/bin/sh
-# make demo: shows what ioqos sees and would enforce on this machine.
-# (The real-kernel protection demo replaces this once the VM scenario lands.)
+# make demo: the isolation scenario on a real kernel, one short round (a few minutes).
+# A "db" pod (4k random I/O) next to a "backup" pod (1 MiB sequential writes) on one
+# finite disk, inside a throw-away cgroup v2 VM (Debian's kernel under qemu TCG):
+# db alone, then with the backup and no QoS, with io.weight 500/10 (the published
+# method), with ioqos grants through the real plugin, and the harness-ceiling control.
+# The table at the end compares them side by side; docs/benchmark.md explains it.
+# Results (JSON, table, plot) go to bench-results/. The full run is `make bench`.
 set -eu
 build=${1:-build}
-echo "== ioqosctl probe: managed disks, capabilities and capacity on this machine"
-"$build/plugin/ctl/ioqosctl" probe
+cd "$(dirname "$0")/.."
+exec tests/bench/run.sh --demo --build "$build"

@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""The ctest's assertions on a short isolation run (bench-results style
+isolation.json from report.py). Only what holds on a noisy 2-core TCG
+machine: no ratios, no targets.
+
+  - every case: ioqos db IOPS > 2 x contended (the grants clearly protect)
+  - every pod start: 0 bytes of I/O before the limit, io.max in place and read
+    back when PreStartContainer returned, no process in the pod cgroup yet
+  - the backup never exceeds its grant by more than 15 % (the cap holds)
+
+usage: check_robust.py ISOLATION_JSON
+"""
+import json
+import sys
+
+
+def main():
+    s = json.load(open(sys.argv[1]))
+    fails, oks = [], []
+
+    def check(cond, what):
+        (oks if cond else fails).append(what)
+
+    check(s["cases"], "at least one case ran")
+    for c in s["cases"]:
+        st = c["stages"]
+        name = "%s %s + %s" % (c["device"], c["db"], c["backup"])
+        if "ioqos" in st and "contended" in st:
+            check(st["ioqos"]["db_iops"] > 2 * st["contended"]["db_iops"],
+                  "%s: ioqos db IOPS %.0f > 2 x contended %.0f" % (name, st["ioqos"]["db_iops"],
+                                                                   st["contended"]["db_iops"]))
+        if c.get("satisfaction") is not None:
+            check(c["satisfaction"] <= 1.15, "%s: backup achieved/granted %.3f <= 1.15" % (name, c["satisfaction"]))
+        e = c["enforce"]
+        if e["runs"]:
+            check(e["bytes_before_limit_max"] == 0, "%s: bytes before the limit = %s" % (name, e["bytes_before_limit_max"]))
+            check(e["limit_in_place_at_return"], "%s: io.max in place when PreStartContainer returned" % name)
+            check(e["procs_at_return_max"] == 0, "%s: no process in the pod cgroup before the container" % name)
+    for w in oks:
+        print("ok   - " + w)
+    for w in fails:
+        print("FAIL - " + w)
+    print("bench check: %d passed, %d failed" % (len(oks), len(fails)))
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,828 @@
+#!/usr/bin/python3
+"""The isolation scenario, run as root inside the cgroup v2 VM (tests/bench/run.sh
+starts it with tests/e2e/vm-run; it refuses to run anywhere else).
+
+One VM = one device kind: a managed disk (the one ioqos-plugin advertises) and a
+control disk with twice its throttle. For every case (a db workload next to a
+backup workload) it runs rounds of stages in rotated order:
+
+  solo          db alone
+  contended     db + backup, no QoS
+  weight        db io.weight 500, backup 10, iocost enabled on the disk with a 5 ms
+                latency target (the published method), written with `ioqosctl apply`
+  weight-plain  the same weights without enabling iocost (the published form as
+                written; the kernel refuses per-device weights then, the writer falls
+                back to the cgroup-wide default, which does nothing without iocost)
+  ioqos         grants through the real ioqos-plugin, driven the way kubelet does
+                (pod object, GetPreferredAllocation, Allocate, pod resources entry,
+                pod cgroup, PreStartContainer, then the container)
+  control       the ioqos stage's limits (written with `ioqosctl apply`) on the
+                control disk: the same jobs with the disk never the bottleneck, so
+                the db's IOPS there is what the harness (TCG, 2 cores) allows
+
+Each "container" is a fio process started in a container cgroup below its pod
+cgroup (kubelet's systemd-driver names). fio's JSON is parsed for the db; the
+backup's bandwidth is the pod cgroup's io.stat slope over the db's measured
+window (the only honest measure for buffered writes, whose writeback is what
+io.max throttles). Results are raw per-run numbers in a JSON file; report.py
+turns them into medians, ratios and the table. Nothing here compares a number
+with a target.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.dont_write_bytecode = True  # tests/plugin is imported from the shared repository
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CG = "/sys/fs/cgroup"
+KUBEPODS = "kubepods.slice"
+BURSTABLE = KUBEPODS + "/kubepods-burstable.slice"
+NS = "bench"
+MIB = 1024 * 1024
+IOPS_UNIT = 100  # default unit sizes (config "units" left at defaults)
+BW_UNIT = MIB
+
+# db workloads: name -> (fio rw, iodepth)
+DB_WORKLOADS = {
+    "randread-qd1": ("randread", 1),
+    "randread-qd16": ("randread", 16),
+    "randwrite-qd1": ("randwrite", 1),
+    "randwrite-qd16": ("randwrite", 16),
+}
+BACKUP_MODES = ("direct", "buffered")
+ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "control")
+BACKUP_JOBS = 4
+
+# The weight-only stage: the published weights, and iocost with a 5 ms latency
+# target (p95). min/max are left at the kernel's defaults so vrate can follow
+# the latency target.
+WEIGHT_DB, WEIGHT_BACKUP = 500, 10
+IOCOST_QOS = "enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000"
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def si(n):
+    """9800 -> '9.8k'"""
+    return "%.1fk" % (n / 1000.0) if n >= 1000 else "%.0f" % n
+
+
+# ---------------------------------------------------------------- cgroups --
+
+def iostat(cgdir, devno):
+    """(rbytes, wbytes, rios, wios) of a cgroup on one disk; zeros if no line."""
+    try:
+        text = read(os.path.join(cgdir, "io.stat"))
+    except OSError:
+        return (0, 0, 0, 0)
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == devno:
+            kv = dict(x.split("=", 1) for x in f[1:])
+            return tuple(int(kv.get(k, 0)) for k in ("rbytes", "wbytes", "rios", "wios"))
+    return (0, 0, 0, 0)
+
+
+def iomax_line(cgdir, devno):
+    for line in read(os.path.join(cgdir, "io.max")).splitlines():
+        if line.split()[:1] == [devno]:
+            return line.strip()
+    return ""
+
+
+def enable_controllers(path):
+    sc = os.path.join(path, "cgroup.subtree_control")
+    have = read(sc).split()
+    want = [c for c in ("io", "memory") if c not in have]
+    if want:
+        write(sc, " ".join("+" + c for c in want))
+
+
+def mkcg(rel):
+    """Creates CG/rel, enabling io and memory on every ancestor on the way."""
+    p = CG
+    for part in rel.strip("/").split("/"):
+        enable_controllers(p)
+        p = os.path.join(p, part)
+        if not os.path.isdir(p):
+            os.mkdir(p)
+    return p
+
+
+def rmcg(path):
+    """Moves every process out of a cgroup tree (to the root) and removes it."""
+    if not os.path.isdir(path):
+        return
+    for dirpath, _, _ in sorted(os.walk(path), key=lambda t: -t[0].count("/")):
+        for _ in range(50):
+            pids = read(os.path.join(dirpath, "cgroup.procs")).split()
+            for pid in pids:
+                try:
+                    write(os.path.join(CG, "cgroup.procs"), pid)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(dirpath)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+class Pod:
+    """A pod as kubelet (systemd driver) lays it out: the pod slice, created
+    before any container starts, and one container scope per container."""
+
+    def __init__(self, name, uid=None):
+        self.name = name
+        self.uid = uid or str(uuid.uuid4())
+        self.rel = "%s/kubepods-burstable-pod%s.slice" % (BURSTABLE, self.uid.replace("-", "_"))
+        self.dir = os.path.join(CG, self.rel)
+        self.container = None
+
+    def create(self):
+        mkcg(self.rel)
+        enable_controllers(self.dir)
+        return self
+
+    def container_dir(self):
+        self.container = os.path.join(self.dir, "cri-containerd-%s.scope" % uuid.uuid4().hex)
+        os.mkdir(self.container)
+        return self.container
+
+    def remove(self):
+        rmcg(self.dir)
+
+
+def spawn_in(cgdir, argv, stdout):
+    """Starts argv as a process that enters cgdir before it execs (a container)."""
+    return subprocess.Popen(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgdir] + argv,
+                            stdout=stdout, stderr=subprocess.STDOUT)
+
+
+class Sampler(threading.Thread):
+    """io.stat of some cgroups on one disk, every `interval` seconds."""
+
+    def __init__(self, cgdirs, devno, interval=0.2):
+        super().__init__(daemon=True)
+        self.cgdirs, self.devno, self.interval = cgdirs, devno, interval
+        self.samples = {k: [] for k in cgdirs}
+        self.halt = threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            t = time.monotonic()
+            for k, d in self.cgdirs.items():
+                self.samples[k].append((t,) + iostat(d, self.devno))
+            self.halt.wait(self.interval)
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+        t = time.monotonic()
+        for k, d in self.cgdirs.items():
+            self.samples[k].append((t,) + iostat(d, self.devno))
+
+    def at(self, key, t, field):
+        """Counter `field` (1=rbytes 2=wbytes 3=rios 4=wios) at time t, interpolated."""
+        s = self.samples[key]
+        if not s:
+            return 0
+        if t <= s[0][0]:
+            return s[0][field]
+        for a, b in zip(s, s[1:]):
+            if a[0] <= t <= b[0]:
+                if b[0] == a[0]:
+                    return b[field]
+                return a[field] + (b[field] - a[field]) * (t - a[0]) / (b[0] - a[0])
+        return s[-1][field]
+
+    def last_change(self, key, field):
+        """Time of the first sample after the counter's last increase: when the
+        cgroup's I/O (of that kind) ended, to the sampling interval."""
+        s = self.samples[key]
+        for a, b in zip(reversed(s[:-1]), reversed(s)):
+            if b[field] > a[field]:
+                return b[0]
+        return s[-1][0] if s else 0.0
+
+    def first_change(self, key, field):
+        """Time of the last sample before the counter first moved."""
+        s = self.samples[key]
+        for a, b in zip(s, s[1:]):
+            if b[field] > a[field]:
+                return a[0]
+        return s[0][0] if s else 0.0
+
+    def rate(self, key, t0, t1, field):
+        return (self.at(key, t1, field) - self.at(key, t0, field)) / (t1 - t0) if t1 > t0 else 0.0
+
+
+# ------------------------------------------------------------------- disks --
+
+class Disk:
+    def __init__(self, dev, mount):
+        self.dev = os.path.realpath(dev)
+        self.name = os.path.basename(self.dev)
+        self.devno = read("/sys/block/%s/dev" % self.name).strip()
+        self.mount = mount
+
+    def db_target(self):
+        if self.mount:
+            return ["--filename=%s/db.dat" % self.mount, "--size=512M"]
+        return ["--filename=%s" % self.dev, "--offset=0", "--size=1G"]
+
+    def backup_file(self, k):
+        """Where backup job k writes: its own file, or its own 1 GiB region."""
+        if self.mount:
+            return ["--filename=%s/backup.%d" % (self.mount, k), "--size=256M"]
+        return ["--filename=%s" % self.dev, "--offset=%dG" % (2 + k), "--size=1G"]
+
+    def layout(self, cgdir):
+        """Writes the db and backup files once (a filesystem disk), so reads hit
+        written blocks and writes overwrite allocated ones."""
+        if not self.mount:
+            return
+        argv = ["fio", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
+                "--output-format=json", "--output=/dev/null", "--name=layout-db"] + self.db_target()
+        for k in range(BACKUP_JOBS):
+            argv += ["--name=layout-backup%d" % k] + self.backup_file(k)
+        p = spawn_in(cgdir, argv, subprocess.DEVNULL)
+        if p.wait() != 0:
+            raise RuntimeError("fio layout failed on %s" % self.dev)
+        subprocess.run(["sync"], check=True)
+
+
+def settle():
+    """Between runs: write back what is dirty and drop the page cache and the
+    unused inodes. Cgroup writeback charges an inode's writeback to the cgroup
+    that owns the inode, and a removed pod's inodes pass to its parent, so a
+    backup rewriting files of an earlier stage would be charged to (and limited
+    as) someone else until the kernel switches the owner; evicted inodes start
+    afresh with the next writer."""
+    subprocess.run(["sync"])
+    write("/proc/sys/vm/drop_caches", "3")
+
+
+def iocost_set(disk, line):
+    path = os.path.join(CG, "io.cost.qos")
+    write(path, "%s %s" % (disk.devno, line))
+    for l in read(path).splitlines():
+        if l.split()[:1] == [disk.devno]:
+            return l.strip()
+    return ""
+
+
+# ------------------------------------------------------------------ plugin --
+
+class Cluster:
+    """The real ioqos-plugin against the kubelet and API server stand-ins of
+    tests/plugin (python3-grpcio over unix sockets; the daemon's libcurl client
+    talks to the API stand-in), on the VM's real cgroup v2 root and sysfs."""
+
+    def __init__(self, args, disk):
+        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
+        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
+        sys.path.insert(0, args.proto_py)
+        sys.path.insert(0, os.path.join(REPO, "tests", "plugin"))
+        import harness  # noqa: E402  (tests/plugin: Env, Daemon, pod_object)
+        self.h = harness
+        self.disk = disk
+        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, args.fraction
+        self.env = harness.Env(
+            bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=CG, sysfs_root="/sys",
+            kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
+            reconcile_s=args.reconcile, extra_config={"allocatableFraction": self.fraction})
+        self.kubelet, self.api = self.env.kubelet, self.env.api
+        self.daemon = self.env.start_daemon(extra=["--log-level", "info"])
+        self.kubelet.wait_registered(harness.BW, timeout=60)
+        self.kubelet.wait_registered(harness.IOPS, timeout=60)
+        self.daemon.wait_ready(timeout=60)
+        self.units = {}
+        for res in (harness.BW, harness.IOPS):
+            lst = self.kubelet.wait_list(res, lambda l: len(l) > 0, timeout=60)
+            self.units[res] = [i for i, h in lst if h == "Healthy"]
+
+    def allocatable(self, res):
+        return len(self.units[res])
+
+    def admit(self, pod, bw, iops):
+        """Admission as kubelet does it, up to (not including) the pod cgroup:
+        the pod object, then per resource GetPreferredAllocation + Allocate,
+        then the pod resources entry. Returns ({res: ids}, allocate envs)."""
+        h, k = self.h, self.kubelet
+        self.api.put_pod(h.pod_object(pod.name, pod.uid, bw=bw, iops=iops, ns=NS,
+                                      qos="Burstable"))
+        ids, envs = {}, {}
+        for res, n in ((h.BW, bw), (h.IOPS, iops)):
+            if not n:
+                continue
+            taken = set(i for _, _, c in k.pod_resources for r in c.values() for i in r.get(res, []))
+            avail = [i for i in self.units[res] if i not in taken]
+            pref = k.preferred(res, avail, size=n)
+            chosen = list(pref.container_responses[0].deviceIDs)
+            if len(chosen) != n:
+                raise RuntimeError("GetPreferredAllocation gave %d of %d %s units" % (len(chosen), n, res))
+            a = k.allocate(res, chosen)
+            ids[res] = chosen
+            envs.update(dict(a.container_responses[0].envs))
+        k.set_pod(NS, pod.name, {"app": ids})
+        return ids, envs
+
+    def prestart(self, ids):
+        for res, lst in ids.items():
+            self.kubelet.prestart(res, lst)
+
+    def release(self, pods):
+        for p in pods:
+            self.kubelet.remove_pod(NS, p.name)
+            self.api.delete_pod(NS, p.name)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            left = [self.daemon.metric("ioqos_disk_allocated_units", disk=self.disk.name, resource=r)
+                    for r in (self.h.BW, self.h.IOPS)]
+            if all(not v for v in left) and all(not iomax_line(p.dir, self.disk.devno) for p in pods
+                                                 if os.path.isdir(p.dir)):
+                return True
+            time.sleep(0.2)
+        log("warning: the plugin did not release the grants within 30 s")
+        return False
+
+    def close(self):
+        rc = self.daemon.terminate()
+        self.env.close()
+        return rc
+
+
+def ctl_apply(args, cgdir, disk, **kv):
+    cmd = [args.ioqosctl, "apply", "--cgroup", cgdir, "--device", disk.devno]
+    for k, v in kv.items():
+        cmd += ["--" + k.replace("_", "-")] + ([] if v is True else [str(v)])
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(cmd), r.stdout))
+    return r.stdout
+
+
+# -------------------------------------------------------------------- fio --
+
+def fio_db(args, disk, rw, qd, out, rate_iops=0):
+    rate = ["--rate_iops=%d" % rate_iops] if rate_iops else []
+    return ["fio", "--name=db", "--rw=" + rw, "--bs=4k", "--direct=1", "--ioengine=libaio",
+            "--iodepth=%d" % qd] + rate + ["--time_based", "--runtime=%g" % args.runtime,
+            "--ramp_time=%g" % args.ramp, "--lat_percentiles=1", "--norandommap",
+            "--randrepeat=0", "--output-format=json", "--output=" + out] + disk.db_target()
+
+
+def fio_writers(disk, mode, files, seconds, out, name="backup"):
+    """1 MiB sequential writers, one job per file/region in `files`, reported
+    as one group."""
+    io = (["--direct=1", "--ioengine=libaio", "--iodepth=4"] if mode == "direct"
+          else ["--direct=0", "--ioengine=psync"])
+    argv = ["fio", "--rw=write", "--bs=1M", "--group_reporting", "--time_based",
+            "--runtime=%g" % seconds, "--output-format=json", "--output=" + out] + io
+    for k in files:
+        argv += ["--name=%s%d" % (name, k)] + disk.backup_file(k)
+    return argv
+
+
+def fio_backup(args, disk, mode, out):
+    return fio_writers(disk, mode, range(BACKUP_JOBS), args.ramp + args.runtime + 30, out)
+
+
+def parse_db(path, rw):
+    d = json.load(open(path))
+    j = d["jobs"][0]
+    s = j["read" if rw == "randread" else "write"]
+    lat = s["lat_ns"]
+    pct = lat.get("percentile", {})  # absent when fio measured no I/O
+
+    def us(v):
+        return None if v is None else v / 1000.0
+    return {"iops": s["iops"], "bw_bytes": s["bw_bytes"], "lat_mean_us": us(lat.get("mean")),
+            "lat_p99_us": us(pct.get("99.000000")), "lat_p50_us": us(pct.get("50.000000")),
+            "runtime_ms": j["job_runtime"], "error": j["error"]}
+
+
+# ---------------------------------------------------------------- scenario --
+
+class Scenario:
+    def __init__(self, args):
+        self.args = args
+        self.disk = Disk(args.disk, args.mount)
+        self.ctl = Disk(args.control_disk, args.control_mount)
+        self.tmp = "/tmp/bench"
+        os.makedirs(self.tmp, exist_ok=True)
+        self.cluster = None
+        self.errors = 0
+        self.results = {"meta": {}, "cases": [], "accuracy": [], "overhead": []}
+
+    # -- setup --
+    def setup(self):
+        a = self.args
+        mkcg(BURSTABLE)
+        for d in (self.disk, self.ctl):
+            if a.nonrot and os.path.exists("/sys/block/%s/queue/rotational" % d.name):
+                write("/sys/block/%s/queue/rotational" % d.name, "0")
+        if a.dirty_bytes:
+            write("/proc/sys/vm/dirty_background_bytes", str(a.dirty_bytes // 4))
+            write("/proc/sys/vm/dirty_bytes", str(a.dirty_bytes))
+        setup_pod = Pod("setup").create()
+        log("preparing disks: laying out the db and backup files")
+        for d in (self.disk, self.ctl) if "control" in a.stage_list else (self.disk,):
+            d.layout(setup_pod.container_dir())
+        setup_pod.remove()
+        log("starting ioqos-plugin (kubelet and API server stand-ins)")
+        t = time.monotonic()
+        self.cluster = Cluster(a, self.disk)
+        h = self.cluster.h
+        log("plugin registered in %.1f s: %d ioqos/bandwidth units (MiB/s) and %d ioqos/iops units "
+            "(100 IOPS) on %s (capacity %d MiB/s, %d IOPS, allocatable fraction %g)" % (
+                time.monotonic() - t, self.cluster.allocatable(h.BW), self.cluster.allocatable(h.IOPS),
+                self.disk.name, a.capacity_bw // MIB, a.capacity_iops, a.fraction))
+        self.results["meta"] = {
+            "kind": a.kind, "kernel": platform.release(), "cpus": os.cpu_count(),
+            "disk": {"name": self.disk.name, "devno": self.disk.devno, "fs": bool(self.disk.mount),
+                     "rotational": read("/sys/block/%s/queue/rotational" % self.disk.name).strip(),
+                     "scheduler": read("/sys/block/%s/queue/scheduler" % self.disk.name).strip()},
+            "control_disk": {"name": self.ctl.name, "devno": self.ctl.devno},
+            "capacity_bw_bytes": a.capacity_bw, "capacity_iops": a.capacity_iops,
+            "control_throttle_factor": a.control_factor,
+            "allocatable_fraction": a.fraction,
+            "units": {"bw": self.cluster.allocatable(h.BW), "iops": self.cluster.allocatable(h.IOPS)},
+            "runtime_s": a.runtime, "ramp_s": a.ramp, "rounds": a.rounds,
+            "db_grant_factor": a.db_grant_factor, "backup_jobs": BACKUP_JOBS,
+            "db_demand_fraction": a.db_demand, "db_demand_iops": a.db_demand_iops,
+            "iocost_qos": IOCOST_QOS, "weights": [WEIGHT_DB, WEIGHT_BACKUP],
+            "dirty_bytes": a.dirty_bytes, "fio": subprocess.run(["fio", "--version"], stdout=subprocess.PIPE,
+                                                                text=True).stdout.strip(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+
+    # -- one stage --
+    def stage(self, case, stage, rnd):
+        a, cl = self.args, self.cluster
+        rw, qd = DB_WORKLOADS[case["db"]]
+        mode = case["backup"]
+        disk = self.ctl if stage == "control" else self.disk
+        db, backup = Pod("db"), Pod("backup")
+        pods = [db] if stage == "solo" else [db, backup]
+        g = case["grants"]
+        res = {"stage": stage, "round": rnd, "disk": disk.name}
+        try:
+            if stage == "ioqos":
+                t_adm = time.monotonic()
+                ids = {}
+                ids[db.name], env_db = cl.admit(db, g["db_bw_units"], g["db_iops_units"])
+                ids[backup.name], env_bk = cl.admit(backup, g["backup_bw_units"], 0)
+                res["allocate_env"] = {"db": env_db, "backup": env_bk}
+                for p in pods:  # kubelet: pod cgroup (EnsureExists) before the containers
+                    p.create()
+                before = {p.name: iomax_line(p.dir, disk.devno) for p in pods}
+                enf = {}
+                for p in pods:
+                    t0 = time.monotonic()
+                    cl.prestart(ids[p.name])
+                    t1 = time.monotonic()
+                    # the moment PreStartContainer returned: what is in place, what ran
+                    st = iostat(p.dir, disk.devno)
+                    enf[p.name] = {"prestart_ms": (t1 - t0) * 1000.0, "iomax_before": before[p.name],
+                                   "iomax_at_return": iomax_line(p.dir, disk.devno),
+                                   "bytes_before_limit": st[0] + st[1],
+                                   "procs_at_return": len(read(os.path.join(p.dir, "cgroup.procs")).split())}
+                res["admission_ms"] = (time.monotonic() - t_adm) * 1000.0
+                res["enforce"] = enf
+            else:
+                for p in pods:
+                    p.create()
+                if stage == "weight":
+                    res["iocost_qos"] = iocost_set(disk, IOCOST_QOS)
+                if stage in ("weight", "weight-plain"):
+                    ctl_apply(a, db.dir, disk, weight=WEIGHT_DB)
+                    ctl_apply(a, backup.dir, disk, weight=WEIGHT_BACKUP)
+                    res["io_weight"] = {p.name: read(os.path.join(p.dir, "io.weight")).strip() for p in pods}
+                if stage == "control":
+                    ctl_apply(a, db.dir, disk, rbps=g["db_bw_units"] * BW_UNIT, wbps=g["db_bw_units"] * BW_UNIT,
+                              riops=g["db_iops_units"] * IOPS_UNIT, wiops=g["db_iops_units"] * IOPS_UNIT)
+                    ctl_apply(a, backup.dir, disk, rbps=g["backup_bw_units"] * BW_UNIT,
+                              wbps=g["backup_bw_units"] * BW_UNIT)
+            res["iomax"] = {p.name: iomax_line(p.dir, disk.devno) for p in pods}
+
+            # the containers
+            samp = Sampler({p.name: p.dir for p in pods}, disk.devno)
+            samp.start()
+            dbjson = os.path.join(self.tmp, "db.json")
+            procs = []
+            t_start = time.monotonic()
+            if stage != "solo":
+                bk = spawn_in(backup.container_dir(), fio_backup(a, disk, mode, os.path.join(self.tmp, "bk.json")),
+                              open(os.path.join(self.tmp, "bk.log"), "w"))
+                procs.append(bk)
+            dbp = spawn_in(db.container_dir(), fio_db(a, disk, rw, qd, dbjson, g["db_rate_iops"]),
+                           open(os.path.join(self.tmp, "db.log"), "w"))
+            rc = dbp.wait(timeout=a.ramp + a.runtime + 120)
+            t_end = time.monotonic()
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            samp.stop()
+            if rc != 0:
+                raise RuntimeError("db fio failed (%d): %s" % (rc, read(os.path.join(self.tmp, "db.log"))[-2000:]))
+            res["db"] = parse_db(dbjson, rw)
+            # the db's measured window: the last `runtime` seconds of its I/O
+            iof = 3 if rw == "randread" else 4
+            w1 = min(t_end, samp.last_change("db", iof))
+            w0 = w1 - a.runtime
+            res["window_s"] = [w0 - t_start, w1 - t_start]
+            res["db"]["iostat_iops"] = samp.rate("db", w0, w1, iof)
+            if stage != "solo":
+                res["backup"] = {"bw_bytes": samp.rate("backup", w0, w1, 2)}
+                if stage == "ioqos":
+                    # the backup's first second of I/O, against what its grant allows
+                    t0 = samp.first_change("backup", 2)
+                    res["enforce"]["backup"]["first_second_bytes"] = (
+                        samp.at("backup", t0 + 1.0, 2) - samp.at("backup", t0, 2))
+            return res
+        finally:
+            # limits off first, so leftover dirty pages of a buffered backup
+            # drain at disk speed before the next stage
+            if stage == "ioqos" and cl:
+                res["released"] = cl.release(pods)
+            if stage == "control":
+                for p in pods:
+                    if os.path.isdir(p.dir):
+                        ctl_apply(a, p.dir, disk, clear=True)
+            if stage == "weight":
+                res["iocost_off"] = iocost_set(disk, "enable=0")
+            for p in pods:
+                p.remove()
+            settle()
+
+    def report_stage(self, label, r):
+        db = r["db"]
+        def us(v):
+            return "–" if v is None else "%.0f us" % v
+        line = "%s %-12s db %s IOPS, lat mean %s, p99 %s" % (
+            label, r["stage"] + ":", si(db["iops"]), us(db["lat_mean_us"]), us(db["lat_p99_us"]))
+        if "backup" in r:
+            line += "; backup %.0f MiB/s" % (r["backup"]["bw_bytes"] / MIB)
+        log(line)
+
+    # -- sizing: what the db needs --
+    def size_case(self, case):
+        """What the db needs, and the grants. Two solo runs of the db, closed-loop
+        (they also warm the disk); the higher one counts. Its demand is at most db_demand of the disk:
+        if the closed-loop db goes faster than that (null_blk: I/O costs nothing),
+        it runs rate-limited at that demand in every stage of the case (fio
+        rate_iops; only then, since fio's pacing itself costs IOPS under TCG),
+        and a second solo run measures the need with that limit.
+        db grant = need x db_grant_factor rounded up to whole units (a grant is a
+        cap too, so a grant of exactly the measured need would clip the db at
+        that one run's noise); backup = the remaining bandwidth units."""
+        a, h = self.args, self.cluster.h
+        rw, qd = DB_WORKLOADS[case["db"]]
+
+        def solo(rate):
+            p = Pod("db-sizing").create()
+            out = os.path.join(self.tmp, "sizing.json")
+            saved = a.runtime
+            a.runtime = a.sizing_runtime
+            try:
+                rc = spawn_in(p.container_dir(), fio_db(a, self.disk, rw, qd, out, rate),
+                              subprocess.DEVNULL).wait()
+            finally:
+                a.runtime = saved
+                p.remove()
+            if rc != 0:
+                raise RuntimeError("sizing fio failed")
+            return parse_db(out, rw)["iops"]
+        closed = need = max(solo(0), solo(0))
+        rate = 0
+        if a.db_demand_iops and closed > a.db_demand_iops:
+            rate = a.db_demand_iops
+            need = solo(rate)
+        f = a.db_grant_factor
+        bw_all, iops_all = self.cluster.allocatable(h.BW), self.cluster.allocatable(h.IOPS)
+        db_iops = min(iops_all, int(math.ceil(need * f / IOPS_UNIT)))
+        db_bw = min(bw_all - 1, int(math.ceil(need * f * 4096 / BW_UNIT)))
+        g = {"db_closed_loop_iops": closed, "db_rate_iops": rate, "db_need_iops": need,
+             "db_iops_units": db_iops, "db_bw_units": db_bw, "backup_bw_units": bw_all - db_bw,
+             "clipped": db_bw < math.ceil(need * f * 4096 / BW_UNIT) or db_iops < math.ceil(need * f / IOPS_UNIT)}
+        return g
+
+    def run_case(self, db, backup, stages):
+        a = self.args
+        case = {"device": a.kind, "db": db, "backup": backup, "name": "%s %s + backup %s" % (a.kind, db, backup)}
+        case["grants"] = self.size_case(case)
+        g = case["grants"]
+        log("== %s: db needs %s IOPS%s -> grant %d MiB/s + %d IOPS; backup grant %d MiB/s%s" % (
+            case["name"], si(g["db_need_iops"]),
+            " (closed-loop %s IOPS, more than a %g share of the disk: paced at %s)" % (
+                si(g["db_closed_loop_iops"]), a.db_demand, si(g["db_rate_iops"])) if g["db_rate_iops"] else "",
+            g["db_bw_units"], g["db_iops_units"] * IOPS_UNIT,
+            g["backup_bw_units"], " (clipped to what the disk has)" if g["clipped"] else ""))
+        case["runs"] = []
+        self.results["cases"].append(case)
+        for r in range(a.rounds):
+            order = stages[r % len(stages):] + stages[:r % len(stages)]
+            for pos, st in enumerate(order):
+                label = "[%s r%d/%d]" % (case["name"], r + 1, a.rounds)
+                try:
+                    res = self.stage(case, st, r)
+                except Exception as e:  # one failed run must not lose the others
+                    res = {"stage": st, "round": r, "error": "%s: %s" % (type(e).__name__, e)}
+                    self.errors += 1
+                    log("%s %s: FAILED: %s" % (label, st, res["error"]))
+                res["position"] = pos
+                case["runs"].append(res)
+                if "error" not in res:
+                    self.report_stage(label, res)
+                self.save()
+
+    # -- io.max accuracy: one granted backup alone, through the plugin --
+    def accuracy(self):
+        a, cl = self.args, self.cluster
+        units = cl.allocatable(cl.h.BW) // 2
+        for r in range(a.rounds):
+            for mode in (BACKUP_MODES if r % 2 == 0 else BACKUP_MODES[::-1]):
+                if mode not in a.backup_modes:
+                    continue
+                p = Pod("backup")
+                ids, _ = cl.admit(p, units, 0)
+                p.create()
+                t0 = time.monotonic()
+                cl.prestart(ids)
+                st = iostat(p.dir, self.disk.devno)
+                enf = {"prestart_ms": (time.monotonic() - t0) * 1000.0,
+                       "iomax_at_return": iomax_line(p.dir, self.disk.devno), "bytes_before_limit": st[0] + st[1]}
+                samp = Sampler({"b": p.dir}, self.disk.devno)
+                samp.start()
+                pr = spawn_in(p.container_dir(), fio_backup(a, self.disk, mode, os.path.join(self.tmp, "acc.json")),
+                              subprocess.DEVNULL)
+                time.sleep(a.ramp + a.runtime)
+                t_end = time.monotonic()
+                pr.send_signal(signal.SIGTERM)
+                pr.wait()
+                samp.stop()
+                rate = samp.rate("b", t_end - a.runtime, t_end, 2)
+                t0 = samp.first_change("b", 2)
+                first = samp.at("b", t0 + 1.0, 2) - samp.at("b", t0, 2)
+                enf["first_second_bytes"] = first
+                granted = units * BW_UNIT
+                self.results["accuracy"].append({"mode": mode, "round": r, "granted_bytes": granted,
+                                                 "achieved_bytes": rate, "enforce": enf})
+                log("[accuracy r%d/%d] backup %s alone, grant %d MiB/s: %.1f MiB/s (%.3f); "
+                    "bytes before the limit: %d" % (r + 1, a.rounds, mode, units, rate / MIB, rate / granted,
+                                                    enf["bytes_before_limit"]))
+                cl.release([p])
+                p.remove()
+                settle()
+        self.save()
+
+    # -- overhead: grants summing to capacity vs no QoS --
+    def overhead(self):
+        """Two backup pods (1 MiB sequential direct writes); with QoS each holds
+        io.max = half the capacity (written with the ioqos writer), so the grants
+        sum to the capacity; without QoS nothing is set. Aggregate throughput."""
+        a = self.args
+        half = a.capacity_bw // 2
+        for r in range(a.rounds):
+            for qos in ((False, True) if r % 2 == 0 else (True, False)):
+                pods = [Pod("w1").create(), Pod("w2").create()]
+                if qos:
+                    for p in pods:
+                        ctl_apply(a, p.dir, self.disk, wbps=half)
+                samp = Sampler({p.name: p.dir for p in pods}, self.disk.devno)
+                samp.start()
+                procs = []
+                for i, p in enumerate(pods):
+                    procs.append(spawn_in(p.container_dir(), fio_writers(
+                        self.disk, "direct", (2 * i, 2 * i + 1), a.ramp + a.runtime + 30, "/dev/null",
+                        name=p.name), subprocess.DEVNULL))
+                time.sleep(a.ramp + a.runtime)
+                t_end = time.monotonic()
+                for pr in procs:
+                    pr.send_signal(signal.SIGTERM)
+                for pr in procs:
+                    pr.wait()
+                samp.stop()
+                agg = sum(samp.rate(p.name, t_end - a.runtime, t_end, 2) for p in pods)
+                self.results["overhead"].append({"qos": qos, "round": r, "aggregate_bytes": agg,
+                                                 "grant_each_bytes": half if qos else None})
+                log("[overhead r%d/%d] 2 writers, %s: aggregate %.1f MiB/s" % (
+                    r + 1, a.rounds, "io.max = capacity/2 each" if qos else "no QoS", agg / MIB))
+                for p in pods:
+                    p.remove()
+                settle()
+        self.save()
+
+    def save(self):
+        tmp = self.args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.results, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.args.out)
+
+    def close(self):
+        if self.cluster:
+            rc = self.cluster.close()
+            self.results["meta"]["plugin_exit"] = rc
+        if self.args.dirty_bytes:
+            write("/proc/sys/vm/dirty_background_ratio", "10")
+            write("/proc/sys/vm/dirty_ratio", "20")
+        rmcg(os.path.join(CG, KUBEPODS))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kind", required=True, help="device kind label (nullb, virtio)")
+    ap.add_argument("--disk", required=True, help="managed disk (/dev/X)")
+    ap.add_argument("--mount", help="its filesystem (files instead of the raw disk)")
+    ap.add_argument("--control-disk", required=True, help="the same disk kind with the throttle doubled")
+    ap.add_argument("--control-mount")
+    ap.add_argument("--control-factor", type=float, default=2.0, help="(recorded) control throttle factor")
+    ap.add_argument("--capacity-bw", type=int, required=True, help="disk capacity, bytes/s (its throttle)")
+    ap.add_argument("--capacity-iops", type=int, required=True, help="disk capacity, IOPS")
+    ap.add_argument("--fraction", type=float, default=0.8, help="allocatableFraction (default 0.8)")
+    ap.add_argument("--db", default=",".join(DB_WORKLOADS), help="db workloads (comma list)")
+    ap.add_argument("--backup-modes", default="direct,buffered")
+    ap.add_argument("--cases", help="explicit DB+MODE list, e.g. randread-qd1+direct,randwrite-qd1+buffered")
+    ap.add_argument("--stages", default=",".join(ALL_STAGES))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runtime", type=float, default=8.0, help="measured seconds per stage")
+    ap.add_argument("--ramp", type=float, default=2.0, help="seconds before the db's measurement starts")
+    ap.add_argument("--sizing-runtime", type=float, default=3.0)
+    ap.add_argument("--db-grant-factor", type=float, default=1.1)
+    ap.add_argument("--db-demand", type=float, default=0.25,
+                    help="the db's demand: at most this fraction of the disk's IOPS (fio rate_iops); 0 = unbounded")
+    ap.add_argument("--reconcile", type=int, default=10, help="plugin reconcile interval (s)")
+    ap.add_argument("--dirty-bytes", type=int, default=64 * MIB,
+                    help="vm.dirty_bytes during the run (background = 1/4); 0 keeps the kernel's ratios")
+    ap.add_argument("--nonrot", action="store_true", help="mark the disks non-rotational (iocost SSD model)")
+    ap.add_argument("--accuracy", action="store_true", help="also the io.max accuracy runs")
+    ap.add_argument("--overhead", action="store_true", help="also the overhead runs")
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--ioqosctl", required=True)
+    ap.add_argument("--proto-py", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if not os.environ.get("IOQOS_E2E_VM"):
+        sys.exit("isolation.py runs inside the VM (tests/bench/run.sh starts it)")
+    a.backup_modes = a.backup_modes.split(",")
+    a.db_demand_iops = int(a.db_demand * a.capacity_iops)
+    stages = a.stage_list = [s for s in a.stages.split(",") if s]
+    for s in stages:
+        if s not in ALL_STAGES:
+            sys.exit("unknown stage " + s)
+    if a.cases:
+        cases = [tuple(c.split("+")) for c in a.cases.split(",") if c]
+    else:
+        cases = [(d, m) for m in a.backup_modes for d in a.db.split(",") if d]
+    for d, m in cases:
+        if d not in DB_WORKLOADS or m not in BACKUP_MODES:
+            sys.exit("unknown case %s+%s" % (d, m))
+    sc = Scenario(a)
+    try:
+        sc.setup()
+        for d, m in cases:
+            sc.run_case(d, m, stages)
+        if a.accuracy:
+            sc.accuracy()
+        if a.overhead:
+            sc.overhead()
+    finally:
+        sc.results["meta"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        sc.results["meta"]["failed_runs"] = sc.errors
+        sc.close()
+        sc.save()
+    if sc.errors:
+        sys.exit("isolation.py: %d run(s) failed (their errors are in the JSON)" % sc.errors)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,487 @@
+#!/usr/bin/python3
+"""Turns the raw isolation runs (isolation-raw-<kind>.json, written by
+isolation.py in the VM) into medians, spreads and ratios: OUT/isolation.json,
+the markdown table OUT/isolation.md (also printed) and the plot
+OUT/isolation.png (gnuplot, when it is installed).
+
+  report.py --out DIR [--mode full|demo|ctest] RAW.json...
+
+Definitions (docs/benchmark.md explains how to read them):
+  protection(stage) = (stage - contended) / (solo - contended) on db IOPS medians
+  ceiling           = protection(control): what the harness lets any QoS reach
+  ioqos / ceiling   = (ioqos - contended) / (control - contended)
+  satisfaction      = backup achieved / granted bandwidth (ioqos stage)
+Targets (shared/DESIGN.md): ioqos / ceiling >= 0.95 and above weight-only;
+satisfaction 0.95..1.10; io.max accuracy within 5 %; 0 bytes before the limit.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+MIB = 1024 * 1024
+STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "control")
+TARGET_CEILING = 0.95
+SAT_LO, SAT_HI = 0.95, 1.10
+ACC_TOL = 0.05
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs):
+    xs = [x for x in xs if x is not None]
+    return [min(xs), max(xs)] if xs else None
+
+
+def ratio(stage, contended, solo):
+    if None in (stage, contended, solo):
+        return None
+    gap = solo - contended
+    if gap <= 0:
+        return None
+    return (stage - contended) / gap
+
+
+def fmt_iops(x):
+    if x is None:
+        return "–"
+    return "%.1fk" % (x / 1000.0) if x >= 1000 else "%.0f" % x
+
+
+def fmt_r(x, nd=2):
+    return "–" if x is None else ("%.*f" % (nd, x))
+
+
+def fmt_sp(sp, f):
+    return "" if not sp or sp[0] == sp[1] else " (%s–%s)" % (f(sp[0]), f(sp[1]))
+
+
+def summarize_case(case):
+    failed = [r for r in case["runs"] if "error" in r]
+    runs = [r for r in case["runs"] if "error" not in r]
+    by = {}
+    for r in runs:
+        by.setdefault(r["stage"], []).append(r)
+    st = {}
+    for s, rs in by.items():
+        st[s] = {
+            "n": len(rs),
+            "db_iops": med([r["db"]["iops"] for r in rs]),
+            "db_iops_spread": spread([r["db"]["iops"] for r in rs]),
+            "db_lat_mean_us": med([r["db"]["lat_mean_us"] for r in rs]),
+            "db_lat_p99_us": med([r["db"]["lat_p99_us"] for r in rs]),
+            "db_lat_p99_spread": spread([r["db"]["lat_p99_us"] for r in rs]),
+            "backup_bw_bytes": med([r.get("backup", {}).get("bw_bytes") for r in rs]),
+            "backup_bw_spread": spread([r.get("backup", {}).get("bw_bytes") for r in rs]),
+        }
+    iops = {s: v["db_iops"] for s, v in st.items()}
+    solo, cont = iops.get("solo"), iops.get("contended")
+    prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "control")
+            if s in iops}
+    # per-round ratios (each round's own solo and contended): the spread
+    rounds = sorted(set(r["round"] for r in runs))
+    per_round = {s: [] for s in prot}
+    per_round_ceiling = []
+    for rd in rounds:
+        ri = {r["stage"]: r["db"]["iops"] for r in runs if r["round"] == rd}
+        for s in prot:
+            per_round[s].append(ratio(ri.get(s), ri.get("contended"), ri.get("solo")))
+        if "ioqos" in ri and "control" in ri:
+            per_round_ceiling.append(ratio(ri["ioqos"], ri.get("contended"), ri["control"]))
+    g = case["grants"]
+    granted_backup = g["backup_bw_units"] * MIB
+    out = {
+        "name": case["name"], "device": case["device"], "db": case["db"], "backup": case["backup"],
+        "grants": g, "stages": st, "protection": prot,
+        "protection_spread": {s: spread(v) for s, v in per_round.items()},
+        "rounds": len(rounds),
+        "failed_runs": [{"stage": r["stage"], "round": r["round"], "error": r["error"]} for r in failed],
+    }
+    if "ioqos" in iops and "control" in iops:
+        out["ioqos_vs_ceiling"] = ratio(iops["ioqos"], cont, iops["control"])
+        out["ioqos_vs_ceiling_spread"] = spread(per_round_ceiling)
+    if "ioqos" in st and st["ioqos"]["backup_bw_bytes"] is not None:
+        out["satisfaction"] = st["ioqos"]["backup_bw_bytes"] / granted_backup
+        out["satisfaction_spread"] = [x / granted_backup for x in st["ioqos"]["backup_bw_spread"]]
+    if "weight" in st and st["weight"]["backup_bw_bytes"] is not None:
+        out["weight_backup_vs_grant"] = st["weight"]["backup_bw_bytes"] / granted_backup
+    if "control" in st and st["control"]["backup_bw_bytes"] is not None:
+        out["control_satisfaction"] = st["control"]["backup_bw_bytes"] / granted_backup
+    # verdicts: None = not measured
+    v = {}
+    if out.get("ioqos_vs_ceiling") is not None:
+        v["ceiling_0.95"] = out["ioqos_vs_ceiling"] >= TARGET_CEILING
+    if prot.get("ioqos") is not None and prot.get("weight") is not None:
+        v["above_weight"] = prot["ioqos"] > prot["weight"]
+    if out.get("satisfaction") is not None:
+        v["satisfaction"] = SAT_LO <= out["satisfaction"] <= SAT_HI
+    out["targets"] = v
+    # enforcement facts of the ioqos runs
+    enf = [r["enforce"] for r in runs if r["stage"] == "ioqos" and "enforce" in r]
+    out["enforce"] = {
+        "runs": len(enf),
+        "bytes_before_limit_max": max([e[p]["bytes_before_limit"] for e in enf for p in e] or [None]),
+        "limit_in_place_at_return": all(e[p]["iomax_at_return"] for e in enf for p in e),
+        "procs_at_return_max": max([e[p]["procs_at_return"] for e in enf for p in e] or [None]),
+        "prestart_ms_median": med([e[p]["prestart_ms"] for e in enf for p in e]),
+        "backup_first_second_vs_grant": med([e["backup"].get("first_second_bytes", 0) / granted_backup
+                                             for e in enf if "backup" in e]),
+    }
+    return out
+
+
+def summarize_accuracy(raw):
+    out = {}
+    for a in raw.get("accuracy", []):
+        out.setdefault(a["mode"], []).append(a["achieved_bytes"] / a["granted_bytes"])
+    res = {}
+    for mode, xs in out.items():
+        m = med(xs)
+        res[mode] = {"ratio": m, "spread": spread(xs), "n": len(xs),
+                     "within_5pct": all(abs(x - 1) <= ACC_TOL for x in xs)}
+    enf = [a["enforce"] for a in raw.get("accuracy", [])]
+    if enf:
+        res["bytes_before_limit_max"] = max(e["bytes_before_limit"] for e in enf)
+        res["first_second_vs_grant"] = med([e["first_second_bytes"] / a["granted_bytes"]
+                                            for e, a in zip(enf, raw["accuracy"])])
+    return res
+
+
+def summarize_overhead(raw):
+    ov = raw.get("overhead", [])
+    if not ov:
+        return {}
+    noq = [o["aggregate_bytes"] for o in ov if not o["qos"]]
+    q = [o["aggregate_bytes"] for o in ov if o["qos"]]
+    mn, mq = med(noq), med(q)
+    return {"no_qos_bytes": mn, "qos_bytes": mq, "no_qos_spread": spread(noq), "qos_spread": spread(q),
+            "overhead": (1 - mq / mn) if mn and mq is not None else None, "n": len(q)}
+
+
+def yes_no(v):
+    return "–" if v is None else ("yes" if v else "**no**")
+
+
+def markdown(summary):
+    L = []
+    meta = summary["meta"]
+    L.append("# ioqos isolation benchmark — %s" % summary["generated"])
+    L.append("")
+    L.append("Machine: %s. Guest: Debian kernel %s under qemu TCG (no KVM), %s vCPUs, cgroup v2. "
+             "Mode: %s; %s. Host load average (1/5/15 min) on the host during the run: %s." % (
+                 meta.get("host", "?"), meta.get("kernel", "?"), meta.get("cpus", "?"), summary["mode"],
+                 meta.get("settings", ""), meta.get("host_load", "not recorded")))
+    if summary["mode"] != "full":
+        L.append("")
+        L.append("A short run (%s): one round per case, so no medians or spreads; `make bench` measures "
+                 "every case in 3 rounds." % summary["mode"])
+    L.append("")
+    L.append("## Protection of the db (4k random I/O) from the backup (1 MiB sequential writes)")
+    L.append("")
+    L.append("db IOPS, median of rounds (min–max). Protection = (stage − contended) / (solo − contended); "
+             "ceiling = protection of the control stage (ioqos limits, disk throttle doubled); "
+             "ioqos / ceiling = (ioqos − contended) / (control − contended). Target: ioqos / ceiling ≥ 0.95 "
+             "and ioqos above weight-only.")
+    L.append("")
+    L.append("| device | db | backup | solo | contended | weight-only | ioqos | control | weight-only protection "
+             "| ioqos protection | ceiling | ioqos / ceiling | ≥ 0.95 | > weight-only |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in summary["cases"]:
+        st, p, ps = c["stages"], c["protection"], c["protection_spread"]
+
+        def cell(s):
+            if s not in st:
+                return "–"
+            return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops)
+
+        def pr(s):
+            return fmt_r(p.get(s)) + fmt_sp(ps.get(s), fmt_r) if s in p else "–"
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c["device"], c["db"], c["backup"], cell("solo"), cell("contended"), cell("weight"), cell("ioqos"),
+            cell("control"), pr("weight"), pr("ioqos"), pr("control"),
+            fmt_r(c.get("ioqos_vs_ceiling")) + fmt_sp(c.get("ioqos_vs_ceiling_spread"), fmt_r),
+            yes_no(c["targets"].get("ceiling_0.95")), yes_no(c["targets"].get("above_weight"))))
+    if any("weight-plain" in c["stages"] for c in summary["cases"]):
+        L.append("")
+        L.append("Published plain form (io.weight 500/10 without enabling iocost; the kernel falls back to the "
+                 "cgroup-wide default weight), protection: " + "; ".join(
+                     "%s %s + %s: %s" % (c["device"], c["db"], c["backup"], fmt_r(c["protection"].get("weight-plain")))
+                     for c in summary["cases"] if "weight-plain" in c["stages"]) + ".")
+    L.append("")
+    L.append("## Latency of the db and bandwidth of the backup")
+    L.append("")
+    L.append("db latency (fio total latency, mean / p99, ms) and backup MiB/s (the backup pod's io.stat over the "
+             "db's measured window), medians. Satisfaction = backup achieved / granted in the ioqos stage "
+             "(target 0.95–1.10).")
+    L.append("")
+    L.append("| device | db | backup | db solo | contended | weight-only | ioqos | control | backup contended "
+             "| weight-only | ioqos | grant | satisfaction |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in summary["cases"]:
+        st = c["stages"]
+
+        def lat(s):
+            if s not in st:
+                return "–"
+            m, p = st[s]["db_lat_mean_us"], st[s]["db_lat_p99_us"]
+            return "%s / %s" % ("–" if m is None else "%.2f" % (m / 1000), "–" if p is None else "%.1f" % (p / 1000))
+
+        def bw(s):
+            if s not in st or st[s]["backup_bw_bytes"] is None:
+                return "–"
+            return "%.0f" % (st[s]["backup_bw_bytes"] / MIB)
+        sat = c.get("satisfaction")
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s%s |" % (
+            c["device"], c["db"], c["backup"], lat("solo"), lat("contended"), lat("weight"), lat("ioqos"),
+            lat("control"), bw("contended"), bw("weight"), bw("ioqos"), c["grants"]["backup_bw_units"],
+            fmt_r(sat), "" if sat is None else (" " + yes_no(c["targets"].get("satisfaction")))))
+    L.append("")
+    L.append("Grants (ioqos stage): the db's need is the higher of two closed-loop solo runs, or, when that is "
+             "more than a quarter of the disk, a solo run paced at a quarter of the disk (fio rate_iops, then used in "
+             "every stage of the case); its grant is need × %s rounded up to whole units (1 MiB/s, 100 IOPS); "
+             "the backup gets the remaining bandwidth units of %s." % (
+                 meta.get("db_grant_factor", "?"), ", ".join(
+                     "%s %d" % (k, v) for k, v in meta.get("allocatable_bw_units", {}).items())))
+    L.append("")
+    L.append("| device | db | db closed-loop solo (IOPS) | paced at | db need | db grant | backup grant |")
+    L.append("|---|---|---|---|---|---|---|")
+    for c in summary["cases"]:
+        g = c["grants"]
+        L.append("| %s | %s + %s | %s | %s | %s | %d MiB/s + %d IOPS | %d MiB/s |" % (
+            c["device"], c["db"], c["backup"], fmt_iops(g.get("db_closed_loop_iops")),
+            fmt_iops(g.get("db_rate_iops")) if g.get("db_rate_iops") else "not paced",
+            fmt_iops(g["db_need_iops"]), g["db_bw_units"],
+            g["db_iops_units"] * 100, g["backup_bw_units"]))
+    if summary["accuracy"]:
+        L.append("")
+        L.append("## io.max accuracy (one backup pod alone, grant through the plugin)")
+        L.append("")
+        L.append("| device | writes | achieved / granted (median, min–max) | within 5 % |")
+        L.append("|---|---|---|---|")
+        for dev, acc in summary["accuracy"].items():
+            for mode in ("direct", "buffered"):
+                if mode in acc:
+                    a = acc[mode]
+                    L.append("| %s | %s | %.3f%s | %s |" % (dev, mode, a["ratio"],
+                                                            fmt_sp(a["spread"], lambda x: "%.3f" % x),
+                                                            yes_no(a["within_5pct"])))
+    L.append("")
+    L.append("## Time to enforce")
+    L.append("")
+    te = summary["time_to_enforce"]
+    L.append("- Bytes of I/O a pod did before its limit was in place (pod io.stat at the moment "
+             "PreStartContainer returned; the container starts only after): max **%s** over %d pod starts "
+             "(target 0)." % (te["bytes_before_limit_max"], te["pod_starts"]))
+    L.append("- io.max in place and read back when PreStartContainer returned: %s; processes in the pod "
+             "cgroup then: %s (the container had not started)." % (
+                 "every start" if te["limit_in_place_always"] else "**NOT every start**",
+                 te["procs_at_return_max"]))
+    L.append("- PreStartContainer round trip (kubelet stand-in → plugin → pod resources, API cache, cgroup write "
+             "+ read-back): median %.0f ms." % te["prestart_ms_median"] if te["prestart_ms_median"] is not None
+             else "- PreStartContainer round trip: –")
+    if te.get("first_second_vs_grant") is not None:
+        L.append("- The backup's first second of I/O, relative to its grant: %.2f (≤ 1 means throttled "
+                 "from the first I/O)." % te["first_second_vs_grant"])
+    if summary["overhead"]:
+        L.append("")
+        L.append("## Overhead (two writers, grants summing to the capacity vs no QoS)")
+        L.append("")
+        L.append("| device | no QoS MiB/s | io.max = capacity/2 each, MiB/s | overhead |")
+        L.append("|---|---|---|---|")
+        for dev, o in summary["overhead"].items():
+            if o:
+                L.append("| %s | %.1f%s | %.1f%s | %.1f %% |" % (
+                    dev, o["no_qos_bytes"] / MIB, fmt_sp(o["no_qos_spread"], lambda x: "%.0f" % (x / MIB)),
+                    o["qos_bytes"] / MIB, fmt_sp(o["qos_spread"], lambda x: "%.0f" % (x / MIB)),
+                    100 * o["overhead"]))
+    fails = [(c, f) for c in summary["cases"] for f in c.get("failed_runs", [])]
+    if fails:
+        L.append("")
+        L.append("## Failed runs (left out of the medians)")
+        L.append("")
+        for c, f in fails:
+            L.append("- %s %s + %s, %s round %d: %s" % (c["device"], c["db"], c["backup"], f["stage"],
+                                                       f["round"] + 1, f["error"]))
+    L.append("")
+    L.append("## Targets not reached")
+    L.append("")
+    missed = []
+    for c in summary["cases"]:
+        t = c["targets"]
+        what = []
+        if t.get("ceiling_0.95") is False:
+            what.append("ioqos / ceiling %s < 0.95" % fmt_r(c.get("ioqos_vs_ceiling")))
+        if t.get("above_weight") is False:
+            what.append("ioqos protection %s not above weight-only %s" % (
+                fmt_r(c["protection"].get("ioqos")), fmt_r(c["protection"].get("weight"))))
+        if t.get("satisfaction") is False:
+            what.append("backup satisfaction %s outside 0.95–1.10" % fmt_r(c.get("satisfaction")))
+        if what:
+            cs = c["stages"]
+            p, cl = c["protection"], c["protection"].get("control")
+            if (t.get("above_weight") is False and cl is not None and p.get("ioqos") is not None
+                    and p["ioqos"] >= TARGET_CEILING * cl and p["weight"] >= TARGET_CEILING * cl):
+                what.append("both at the harness ceiling %s, so the order of the two is within the rounds' "
+                            "spread (weight-only %s, ioqos %s)" % (
+                                fmt_r(cl), fmt_sp(c["protection_spread"].get("weight"), fmt_r).strip(),
+                                fmt_sp(c["protection_spread"].get("ioqos"), fmt_r).strip()))
+            if c.get("weight_backup_vs_grant") is not None and t.get("above_weight") is False:
+                what.append("weight-only gave the backup %s of the grant ioqos gives it" % fmt_r(
+                    c["weight_backup_vs_grant"]))
+            ctx = "control/solo = %s" % fmt_r((cs["control"]["db_iops"] / cs["solo"]["db_iops"])
+                                              if "control" in cs and "solo" in cs else None)
+            if "control" in cs and "ioqos" in cs:
+                ctx += ", backup in control %.0f MiB/s vs ioqos %.0f MiB/s" % (
+                    (cs["control"]["backup_bw_bytes"] or 0) / MIB, (cs["ioqos"]["backup_bw_bytes"] or 0) / MIB)
+            missed.append("- %s %s + backup %s: %s (%s)." % (c["device"], c["db"], c["backup"], "; ".join(what), ctx))
+    for dev, acc in summary["accuracy"].items():
+        for mode in ("direct", "buffered"):
+            if mode in acc and not acc[mode]["within_5pct"]:
+                missed.append("- io.max accuracy %s %s: %s outside 1 ± 0.05 in some round." % (
+                    dev, mode, fmt_sp(acc[mode]["spread"], lambda x: "%.3f" % x).strip()))
+    if te["bytes_before_limit_max"]:
+        missed.append("- Time to enforce: %s bytes before the limit." % te["bytes_before_limit_max"])
+    L += missed or ["None."]
+    L.append("")
+    L.append("Why a target can be missed on this harness is in docs/benchmark.md (TCG CPU cost of the neighbour, "
+             "null_blk's 20 ms token bucket, writeback under TCG).")
+    return "\n".join(L) + "\n"
+
+
+def plot(summary, out):
+    gp = shutil.which("gnuplot")
+    if not gp or not any(v is not None for c in summary["cases"] for v in c["protection"].values()):
+        return None
+    dat = os.path.join(out, "isolation-plot.dat")
+    with open(dat, "w") as f:
+        f.write("# case weight ioqos ceiling sat_ioqos ioqos_vs_ceiling sat_weight\n")
+        for c in summary["cases"]:
+            p = c["protection"]
+            label = "%s\\n%s\\n%s" % (c["device"], c["db"], c["backup"])
+
+            def v(x):
+                return "NaN" if x is None else "%.4f" % x
+            f.write('"%s" %s %s %s %s %s %s\n' % (label, v(p.get("weight")), v(p.get("ioqos")), v(p.get("control")),
+                                                v(c.get("satisfaction")), v(c.get("ioqos_vs_ceiling")),
+                                                v(c.get("weight_backup_vs_grant"))))
+    png = os.path.join(out, "isolation.png")
+    n = len(summary["cases"])
+    script = """
+set terminal pngcairo size %d,900 font "sans,10"
+set output "%s"
+set multiplot layout 2,1 title "ioqos isolation benchmark (%s, medians of %s)"
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set grid ytics
+set key tmargin center horizontal
+set bmargin 4
+set yrange [-0.2:1.5]
+set ylabel "protection of db IOPS"
+set xtics font ",8"
+set arrow 1 from graph 0, first 0.95 to graph 1, first 0.95 nohead dt 2 lc rgb "black"
+plot "%s" using 2:xtic(1) title "weight-only (io.weight 500/10, iocost 5 ms)" lc rgb "#d95f02", \\
+     "" using 3 title "ioqos (grants via the plugin)" lc rgb "#1b9e77", \\
+     "" using 4 title "control = harness ceiling" lc rgb "#7570b3", \\
+     "" using 6 title "ioqos / ceiling" lc rgb "#66a61e" fs pattern 4
+unset arrow 1
+set yrange [0:1.5]
+set ylabel "backup achieved / its grant"
+set arrow 2 from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "black"
+plot "%s" using 7:xtic(1) title "weight-only (no grant: what it got of the grant ioqos gives it)" lc rgb "#d95f02", \\
+     "" using 5 title "ioqos (neighbour satisfaction)" lc rgb "#1b9e77"
+unset multiplot
+""" % (max(900, 160 * n), png, summary["generated"], summary["meta"].get("rounds_desc", "rounds"), dat, dat)
+    r = subprocess.run([gp], input=script, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        print("report: gnuplot failed: " + r.stdout, file=sys.stderr)
+        return None
+    return png
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", default="full")
+    ap.add_argument("--host-load", help="host load averages during the run (text)")
+    ap.add_argument("--host-load-file", help="read them from this file (run.sh writes it)")
+    ap.add_argument("raw", nargs="+")
+    a = ap.parse_args()
+    if not a.host_load and a.host_load_file and os.path.exists(a.host_load_file):
+        a.host_load = "; ".join(l.strip() for l in open(a.host_load_file) if l.strip())
+    raws = []
+    for p in a.raw:
+        if not os.path.exists(p):
+            print("report: %s missing (that run failed or was skipped)" % p, file=sys.stderr)
+            continue
+        raws.append(json.load(open(p)))
+    if not raws:
+        sys.exit("report: no results")
+    m0 = raws[0]["meta"]
+    rounds = sorted(set(r["meta"].get("rounds") for r in raws))
+    host = "%d-core machine" % os.cpu_count()
+    try:
+        with open("/etc/os-release") as f:
+            osr = dict(l.rstrip().split("=", 1) for l in f if "=" in l)
+        host = "%d-core %s" % (os.cpu_count(), osr.get("PRETTY_NAME", "").strip('"'))
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+        virt = " VM" if " hypervisor" in open("/proc/cpuinfo").read() else ""
+        host += virt + (" (%s)" % cpu if cpu else "")
+    except OSError:
+        pass
+    summary = {
+        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "mode": a.mode,
+        "meta": {
+            "host": host, "kernel": m0.get("kernel"), "cpus": m0.get("cpus"),
+            "host_load": a.host_load or "not recorded",
+            "db_grant_factor": m0.get("db_grant_factor"),
+            "allocatable_bw_units": {r["meta"]["kind"]: r["meta"]["units"]["bw"] for r in raws},
+            "rounds_desc": "%s round%s" % ("/".join(map(str, rounds)), "" if rounds == [1] else "s"),
+            "settings": "%s round(s) per case in rotated stage order, %s s measured per stage after %s s ramp, "
+                        "allocatable fraction %s, iocost for weight-only: %s" % (
+                            "/".join(map(str, rounds)), m0.get("runtime_s"), m0.get("ramp_s"),
+                            m0.get("allocatable_fraction"), m0.get("iocost_qos")),
+            "raw": {r["meta"]["kind"]: r["meta"] for r in raws},
+        },
+        "cases": [summarize_case(c) for r in raws for c in r["cases"]],
+        "accuracy": {r["meta"]["kind"]: summarize_accuracy(r) for r in raws if r.get("accuracy")},
+        "overhead": {r["meta"]["kind"]: summarize_overhead(r) for r in raws if r.get("overhead")},
+    }
+    enf_cases = [c["enforce"] for c in summary["cases"] if c["enforce"]["runs"]]
+    acc_b = [v.get("bytes_before_limit_max") for v in summary["accuracy"].values()
+             if v.get("bytes_before_limit_max") is not None]
+    acc_n = sum(len(r.get("accuracy", [])) for r in raws)
+    bb = [e["bytes_before_limit_max"] for e in enf_cases] + acc_b
+    summary["time_to_enforce"] = {
+        "bytes_before_limit_max": max(bb) if bb else None,
+        "pod_starts": 2 * sum(e["runs"] for e in enf_cases) + acc_n,
+        "limit_in_place_always": all(e["limit_in_place_at_return"] for e in enf_cases),
+        "procs_at_return_max": max([e["procs_at_return_max"] for e in enf_cases] or [None]),
+        "prestart_ms_median": med([e["prestart_ms_median"] for e in enf_cases]),
+        "first_second_vs_grant": med([e["backup_first_second_vs_grant"] for e in enf_cases] +
+                                     [v.get("first_second_vs_grant") for v in summary["accuracy"].values()]),
+    }
+    os.makedirs(a.out, exist_ok=True)
+    md = markdown(summary)
+    with open(os.path.join(a.out, "isolation.md"), "w") as f:
+        f.write(md)
+    png = plot(summary, a.out)
+    summary["plot"] = png
+    with open(os.path.join(a.out, "isolation.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+    print(md)
+    print("results: %s/isolation.json, isolation.md%s" % (a.out, ", isolation.png" if png else " (no gnuplot: no plot)"))
+
+
+if __name__ == "__main__":
+    main()
