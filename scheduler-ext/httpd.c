@@ -291,7 +291,11 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->quiesced = MHD_INVALID_SOCKET;
 
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-  flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+  /* poll, not epoll: with epoll, MHD_quiesce_daemon (graceful SIGTERM) races
+   * a worker that takes the listen socket out of its epoll set at the
+   * connection limit, and libmicrohttpd 0.9.75 then aborts ("Failed to remove
+   * listen FD from epoll set"). --max-connections bounds the set poll scans. */
+  flags |= MHD_USE_POLL;
   if (addr.ss_family == AF_INET6) {
     /* [::] serves IPv4 too, as --help says; a specific address is v6 only */
     const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&addr)->sin6_addr;

@@ -107,9 +107,11 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
     return ioq_fail(e, ECANCELED, "stopped");
   }
   set_rv(inf, rv);
-  inf->cb.list_end(inf->ud, true);
+  /* counted before the consumer learns of it, so anything the consumer
+   * makes visible (readiness) is never ahead of the count */
   atomic_store(&inf->lists, atomic_load(&inf->lists) + 1);
   atomic_store(&inf->synced, true);
+  inf->cb.list_end(inf->ud, true);
   ioq_debug("kube list done path=%s items_rv=%s", inf->path, inf->rv);
   return 0;
 }

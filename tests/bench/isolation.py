@@ -296,9 +296,10 @@ def iocost_set(disk, line):
 # ------------------------------------------------------------------ plugin --
 
 class Cluster:
-    """The real ioqos-plugin against the kubelet and API server stand-ins of
-    tests/plugin (python3-grpcio over unix sockets; the daemon's libcurl client
-    talks to the API stand-in), on the VM's real cgroup v2 root and sysfs."""
+    """The real ioqos-plugin against the kubelet stand-in of tests/plugin and
+    the API server stand-in of tests/support, set up by tests/plugin/harness.py
+    (python3-grpcio over unix sockets; the daemon's libcurl client talks to the
+    API stand-in), on the VM's real cgroup v2 root and sysfs."""
 
     def __init__(self, args, disk):
         os.environ["IOQOS_PLUGIN_BIN"] = args.plugin

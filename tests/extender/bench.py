@@ -22,9 +22,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
 
 import k8s  # noqa: E402
-from apiserver import FakeAPI  # noqa: E402
+from apiserver import ApiServer  # noqa: E402  (tests/support)
 
 
 def make_nodes(n):
@@ -86,7 +87,8 @@ def measure(ext, filter_body, prio_body, iters):
 
 
 def bench_names(Extender, n, iters, pod):
-    api = FakeAPI().start()
+    from extproc import TOKEN  # main() has imported extproc by now
+    api = ApiServer(token=TOKEN).start()
     try:
         for node in make_nodes(n):
             api.set_node(node)

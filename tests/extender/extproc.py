@@ -11,10 +11,11 @@ import threading
 import time
 
 BIN = os.environ.get("IOQOS_EXT_BIN", "")
+TOKEN = "test-token"  # what Extender(api=...) hands the binary; ApiServer(token=TOKEN) checks it
 
 
 class Extender:
-    def __init__(self, *args, api=None, token="test-token", env=None):
+    def __init__(self, *args, api=None, token=TOKEN, env=None):
         if not BIN or not os.access(BIN, os.X_OK):
             raise RuntimeError("IOQOS_EXT_BIN does not name the built ioqos-scheduler-ext")
         self.args = list(args)

@@ -11,14 +11,17 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
 import k8s
-from apiserver import FakeAPI
-from extproc import BIN, Extender
+from extproc import BIN, TOKEN, Extender
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from apiserver import ApiServer  # noqa: E402  (tests/support)
 
 BW, IOPS = k8s.RES_BW, k8s.RES_IOPS
 
@@ -150,7 +153,7 @@ class NamesMode(unittest.TestCase):
     follows the API server by list+watch."""
 
     def setUp(self):
-        self.api = FakeAPI().start()
+        self.api = ApiServer(token=TOKEN).start()
 
     def tearDown(self):
         self.api.stop()
@@ -250,7 +253,7 @@ class Bind(unittest.TestCase):
     """bindVerb: disk choice, pod annotation, pods/binding, assumed placements."""
 
     def setUp(self):
-        self.api = FakeAPI().start()
+        self.api = ApiServer(token=TOKEN).start()
 
     def tearDown(self):
         self.api.stop()
@@ -369,18 +372,18 @@ class Bind(unittest.TestCase):
             # bound by someone else between our read and our binding: the API says 409
             other = k8s.ioqos_pod("race", bw=100)
             self.api.add_pod(other)
-            orig = self.api.pod
+            orig = self.api.get
 
-            def pod_unbound(ns, name):  # the stand-in hides nodeName from the GET
-                p = orig(ns, name)
+            def pod_unbound(kind, ns, name):  # the stand-in hides nodeName from the GET
+                p = orig(kind, ns, name)
                 if p and name == "race":
                     p["spec"].pop("nodeName", None)
                 return p
 
             self.api.pods[("default", "race")]["spec"]["nodeName"] = "elsewhere"
-            self.api.pod = pod_unbound
+            self.api.get = pod_unbound
             self.assertIn("already assigned to node elsewhere", self.bind(ext, other, "w1")[1]["Error"])
-            self.api.pod = orig
+            self.api.get = orig
             self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1, "rolled back")
 
     def test_pod_without_ioqos_is_just_bound(self):
@@ -491,7 +494,8 @@ class BadInput(unittest.TestCase):
         # B needs another ~5 MiB: not now
         body_b = b'{"Pod":{},"NodeNames":[' + b"{}," * 5800 + b"{}]}"
         st, res = None, None
-        for _ in range(50):  # until A's bytes have reached the server
+        deadline = time.monotonic() + 30  # until A's bytes have reached the server (slow under ASan/load)
+        while time.monotonic() < deadline:
             st, res, _ = self.ext.request("POST", "/filter", body_b)
             if st == 503:
                 break
@@ -626,7 +630,7 @@ class Server(unittest.TestCase):
             self.assertIn(b"cannot serve", bad.stderr)
 
     def test_sigterm_finishes_requests_in_progress(self):
-        api = FakeAPI().start()
+        api = ApiServer(token=TOKEN).start()
         try:
             api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
             pod = k8s.ioqos_pod("db", bw=100)

@@ -20,9 +20,10 @@ import urllib.request
 import uuid
 
 sys.path.insert(0, os.environ.get("IOQOS_PROTO_PY_DIR", ""))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from apiserver_stub import ApiServer  # noqa: E402
+from apiserver import ApiServer  # noqa: E402  (tests/support)
 from kubelet_stub import Kubelet  # noqa: E402
 
 BIN = os.environ.get("IOQOS_PLUGIN_BIN", "")
@@ -246,7 +247,9 @@ class Env:
         self.config_path = os.path.join(self.root, "config.json")
         write(self.config_path, json.dumps(cfg))
         self.kubelet = Kubelet(self.dp_dir, self.podres_sock).start()
-        self.api = ApiServer(NODE).start()
+        self.api = ApiServer().start()
+        self.api.set_node({"kind": "Node", "apiVersion": "v1",
+                           "metadata": {"name": NODE, "annotations": {}}})
         self.daemons = []
 
     def start_daemon(self, extra=(), wrapper=()):

@@ -23,6 +23,7 @@ from concurrent import futures
 
 import grpc
 
+from cvwait import cv_wait  # tests/support (on sys.path via harness)
 from deviceplugin.v1beta1 import api_pb2 as dp
 from podresources.v1 import api_pb2 as pr
 
@@ -197,15 +198,8 @@ class Kubelet:
 
     # ---- waiting ----
     def wait(self, pred, timeout=20.0, what="condition"):
-        """Waits until pred() (called under the lock) is true; the timeout only
-        bounds a failing test, nothing is asserted about time."""
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while not pred():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("kubelet stand-in: timed out waiting for " + what)
-                self.cv.wait(min(left, 0.2))
+        """Waits until pred() (called under the lock) is true."""
+        cv_wait(self.cv, pred, timeout, what, "kubelet stand-in")
 
     def wait_registered(self, resource, count=1, timeout=20.0):
         self.wait(lambda: sum(1 for r in self.registrations if r[0] == resource) >= count,
