@@ -73,6 +73,32 @@ bool ioq_blockdev_is_partition(const char *sysfs, const char *name, char *disk, 
   return true;
 }
 
+/* Finds the entry of class/block whose attribute `attr` (one line) equals
+ * `want`; `prefix` (may be "") limits the names looked at. 1 found, 0 not,
+ * -1 if the directory cannot be read. */
+static int scan_class_block(const char *sysfs, const char *prefix, const char *attr,
+                            const char *want, char *name, size_t namesz, char *dir, ioq_err *e) {
+  if (ioq_path_join(dir, PATH_MAX, e, sysfs, "class/block", NULL) < 0)
+    return -1;
+  DIR *d = opendir(dir);
+  if (!d)
+    return ioq_fail_errno(e, "open %s", dir);
+  struct dirent *de;
+  int found = 0;
+  while (!found && (de = readdir(d))) {
+    if (de->d_name[0] == '.' || strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+      continue;
+    char p[PATH_MAX], line[256];
+    if (ioq_path_join(p, sizeof p, NULL, dir, de->d_name, attr, NULL) == 0 &&
+        ioq_read_line(p, line, sizeof line, NULL) == 0 && strcmp(line, want) == 0) {
+      ioq_copy(name, namesz, de->d_name);
+      found = 1;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
 int ioq_blockdev_name_for(const char *sysfs, unsigned major, unsigned minor, char *name,
                           size_t namesz, ioq_err *e) {
   char p[PATH_MAX], real[PATH_MAX], mm[32];
@@ -86,52 +112,19 @@ int ioq_blockdev_name_for(const char *sysfs, unsigned major, unsigned minor, cha
   }
   /* no /sys/dev/block link: scan class/block/ (old kernels, minimal trees) */
   char dir[PATH_MAX];
-  if (ioq_path_join(dir, sizeof dir, e, sysfs, "class/block", NULL) < 0)
-    return -1;
-  DIR *d = opendir(dir);
-  if (!d)
-    return ioq_fail_errno(e, "open %s", dir);
-  struct dirent *de;
-  int rc = ioq_fail(e, ENOENT, "no block device %s in %s", mm, dir);
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.')
-      continue;
-    char dp[PATH_MAX], line[64];
-    if (ioq_path_join(dp, sizeof dp, NULL, dir, de->d_name, "dev", NULL) < 0)
-      continue;
-    if (ioq_read_line(dp, line, sizeof line, NULL) == 0 && strcmp(line, mm) == 0) {
-      ioq_copy(name, namesz, de->d_name);
-      rc = 0;
-      break;
-    }
-  }
-  closedir(d);
-  return rc;
+  int rc = scan_class_block(sysfs, "", "dev", mm, name, namesz, dir, e);
+  if (rc == 0)
+    return ioq_fail(e, ENOENT, "no block device %s in %s", mm, dir);
+  return rc < 0 ? -1 : 0;
 }
 
 int ioq_blockdev_dm_by_name(const char *sysfs, const char *dm_name, char *name, size_t namesz,
                             ioq_err *e) {
   char dir[PATH_MAX];
-  if (ioq_path_join(dir, sizeof dir, e, sysfs, "class/block", NULL) < 0)
-    return -1;
-  DIR *d = opendir(dir);
-  if (!d)
-    return ioq_fail_errno(e, "open %s", dir);
-  struct dirent *de;
-  int rc = ioq_fail(e, ENOENT, "no device-mapper device named '%s' in %s", dm_name, dir);
-  while ((de = readdir(d))) {
-    if (strncmp(de->d_name, "dm-", 3) != 0)
-      continue;
-    char p[PATH_MAX], line[256];
-    if (ioq_path_join(p, sizeof p, NULL, dir, de->d_name, "dm/name", NULL) == 0 &&
-        ioq_read_line(p, line, sizeof line, NULL) == 0 && strcmp(line, dm_name) == 0) {
-      ioq_copy(name, namesz, de->d_name);
-      rc = 0;
-      break;
-    }
-  }
-  closedir(d);
-  return rc;
+  int rc = scan_class_block(sysfs, "dm-", "dm/name", dm_name, name, namesz, dir, e);
+  if (rc == 0)
+    return ioq_fail(e, ENOENT, "no device-mapper device named '%s' in %s", dm_name, dir);
+  return rc < 0 ? -1 : 0;
 }
 
 bool ioq_blockdev_is_stacked(const char *sysfs, const char *name) {
