@@ -151,23 +151,33 @@ static int parse_val(const char *s, uint64_t *out) {
   return 0;
 }
 
-int ioq_iomax_parse(const char *content, struct ioq_devno d, struct ioq_io_limits *out,
-                    bool *present, ioq_err *e) {
-  memset(out, 0, sizeof *out);
-  *present = false;
-  char line[512];
+/* The next line of a "MAJ:MIN ..." file that is for device d: 1 with *rest
+ * just after the device, 0 at the end, -1 on a line of another form (the
+ * kernel never writes one: a parse that skipped it could miss a limit). */
+static int next_line_for(const char **cur, char *line, size_t linesz, struct ioq_devno d,
+                         char **rest, const char *what, ioq_err *e) {
   bool toolong;
-  const char *cur = content;
-  while (next_line(&cur, line, sizeof line, &toolong)) {
+  while (next_line(cur, line, linesz, &toolong)) {
     ioq_trim(line);
     if (!*line)
       continue;
     struct ioq_devno ld;
-    char *rest;
-    if (toolong || line_dev(line, &ld, &rest) < 0)
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "io.max: unexpected line '%.120s'", line);
-    if (!ioq_devno_eq(ld, d))
-      continue;
+    if (toolong || line_dev(line, &ld, rest) < 0)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: unexpected line '%.120s'", what, line);
+    if (ioq_devno_eq(ld, d))
+      return 1;
+  }
+  return 0;
+}
+
+int ioq_iomax_parse(const char *content, struct ioq_devno d, struct ioq_io_limits *out,
+                    bool *present, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  *present = false;
+  char line[512], *rest;
+  const char *cur = content;
+  int rc;
+  while ((rc = next_line_for(&cur, line, sizeof line, d, &rest, "io.max", e)) > 0) {
     *present = true;
     char *save = NULL;
     for (char *tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
@@ -185,33 +195,24 @@ int ioq_iomax_parse(const char *content, struct ioq_devno d, struct ioq_io_limit
       }
     }
   }
-  return 0;
+  return rc;
 }
 
 int ioq_blkio_parse(const char *content, struct ioq_devno d, uint64_t *out, bool *present,
                     ioq_err *e) {
   *out = 0;
   *present = false;
-  char line[256];
-  bool toolong;
+  char line[256], *rest;
   const char *cur = content;
-  while (next_line(&cur, line, sizeof line, &toolong)) {
-    ioq_trim(line);
-    if (!*line)
-      continue;
-    struct ioq_devno ld;
-    char *rest;
-    if (toolong || line_dev(line, &ld, &rest) < 0)
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "unexpected line '%.120s'", line);
-    if (!ioq_devno_eq(ld, d))
-      continue;
+  int rc;
+  while ((rc = next_line_for(&cur, line, sizeof line, d, &rest, "blkio", e)) > 0) {
     uint64_t v;
     if (parse_val(rest, &v) < 0)
       return ioq_fail(e, IOQ_EINVAL_INPUT, "line '%s': '%s' is not a number", line, rest);
     *out = v;
     *present = true;
   }
-  return 0;
+  return rc;
 }
 
 static int parse_weight(const char *s, unsigned *out) {

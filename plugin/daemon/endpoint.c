@@ -76,30 +76,6 @@ static bool skip_satisfied(void *ud, const struct pod_info *pi, enum ioq_resourc
   return need ? held[r] >= need : held[r] > 0;
 }
 
-/* The node's disks as placement sees them. */
-static size_t disk_states(struct plugin *p, struct ioq_disk_state **out) {
-  struct cat_disk *cd;
-  size_t n = catalog_snapshot(p->catalog, &cd);
-  *out = calloc(n ? n : 1, sizeof **out);
-  if (!*out) {
-    free(cd);
-    return 0;
-  }
-  for (size_t i = 0; i < n; i++) {
-    struct ioq_disk_state *d = &(*out)[i];
-    ioq_copy(d->name, sizeof d->name, cd[i].disk.dev.name);
-    ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
-    ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
-    d->healthy = cd[i].healthy;
-    d->caps = cd[i].disk.caps;
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      d->capacity[r] = cd[i].units[r];
-    enforcer_allocated(p->enf, d->name, d->allocated);
-  }
-  free(cd);
-  return n;
-}
-
 static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllocationRequest *cr,
                       const struct ioq_disk_state *ds, size_t nds,
                       V1beta1__ContainerPreferredAllocationResponse *resp,
@@ -169,7 +145,7 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
     ioq_debug("preferred allocation without a fresh pod resources List error=\"%s\"", le.msg);
   }
   struct ioq_disk_state *ds;
-  size_t nds = disk_states(ep->p, &ds);
+  size_t nds = plugin_disk_states(ep->p, &ds);
   size_t n = req->n_container_requests;
   V1beta1__ContainerPreferredAllocationResponse *crs = calloc(n, sizeof *crs);
   V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n, sizeof *ptrs);

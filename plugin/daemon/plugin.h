@@ -96,6 +96,13 @@ double endpoint_last_tick(struct endpoint *ep);
  * counted, never fatal: the policy is an opt-in extra. */
 unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv);
 
+/* ---- diskstate.c ---- */
+struct ioq_disk_state;
+/* The disks with units, health, capabilities and allocated units, for the
+ * placement function and the node annotation. *out is malloc'd (NULL and 0
+ * when out of memory). */
+size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out);
+
 /* ---- prestart.c ---- */
 struct grpcs_reply;
 void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,

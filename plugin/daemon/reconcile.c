@@ -150,34 +150,19 @@ void reconcile_pass(struct plugin *p) {
 /* ---- node annotation ---- */
 
 static char *annotation_text(struct plugin *p) {
-  struct cat_disk *cd;
-  size_t n = catalog_snapshot(p->catalog, &cd);
   struct ioq_node_state st = {0};
   st.version = IOQ_NODE_ANNO_VERSION;
   ioq_copy(st.node, sizeof st.node, p->opts.node_name);
   st.units = p->cfg.units;
-  st.disks = calloc(n ? n : 1, sizeof *st.disks);
+  st.n_disks = plugin_disk_states(p, &st.disks);
   char *text = NULL;
   if (st.disks) {
-    st.n_disks = n;
-    for (size_t i = 0; i < n; i++) {
-      struct ioq_disk_state *d = &st.disks[i];
-      ioq_copy(d->name, sizeof d->name, cd[i].disk.dev.name);
-      ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
-      ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
-      d->healthy = cd[i].healthy;
-      d->caps = cd[i].disk.caps;
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        d->capacity[r] = cd[i].units[r];
-      enforcer_allocated(p->enf, d->name, d->allocated);
-    }
     /* which pods `allocated` counts: lets the extender drop its assumptions */
     st.n_pods = enforcer_listed_uids(p->enf, p->pods, &st.pods);
     text = ioq_node_anno_format(&st);
   }
   free(st.disks);
   free(st.pods);
-  free(cd);
   return text;
 }
 

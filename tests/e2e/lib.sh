@@ -12,6 +12,8 @@ E2E_PASS=0
 E2E_FAIL=0
 CG=/sys/fs/cgroup
 PY=/usr/bin/python3
+# shellcheck source=../support/fio.sh
+. "$E2E_REPO/tests/support/fio.sh"
 
 # Re-execute the calling script inside the VM (no-op when already inside).
 # Usage: e2e_in_vm [vm-run options] -- "$0" "$@"
@@ -86,15 +88,4 @@ rmcg() {
 
 devno() { cat "/sys/block/${1#/dev/}/dev"; }
 
-# fio_bw JSON_FILE read|write [bw_bytes|iops] -> number (sum over jobs)
-fio_val() {
-    "$PY" - "$1" "$2" "${3:-bw_bytes}" <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(sum(j[sys.argv[2]][sys.argv[3]] for j in d["jobs"]))
-EOF
-}
-
-# ratio A B -> A/B with 3 decimals
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 mib() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1048576 }'; }

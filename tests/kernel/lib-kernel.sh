@@ -5,6 +5,8 @@
 KT_CGROUPS=() KT_LOOPS=() KT_FILES=() KT_PIDS=()
 KT_TMP=""
 PY=/usr/bin/python3
+# shellcheck source=../support/fio.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../support/fio.sh"
 
 kt_die() { echo "FAIL - $*" >&2; exit 1; }
 
@@ -116,13 +118,3 @@ kt_in_cgroup() {
     sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"
 }
 
-# kt_fio_val JSON read|write bw_bytes|iops -> number
-kt_fio_val() {
-    "$PY" - "$1" "$2" "$3" <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(sum(j[sys.argv[2]][sys.argv[3]] for j in d["jobs"]))
-EOF
-}
-kt_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-kt_in_range() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'; }

@@ -41,14 +41,14 @@ measure() {
     kt_in_cgroup "$CG" fio --name="$name" --filename="$DEV" --output-format=json \
         --output="$KT_TMP/$name.json" --time_based --runtime="$RT" --ramp_time=1 "$@" \
         > "$KT_TMP/$name.log" 2>&1 || { cat "$KT_TMP/$name.log"; kt_die "fio $name"; }
-    got=$(kt_fio_val "$KT_TMP/$name.json" "$dir" "$metric") || kt_die "fio output $name"
-    r=$(kt_ratio "$got" "$limit")
+    got=$(fio_val "$KT_TMP/$name.json" "$dir" "$metric") || kt_die "fio output $name"
+    r=$(ratio "$got" "$limit")
     printf 'accuracy %-24s limit %12d achieved %14.1f ratio %s\n' "$name" "$limit" "$got" "$r"
     RATIO=$r
 }
 
 check() {  # name ratio
-    if kt_in_range "$2" "$LO" "$HI"; then
+    if in_range "$2" "$LO" "$HI"; then
         echo "ok   - $1 ratio $2 in [$LO, $HI]"
     else
         echo "FAIL - $1 ratio $2 not in [$LO, $HI]"

@@ -70,8 +70,8 @@ measure() {
     kt_in_cgroup "$CTR" fio --name="$name" --filename="$DEV" --output-format=json \
         --output="$KT_TMP/$name.json" --time_based --runtime="$RT" --ramp_time=1 "$@" \
         > "$KT_TMP/$name.log" 2>&1 || { cat "$KT_TMP/$name.log"; kt_die "fio $name"; }
-    got=$(kt_fio_val "$KT_TMP/$name.json" "$dir" "$metric") || kt_die "fio output $name"
-    RATIO=$(kt_ratio "$got" "$limit")
+    got=$(fio_val "$KT_TMP/$name.json" "$dir" "$metric") || kt_die "fio output $name"
+    RATIO=$(ratio "$got" "$limit")
     printf 'accuracy %-26s limit %12d achieved %14.1f ratio %s\n' "$name" "$limit" "$got" "$RATIO"
 }
 
@@ -115,13 +115,13 @@ EOF
     local rc rate
     read -r rc rate CHARGED <<< "$out"
     [ "$rc" = 0 ] || kt_die "dd in $ctr failed ($out)"
-    RATIO=$(kt_ratio "$rate" "$limit")
+    RATIO=$(ratio "$rate" "$limit")
     printf 'accuracy %-26s limit %12d achieved %14.1f ratio %s (steady writeback; %s MiB charged to the pod)\n' \
         "$name" "$limit" "$rate" "$RATIO" "$CHARGED"
 }
 
 check() {
-    if kt_in_range "$2" "$LO" "$HI"; then ok "$1 ratio $2 in [$LO, $HI]"
+    if in_range "$2" "$LO" "$HI"; then ok "$1 ratio $2 in [$LO, $HI]"
     else fail "$1 ratio $2 not in [$LO, $HI]"; fi
 }
 
