@@ -116,7 +116,7 @@ static int annotate(struct extender *x, const struct ext_bind_args *b, const cha
 }
 
 static int post_binding(struct extender *x, const struct ext_bind_args *b, const char *uid,
-                        ioq_err *e) {
+                        long *status, ioq_err *e) {
   char path[512];
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", b->pod_namespace,
            b->pod_name);
@@ -133,7 +133,7 @@ static int post_binding(struct extender *x, const struct ext_bind_args *b, const
   json_object_object_add(target, "kind", json_object_new_string("Node"));
   json_object_object_add(target, "name", json_object_new_string(b->node));
   json_object_object_add(binding, "target", target);
-  int rc = ioq_kube_send_json(x->kube, "POST", path, NULL, binding, NULL, NULL, e);
+  int rc = ioq_kube_send_json(x->kube, "POST", path, NULL, binding, NULL, status, e);
   json_object_put(binding);
   return rc;
 }
@@ -197,8 +197,17 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
       return;
     }
   }
-  if (post_binding(x, &b, uid, &e) < 0) {
-    if (ioqos)
+  long status = 0;
+  if (post_binding(x, &b, uid, &status, &e) < 0) {
+    /* No reply (a timeout, a reset connection): the binding may have been
+     * committed, and then the pod will run on this disk. Keep the
+     * assumption until the node reports the pod or the TTL ends, so no
+     * other pod is placed on those units meanwhile. */
+    if (ioqos && status == 0)
+      ioq_warn("binding outcome unknown, keeping the assumed placement until the node reports "
+               "the pod or it expires pod=%s node=%s disk=%s error=\"%s\"",
+               key, b.node, disk, e.msg);
+    else if (ioqos)
       ext_assumed_remove(x->assumed, b.node, assumed_id);
     fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
     return;

@@ -94,21 +94,23 @@ int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e) {
     if (!found)
       return ioq_fail(e, IOQ_EINVAL_INPUT, "quantity '%s' has an unknown suffix '%s'", s, p);
   }
+  /* exact in 128 bits: the binary multiplier first, so "1.5Ki" is 1536 */
+  unsigned __int128 v = (unsigned __int128)mant * mul;
   exp10 -= frac_digits;
   for (; exp10 > 0; exp10--) {
-    if (mant > UINT64_MAX / 10)
+    if (v > UINT64_MAX)
       return ioq_fail(e, IOQ_EINVAL_INPUT, "quantity '%s' is too large", s);
-    mant *= 10;
+    v *= 10;
   }
   for (; exp10 < 0; exp10++) {
-    if (mant % 10 != 0)
+    if (v % 10 != 0)
       return ioq_fail(e, IOQ_EINVAL_INPUT,
                       "quantity '%s' is not a whole number (ioqos resources count whole units)", s);
-    mant /= 10;
+    v /= 10;
   }
-  if (mul > 1 && mant > UINT64_MAX / mul)
+  if (v > UINT64_MAX)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "quantity '%s' is too large", s);
-  *out = mant * mul;
+  *out = (uint64_t)v;
   return 0;
 }
 

@@ -215,8 +215,15 @@ void ioq_kube_resp_free(struct ioq_kube_resp *r) {
   r->len = 0;
 }
 
-int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
-                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e) {
+/* Aborts a transfer once *ud (an atomic_bool) turns true. */
+static int on_stop_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+  (void)a, (void)b, (void)c, (void)d;
+  return atomic_load((atomic_bool *)ud) ? 1 : 0;
+}
+
+static int kube_do(struct ioq_kube *k, const char *method, const char *path,
+                   const char *content_type, const char *body, atomic_bool *stop,
+                   struct ioq_kube_resp *resp, ioq_err *e) {
   memset(resp, 0, sizeof *resp);
   struct curl_slist *hdrs = NULL;
   CURL *c = ioq_kube_curl_handle(k, path, &hdrs, body ? content_type : NULL, e);
@@ -235,6 +242,11 @@ int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  if (stop) {
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_stop_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, stop);
+  }
   CURLcode rc = curl_easy_perform(c);
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -242,6 +254,8 @@ int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
   curl_slist_free_all(hdrs);
   if (rc != CURLE_OK) {
     free(b.data);
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+      return ioq_fail(e, ECANCELED, "%s %s%s: stopped", method, k->server, path);
     if (b.overflow)
       return ioq_fail(e, EFBIG, "%s %s%s: reply larger than %zu bytes", method, k->server, path, b.max);
     return ioq_fail(e, EIO, "%s %s%s: %s", method, k->server, path,
@@ -251,6 +265,11 @@ int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
   resp->body = b.data ? b.data : strdup("");
   resp->len = b.len;
   return 0;
+}
+
+int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
+                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e) {
+  return kube_do(k, method, path, content_type, body, NULL, resp, e);
 }
 
 char *ioq_kube_escape(const char *s) {
@@ -291,16 +310,21 @@ static int finish_json(const char *method, const char *path, struct ioq_kube_res
   return 0;
 }
 
-int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
-                      ioq_err *e) {
+int ioq_kube_get_json_until(struct ioq_kube *k, const char *path, atomic_bool *stop,
+                            json_object **out, long *status, ioq_err *e) {
   if (status)
     *status = 0;
   struct ioq_kube_resp r;
-  if (ioq_kube_do(k, "GET", path, NULL, NULL, &r, e) < 0)
+  if (kube_do(k, "GET", path, NULL, NULL, stop, &r, e) < 0)
     return -1;
   int rc = finish_json("GET", path, &r, out, status, e);
   ioq_kube_resp_free(&r);
   return rc;
+}
+
+int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
+                      ioq_err *e) {
+  return ioq_kube_get_json_until(k, path, NULL, out, status, e);
 }
 
 int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,

@@ -14,6 +14,7 @@
 #define IOQOS_KUBE_H
 
 #include <json-c/json.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -55,6 +56,10 @@ int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
  * one was received (0 otherwise). *out (may be NULL) gets the parsed reply. */
 int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
                       ioq_err *e);
+/* The same, abandoned (ECANCELED) as soon as *stop turns true: a thread
+ * being stopped does not wait out the request timeout. */
+int ioq_kube_get_json_until(struct ioq_kube *k, const char *path, atomic_bool *stop,
+                            json_object **out, long *status, ioq_err *e);
 int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
                        const char *content_type, json_object *body, json_object **out,
                        long *status, ioq_err *e);

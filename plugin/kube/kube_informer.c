@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "kube.h"
 
@@ -30,9 +31,15 @@ struct ioq_kube_informer {
   char rv[128];
   bool need_list;
   /* watch stream line assembly */
+  CURL *watch; /* the transfer in progress, for its status */
+  int watch_http; /* 0 unknown yet, 1 a 2xx stream, -1 an error reply */
   char *line;
   size_t line_len, line_cap;
   bool stream_failed;
+  unsigned watch_events; /* events (bookmarks too) the current watch brought */
+  char watch_err[256]; /* why the stream failed, when that calls for a backoff */
+  char err_body[1024]; /* the start of an error reply's body (a Status) */
+  size_t err_len;
 };
 
 /* Sleeps up to ms, returning early on stop. */
@@ -81,7 +88,7 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
       return ioq_fail(e, ENOMEM, "out of memory");
     }
     json_object *page;
-    int rc = ioq_kube_get_json(inf->k, path, &page, NULL, e);
+    int rc = ioq_kube_get_json_until(inf->k, path, &inf->stop, &page, NULL, e);
     free(path);
     if (rc < 0) {
       inf->cb.list_end(inf->ud, false);
@@ -121,13 +128,15 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
   json_object *type, *obj;
   if (!ev || !json_object_object_get_ex(ev, "type", &type) ||
       !json_object_object_get_ex(ev, "object", &obj)) {
-    ioq_warn("kube watch: unparsable event path=%s bytes=%zu, re-listing", inf->path, len);
+    snprintf(inf->watch_err, sizeof inf->watch_err,
+             "watch %s: unparsable event of %zu bytes: %.80s", inf->path, len, line);
     inf->need_list = true;
     inf->stream_failed = true;
     json_object_put(ev);
     return;
   }
   const char *t = json_object_get_string(type);
+  inf->watch_events++;
   if (strcmp(t, "BOOKMARK") == 0) {
     set_rv(inf, obj_rv(obj));
   } else if (strcmp(t, "ERROR") == 0) {
@@ -135,10 +144,13 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
     json_object *code, *msg;
     long c = json_object_object_get_ex(obj, "code", &code) ? (long)json_object_get_int(code) : 0;
     const char *m = json_object_object_get_ex(obj, "message", &msg) ? json_object_get_string(msg) : "";
+    /* 410 is routine (a re-list at once); any other code is a failure
+     * that a re-list at once would only repeat: back off */
     if (c == 410)
       ioq_info("kube watch expired path=%s rv=%s, re-listing (%s)", inf->path, inf->rv, m);
     else
-      ioq_warn("kube watch error path=%s code=%ld message=%s, re-listing", inf->path, c, m);
+      snprintf(inf->watch_err, sizeof inf->watch_err, "watch %s: ERROR event, code %ld: %.120s",
+               inf->path, c, m);
     inf->need_list = true;
     inf->stream_failed = true;
   } else if (strcmp(t, "ADDED") == 0 || strcmp(t, "MODIFIED") == 0 || strcmp(t, "DELETED") == 0) {
@@ -153,6 +165,21 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
 static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud) {
   struct ioq_kube_informer *inf = ud;
   size_t n = size * nmemb;
+  if (inf->watch_http == 0) {
+    long status = 0;
+    curl_easy_getinfo(inf->watch, CURLINFO_RESPONSE_CODE, &status);
+    inf->watch_http = status >= 200 && status <= 299 ? 1 : -1;
+  }
+  if (inf->watch_http < 0) {
+    /* an error reply (403, 429, 500...) is one Status, not a stream of
+     * events: keep its start for the message */
+    size_t room = sizeof inf->err_body - 1 - inf->err_len;
+    size_t take = n < room ? n : room;
+    memcpy(inf->err_body + inf->err_len, ptr, take);
+    inf->err_len += take;
+    inf->err_body[inf->err_len] = '\0';
+    return n;
+  }
   for (size_t i = 0; i < n; i++) {
     if (ptr[i] == '\n') {
       if (inf->line_len) {
@@ -205,6 +232,12 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   char errbuf[CURL_ERROR_SIZE] = "";
   inf->line_len = 0;
   inf->stream_failed = false;
+  inf->watch = c;
+  inf->watch_http = 0;
+  inf->watch_events = 0;
+  inf->watch_err[0] = '\0';
+  inf->err_len = 0;
+  inf->err_body[0] = '\0';
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, inf);
@@ -213,26 +246,47 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, inf);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, server_timeout + 30L);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   CURLcode rc = curl_easy_perform(c);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_cleanup(c);
+  inf->watch = NULL;
   curl_slist_free_all(hdrs);
   free(path);
   if (atomic_load(&inf->stop))
     return 0;
-  if (inf->stream_failed)
-    return 0; /* need_list is set; not a transport failure */
+  if (inf->stream_failed) {
+    /* need_list is set; 410 re-lists at once, anything else backs off */
+    if (inf->watch_err[0])
+      return ioq_fail(e, EIO, "%s", inf->watch_err);
+    return 0;
+  }
   if (status == 410) {
     inf->need_list = true;
     return 0;
   }
+  if (status != 0 && (status < 200 || status > 299)) {
+    inf->need_list = true;
+    json_object *st = inf->err_len ? json_tokener_parse(inf->err_body) : NULL, *m;
+    const char *msg = st && json_object_object_get_ex(st, "message", &m) &&
+                              json_object_is_type(m, json_type_string)
+                          ? json_object_get_string(m)
+                          : ioq_trim(inf->err_body);
+    ioq_fail(e, EIO, "watch %s: HTTP %ld: %.200s", inf->path, status, *msg ? msg : "(empty reply)");
+    json_object_put(st);
+    return -1;
+  }
   if (rc != CURLE_OK)
     return ioq_fail(e, EIO, "watch %s: %s", inf->path, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-  if (status < 200 || status > 299) {
-    inf->need_list = true;
-    return ioq_fail(e, EIO, "watch %s: HTTP %ld", inf->path, status);
-  }
+  /* a stream that ends at once with nothing in it (a proxy cutting it, an
+   * overloaded server) would be re-opened in a tight loop: back off, as
+   * client-go's reflector does for a "very short watch" */
+  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (lasted < 1.0 && inf->watch_events == 0)
+    return ioq_fail(e, EIO, "watch %s: ended after %.2f s with no event", inf->path, lasted);
   return 0;
 }
 

@@ -386,6 +386,25 @@ class Bind(unittest.TestCase):
             self.api.get = orig
             self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1, "rolled back")
 
+    def test_binding_without_reply_keeps_the_assumption(self):
+        # the API commits the binding but answers after the extender gave up:
+        # the pod runs on the disk, so its units must stay counted
+        self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
+        pod = k8s.ioqos_pod("db", bw=300)
+        self.api.add_pod(pod)
+        with Extender("--kube-timeout", "3", api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            self.api.inject(path=r"/api/v1/namespaces/default/pods/db/binding$", method="POST",
+                            delay=6, count=1)
+            st, res, _ = self.bind(ext, pod, "w1")
+            self.assertEqual(st, 200)
+            self.assertIn("timed out", res["Error"].lower())
+            ext.wait_until(lambda: self.api.bindings, what="the late binding")
+            self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
+            ext.wait_log(r"binding outcome unknown, keeping the assumed placement")
+            st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("next", bw=701), names=["w1"]))
+            self.assertIn("best: sda with 700", res["FailedNodes"]["w1"])
+
     def test_pod_without_ioqos_is_just_bound(self):
         web = k8s.pod("web")
         self.api.add_pod(web)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube.h"
@@ -309,5 +310,92 @@ Test(kube, informer_list_watch_relist) {
   cr_assert_geq(s.failed_lists, 1, "a list that fails midway must end with complete=false");
 
   ioq_kube_informer_stop(inf);
+  ioq_kube_free(k);
+}
+
+static void admin_post(struct ioq_kube *k, const char *path, const char *json) {
+  struct ioq_kube_resp r;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_kube_do(k, "POST", path, "application/json", json, &r, &e), 0, "%s", e.msg);
+  cr_assert_eq(r.status, 200, "%s", r.body);
+  ioq_kube_resp_free(&r);
+}
+
+/* requests the stand-in saw whose path (with query) contains needle */
+static int count_requests(struct ioq_kube *k, const char *needle) {
+  json_object *all;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_kube_get_json(k, "/_admin/requests", &all, NULL, &e), 0, "%s", e.msg);
+  int n = 0;
+  for (size_t i = 0; i < json_object_array_length(all); i++) {
+    json_object *p;
+    if (json_object_object_get_ex(json_object_array_get_idx(all, i), "path", &p) &&
+        strstr(json_object_get_string(p), needle))
+      n++;
+  }
+  json_object_put(all);
+  return n;
+}
+
+/* A watch the API refuses (403 from RBAC, 429 from priority and fairness)
+ * answers with one Status, newline-terminated as the real API server writes
+ * it: that is an error to back off from, not an event stream to re-list
+ * after at once. */
+Test(kube, informer_backs_off_when_watch_is_refused) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{}}");
+  struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  ioq_err e = {0};
+  struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
+  cr_assert_not_null(inf, "%s", e.msg);
+  cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
+
+  admin_post(k, "/_admin/fail", "{\"path_prefix\":\"/api/v1/pods\",\"status\":403,\"count\":100000,\"watch\":true}");
+  int before = count_requests(k, "watch=1");
+  admin_post(k, "/_admin/close-watches", "{}");
+  sleep(3);
+  /* backoff 0.5, 1, 2 s: about 3 refused watches in 3 s; without it, hundreds */
+  int refused = count_requests(k, "watch=1") - before;
+  cr_assert_geq(refused, 1);
+  cr_assert_leq(refused, 6, "%d watch requests in 3 s: no backoff after a refused watch", refused);
+  cr_assert_leq(ioq_kube_informer_lists(inf), 6);
+
+  /* the API allows the watch again: the next list is followed by a watch
+   * that delivers what changes after it */
+  admin_post(k, "/_admin/unfail", "{}");
+  pthread_mutex_lock(&s.lock);
+  int lists = s.lists;
+  pthread_mutex_unlock(&s.lock);
+  cr_assert_gt(wait_for(&s, &s.lists, lists + 1), lists, "no list after the watch was allowed again");
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"},\"spec\":{}}");
+  cr_assert_geq(wait_for(&s, &s.added, 1), 1, "no event after the watch was allowed again");
+  ioq_kube_informer_stop(inf);
+  ioq_kube_free(k);
+}
+
+/* Stopping an informer whose list is stalled on a slow API server returns
+ * promptly instead of waiting out the request timeout. */
+Test(kube, informer_stop_does_not_wait_for_a_stalled_list) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL); /* request timeout 5 s */
+  admin_post(k, "/_admin/fail", "{\"path_prefix\":\"/api/v1/pods\",\"status\":500,\"delay\":4,\"count\":1}");
+  struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  ioq_err e = {0};
+  struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
+  cr_assert_not_null(inf, "%s", e.msg);
+  for (int i = 0; i < 100 && count_requests(k, "/api/v1/pods?limit=") == 0; i++)
+    usleep(20000);
+  cr_assert_eq(count_requests(k, "/api/v1/pods?limit="), 1, "the list request did not arrive");
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ioq_kube_informer_stop(inf);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  /* the stalled list has 4 s left; a stop that waited for it would take that */
+  cr_assert_lt(took, 2.5, "stop took %.2f s", took);
+  cr_assert_eq(s.lists, 0);
   ioq_kube_free(k);
 }

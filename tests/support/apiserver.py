@@ -45,7 +45,10 @@ serves these besides the API (no token, never logged nor failed):
   GET    /_admin/objects            every object
   DELETE /_admin/objects/KIND/NS/NAME      (NS "-" for cluster-scoped kinds)
   POST   /_admin/compact            forget history: watches from older versions get 410
-  POST   /_admin/fail               body: {"path_prefix": "...", "status": 500, "count": N}
+  POST   /_admin/fail               body: {"path_prefix": "...", "status": 500, "count": N,
+                                     "delay": seconds before the answer (default 0),
+                                     "watch": true (only watch requests; default: any)}
+  POST   /_admin/unfail             remove every injected failure
   POST   /_admin/close-watches      end every open watch stream now
   GET    /_admin/requests           the request log
   GET    /_admin/events             the events created
@@ -249,14 +252,16 @@ class ApiServer:
             return list(self.objects["Event"].values())
 
     # ---- injection ----
-    def inject(self, path="", method=None, status=None, delay=0.0, count=None, message="injected failure"):
+    def inject(self, path="", method=None, status=None, delay=0.0, count=None, message="injected failure",
+               watch=None):
         """Requests whose method is `method` (None: any) and whose URL path
         matches the regular expression `path` from its start wait `delay`
         seconds, then get `status` (if set) as a Status with `message`. Applies
-        to the next `count` of them (None: until removed from api.rules).
+        to the next `count` of them (None: until removed from api.rules);
+        watch=True: only to watch requests, False: only to others.
         Returns the rule (a dict; its "count" is what is left)."""
         rule = {"path": re.compile(path), "method": method, "status": status, "delay": delay,
-                "count": count, "message": message}
+                "count": count, "message": message, "watch": watch}
         with self.cv:
             self.rules.append(rule)
         return rule
@@ -306,7 +311,9 @@ class ApiServer:
     # ---- serving ----
     def _before(self, method, path, body, headers):
         """Logs the request, checks the token, applies injected rules; raises Failure."""
-        upath = urllib.parse.urlsplit(path).path
+        url = urllib.parse.urlsplit(path)
+        upath = url.path
+        is_watch = dict(urllib.parse.parse_qsl(url.query)).get("watch") in ("1", "true")
         with self.cv:
             self.requests.append({"method": method, "path": path, "body": body.decode(errors="replace"),
                                   "contentType": headers.get("Content-Type", "")})
@@ -316,7 +323,7 @@ class ApiServer:
             hits = []
             for r in self.rules:
                 if (r["count"] is None or r["count"] > 0) and r["method"] in (None, method) \
-                        and r["path"].match(upath):
+                        and r["watch"] in (None, is_watch) and r["path"].match(upath):
                     if r["count"] is not None:
                         r["count"] -= 1
                     hits.append(r)
@@ -488,7 +495,11 @@ class ApiServer:
             if parts == ["fail"]:
                 f = json.loads(body)
                 self.inject(path=re.escape(f["path_prefix"]), status=int(f.get("status", 500)),
-                            count=int(f.get("count", 1)))
+                            count=int(f.get("count", 1)), watch=f.get("watch"),
+                            delay=float(f.get("delay", 0)))
+                return 200, {}
+            if parts == ["unfail"]:
+                self.rules = []
                 return 200, {}
             if parts == ["close-watches"]:
                 self.close_watches()
@@ -530,7 +541,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def send_json(self, code, data):
-        body = data.encode()
+        # the API server's encoder ends every JSON reply with a newline
+        body = data.encode() + b"\n"
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -24,6 +24,10 @@ ParameterizedTestParameters(units, quantity) {
       {"0.5", 0, 0},          {"-1", 0, 0},          {"", 0, 0},
       {"abc", 0, 0},          {"1.2.3", 0, 0},       {"5x", 0, 0},
       {"1500m", 0, 0},        {"99999999999999999999", 0, 0}, {"16Ei", 0, 0},
+      /* a fraction with a binary suffix: whole once multiplied out */
+      {"1.5Ki", 1536, 1},     {"0.5Gi", 536870912, 1}, {"15.5Ei", 17870283321406128128ull, 1},
+      {"1.0001Ki", 0, 0},     {"0.1Ki", 0, 0},       {"1e19", 10000000000000000000ull, 1},
+      {"1e20", 0, 0},
   };
   return cr_make_param_array(struct qcase, cases, sizeof cases / sizeof cases[0]);
 }
