@@ -35,6 +35,7 @@ struct enforcer {
   size_t n, cap;
   /* the last List */
   bool have_list;
+  double listed_at; /* its asked_at */
   struct listed_pod *listed;
   size_t n_listed;
   struct alloc_entry *alloc;
@@ -222,9 +223,12 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     return -1;
   *writes += count_writes(&rep);
   for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
+    /* weights only: the leaf may be a managed disk of its own, whose
+     * limits for this pod must stay as they are */
     struct ioq_disk_setting ls = {.dev = {cd->disk.leaves[i].major, cd->disk.leaves[i].minor},
                                   .weight = weight,
-                                  .bfq_weight = bfq};
+                                  .bfq_weight = bfq,
+                                  .weights_only = true};
     if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
       return -1;
     *writes += count_writes(&rep);
@@ -453,19 +457,99 @@ out:
   return rc;
 }
 
-size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed) {
+struct missing_pod {
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  char cgroup[PATH_MAX];
+  bool cgroup_there, alive;
+  char phase[16];
+};
+
+/* The remembered pods the List leaves out, with what the cgroup tree and the
+ * pod cache say of them. Gathered without the enforcer's locks held, since
+ * the pod cache calls into the enforcer with its own lock held. */
+static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
+                             struct podcache *pc, struct missing_pod **out) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = 0;
+  struct missing_pod *m = calloc(f->n ? f->n : 1, sizeof *m);
+  for (size_t i = 0; m && i < f->n; i++) {
+    const struct applied_pod *ap = &f->pods[i];
+    if (podres_find_pod(listed, ap->ns, ap->name) || ap->applied_at >= listed->asked_at)
+      continue;
+    ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
+    ioq_copy(m[n].name, sizeof m[n].name, ap->name);
+    ioq_copy(m[n].uid, sizeof m[n].uid, ap->uid);
+    ioq_copy(m[n].cgroup, sizeof m[n].cgroup, ap->cgroup);
+    n++;
+  }
+  pthread_mutex_unlock(&f->lock);
+  for (size_t i = 0; i < n; i++) {
+    m[i].cgroup_there = ioq_is_dir(m[i].cgroup);
+    struct pod_info pi;
+    /* alive: the API server still shows it, same UID, not on its way out */
+    m[i].alive = m[i].cgroup_there && pc && podcache_peek(pc, m[i].ns, m[i].name, &pi) &&
+                 strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
+                 strcmp(pi.phase, "Succeeded") != 0 && strcmp(pi.phase, "Failed") != 0;
+    if (m[i].alive)
+      ioq_copy(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
+  }
+  *out = m;
+  return n;
+}
+
+static const struct missing_pod *find_missing(const struct missing_pod *m, size_t n,
+                                              const struct applied_pod *ap) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(m[i].ns, ap->ns) == 0 && strcmp(m[i].name, ap->name) == 0 &&
+        strcmp(m[i].uid, ap->uid) == 0)
+      return &m[i];
+  return NULL;
+}
+
+size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
+                             struct podcache *pc) {
+  struct missing_pod *miss;
+  size_t n_miss = gather_missing(f, listed, pc, &miss);
+  if (!miss) {
+    ioq_error("releasing gone pods skipped reason=out-of-memory");
+    return 0;
+  }
   size_t released = 0;
   pthread_mutex_lock(&f->apply_lock);
   pthread_mutex_lock(&f->lock);
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
     if (podres_find_pod(listed, ap->ns, ap->name) || ap->applied_at >= listed->asked_at) {
+      ap->missing_since = 0;
       i++;
       continue;
     }
+    const struct missing_pod *mp = find_missing(miss, n_miss, ap);
+    if (!mp) { /* re-applied for another UID meanwhile: the next pass decides */
+      i++;
+      continue;
+    }
+    bool cgroup_there = mp->cgroup_there;
+    if (mp->alive) {
+      if (!ap->missing_since) {
+        ap->missing_since = listed->asked_at;
+        ioq_warn("pod not in kubelet's pod resources List but %s per the API server, keeping its "
+                 "limits for up to %.0f s (kubelet restarting?) pod=%s/%s uid=%s",
+                 mp->phase, ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+      }
+      if (listed->asked_at - ap->missing_since < ENFORCER_MISSING_GRACE_S) {
+        i++;
+        continue;
+      }
+      ioq_warn("pod still not in kubelet's pod resources List after %.0f s, releasing it pod=%s/%s "
+               "uid=%s",
+               ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+    }
     struct ioq_cg cg;
     ioq_err e;
-    if (!ioq_is_dir(ap->cgroup)) {
+    if (!cgroup_there) {
       ioq_info("pod gone, its cgroup too pod=%s/%s uid=%s cgroup=%s", ap->ns, ap->name, ap->uid,
                ap->cgroup);
     } else if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
@@ -487,6 +571,7 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   }
   pthread_mutex_unlock(&f->lock);
   pthread_mutex_unlock(&f->apply_lock);
+  free(miss);
   return released;
 }
 
@@ -535,6 +620,14 @@ void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
   }
   free(ids);
   pthread_mutex_lock(&f->lock);
+  if (f->have_list && l->asked_at < f->listed_at) {
+    pthread_mutex_unlock(&f->lock);
+    ioq_debug("pod resources List ignored: a later one is already noted");
+    free(lp);
+    free(al);
+    return;
+  }
+  f->listed_at = l->asked_at;
   free(f->listed);
   free(f->alloc);
   f->listed = lp;
@@ -600,6 +693,13 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
     if (strcmp(f->alloc[i].disk, disk) == 0)
       for (int r = 0; r < IOQ_RES_COUNT; r++)
         out[r] = f->alloc[i].units[r];
+  /* pods kept while a restarting kubelet does not list them still hold theirs */
+  for (size_t i = 0; i < f->n; i++) {
+    const struct ioq_disk_grant *g =
+        f->pods[i].missing_since ? ioq_grant_find(&f->pods[i].grant, disk) : NULL;
+    for (int r = 0; g && r < IOQ_RES_COUNT; r++)
+      out[r] += g->units[r];
+  }
   pthread_mutex_unlock(&f->lock);
 }
 

@@ -70,6 +70,9 @@ struct applied_pod {
   char **init_ids[IOQ_RES_COUNT];
   size_t n_init[IOQ_RES_COUNT];
   double applied_at; /* CLOCK_MONOTONIC seconds of the last apply */
+  /* when a List first left the pod out while the API server still showed it
+   * alive (0: listed); see enforcer_release_gone */
+  double missing_since;
 };
 
 struct enforcer;
@@ -89,16 +92,25 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
 /* Clears the limits of every remembered pod that is not in `listed`
  * (matching namespace, name); a pod whose cgroup is already gone just is
  * forgotten. A pod applied after the List was asked for is kept: a PreStart
- * that raced the List must not lose its limits. Returns how many were
- * released. */
-size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed);
+ * that raced the List must not lose its limits. So is, for up to
+ * ENFORCER_MISSING_GRACE_S, a pod the pod cache `pc` (may be NULL) still
+ * shows alive under the same UID: a kubelet that just restarted lists pods
+ * only as its pod sources deliver them, and a running pod must not lose its
+ * limits (nor its units in the node annotation) in that window. Returns how
+ * many were released. */
+#define ENFORCER_MISSING_GRACE_S 120.0
+size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
+                             struct podcache *pc);
 
-/* Remembers the List result: pods holding units, units allocated per disk. */
+/* Remembers the List result: pods holding units, units allocated per disk.
+ * A List asked for before the one already noted is ignored (the reconcile
+ * loop and GetPreferredAllocation list concurrently). */
 void enforcer_note_list(struct enforcer *f, const struct podres_list *listed);
 /* true if the last List showed the pod; held gets its units per resource */
 bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]);
-/* Units allocated on `disk` per the last List. */
+/* Units allocated on `disk` per the last List, plus those of pods kept
+ * while missing from it (see enforcer_release_gone). */
 void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
 /* UIDs (from the pod cache `pc`) of the pods the last List showed holding
  * units, i.e. the pods `allocated` counts; pods the cache does not know yet

@@ -102,16 +102,22 @@ static void teardown(struct plugin *p) {
   atomic_store(&p->stopping, true);
   registrar_stop(p->reg);
   p->reg = NULL;
-  reconciler_stop(p->rec);
-  p->rec = NULL;
+  /* Order: what serves requests first (PreStart handlers and the pod cache's
+   * informer kick the reconciler, /healthz reads the endpoints), then the
+   * reconcile thread (it uses the pod cache and posts events), then the
+   * rest; the reconciler's memory goes last, after everything that could
+   * still kick it. */
   for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (p->ep[r].p) {
+    if (p->ep[r].p)
       endpoint_stop(&p->ep[r], true);
-      pthread_mutex_destroy(&p->ep[r].lock);
-    }
   httpd_stop(p->http);
+  reconciler_stop(p->rec);
   events_stop(p->events);
   podcache_stop(p->pods);
+  reconciler_free(atomic_exchange(&p->rec, NULL));
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (p->ep[r].p)
+      pthread_mutex_destroy(&p->ep[r].lock);
   ioq_kube_free(p->kube_rpc);
   ioq_kube_free(p->kube);
   enforcer_free(p->enf);

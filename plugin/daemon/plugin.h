@@ -115,7 +115,9 @@ void registrar_stop(struct registrar *r);
 /* ---- reconcile.c: periodic + triggered passes ---- */
 struct reconciler *reconciler_start(struct plugin *p, ioq_err *e);
 void reconciler_kick(struct reconciler *r);
+/* Ends the thread; kicks are still safe until reconciler_free. */
 void reconciler_stop(struct reconciler *r);
+void reconciler_free(struct reconciler *r);
 /* One pass now, on the caller's thread (also used at start). */
 void reconcile_pass(struct plugin *p);
 /* Re-probes the disks and updates the catalog (health, units). */

@@ -138,7 +138,7 @@ void reconcile_pass(struct plugin *p) {
     ok++;
   }
   free(pi);
-  size_t released = enforcer_release_gone(p->enf, &list);
+  size_t released = enforcer_release_gone(p->enf, &list, p->pods);
   for (size_t i = 0; i < released; i++)
     metrics_inc(p->metrics, C_PODS_RELEASED);
   metrics_inc(p->metrics, failed ? C_RECONCILE_FAIL : C_RECONCILE_OK);
@@ -299,6 +299,11 @@ void reconciler_stop(struct reconciler *rc) {
   pthread_cond_signal(&rc->cv);
   pthread_mutex_unlock(&rc->mu);
   pthread_join(rc->thread, NULL);
+}
+
+void reconciler_free(struct reconciler *rc) {
+  if (!rc)
+    return;
   pthread_cond_destroy(&rc->cv);
   pthread_mutex_destroy(&rc->mu);
   free(rc->published);

@@ -177,10 +177,21 @@ class Reconcile(PluginTest):
         d.wait_log(r"drift corrected pod=default/db")
         self.assertEqual(iomax(cg), want)
         self.assertEqual(d.metric("ioqos_drift_corrections_total"), 1)
-        # kubelet no longer lists the pod: it is released (the clearing write
+        # kubelet no longer lists the pod, but the API server shows it alive
+        # (a kubelet that just restarted lists pods as its sources deliver
+        # them): the pod keeps its limits and its units
+        k.remove_pod("default", "db")
+        d.wait_log(r"pod not in kubelet's pod resources List but Pending per the API server, "
+                   r"keeping its limits for up to 120 s \(kubelet restarting\?\) pod=default/db")
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        self.assertEqual(iomax(cg), want)
+        self.assertEqual(d.metric("ioqos_pods_released_total"), 0)
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
+        # the pod is gone from the API too: it is released (the clearing write
         # itself is checked on a real kernel in test_v1_blkio.py; plain files
         # in a temp tree do not merge lines like cgroup files)
-        k.remove_pod("default", "db")
+        self.env.api.delete("Pod", "default", "db")
         d.wait_log(r"pod gone, .* pod=default/db")
         self.assertEqual(d.metric("ioqos_pods_released_total"), 1)
         self.assertIsNone(d.metric("ioqos_pod_grant_units", pod="db", resource=BW))

@@ -63,8 +63,9 @@ class HostBlkio(PluginTest):
             f.write("%s 0" % DEV)
         d.wait_log(r"drift corrected pod=default/db")
         self.assertEqual(read(cg + "/blkio.throttle.read_bps_device").strip(), "%s %d" % (DEV, 200 * MIB))
-        # gone from kubelet's list: limits are cleared on the kernel
+        # gone from kubelet's list and from the API: limits are cleared on the kernel
         k.remove_pod("default", "db")
+        self.env.api.delete("Pod", "default", "db")
         d.wait_log(r"pod gone, limits cleared pod=default/db uid=%s cgroup=%s disk=%s" % (uid, cg, tag))
         for f in ("read_bps", "write_bps", "read_iops", "write_iops"):
             self.assertEqual(read(cg + "/blkio.throttle.%s_device" % f), "", f)

@@ -40,6 +40,7 @@ class Valgrind(PluginTest):
         k.wait_registered(BW, count=2, timeout=120)
         k.wait_registered(IOPS, count=2, timeout=120)
         k.remove_pod("default", "db")
+        self.env.api.delete("Pod", "default", "db")
         d.wait_log(r"pod gone", timeout=60)
         rc = d.terminate(timeout=120)
         log = d.text()
