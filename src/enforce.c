@@ -194,16 +194,17 @@ int ioq_weight_read(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
                     struct ioq_devno dev, struct ioq_weights *out, bool *has, ioq_err *e) {
   memset(out, 0, sizeof *out);
   *has = ioq_cg_has(cg, wf->file);
-  if (!*has)
-    return 0;
   char *c = NULL;
-  if (ioq_cg_read(cg, wf->file, &c, e) < 0)
-    return -1;
-  int rc = ioq_weights_parse(c, dev, out, e);
-  free(c);
-  if (rc < 0) {
-    ioq_err_prefix(e, "%s/%s", cg->dir, wf->file);
-    return -1;
+  int rc;
+  if (*has) {
+    if (ioq_cg_read(cg, wf->file, &c, e) < 0)
+      return -1;
+    rc = ioq_weights_parse(c, dev, out, e);
+    free(c);
+    if (rc < 0) {
+      ioq_err_prefix(e, "%s/%s", cg->dir, wf->file);
+      return -1;
+    }
   }
   if (wf->dflt_file != wf->file && strcmp(wf->dflt_file, wf->file) != 0 &&
       ioq_cg_has(cg, wf->dflt_file)) {
@@ -269,6 +270,14 @@ int ioq_weight_apply(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
   bool has;
   if (ioq_weight_read(cg, wf, dev, &cur, &has, e) < 0)
     return -1;
+  if (!has && strcmp(wf->dflt_file, wf->file) != 0 && ioq_cg_has(cg, wf->dflt_file)) {
+    /* v1 BFQ before Linux 5.4 has blkio.bfq.weight but no per-device file */
+    snprintf(st->note, sizeof st->note,
+             "%s missing (a kernel before 5.4 has no per-device BFQ weight); using the "
+             "cgroup-wide %s instead (raised to %u if lower), %s",
+             wf->file, wf->dflt_file, w, wf->fallback_effect);
+    return write_default(cg, wf, dev, w, true, o, st, e);
+  }
   if (!has)
     return ioq_fail(e, IOQ_EUNSUPPORTED, "%s has no %s: %s", cg->dir, wf->file, wf->missing);
   fmt_weight(st->before, sizeof st->before, dv, cur.device);

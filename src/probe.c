@@ -213,11 +213,16 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
   }
 }
 
-static void probe_v1(struct ioq_inventory *inv) {
+static void probe_v1(const struct ioq_probe_opts *o, struct ioq_inventory *inv) {
   const struct ioq_cg_layout *l = &inv->layout;
   bool throttle = has_file(l->io_root, "blkio.throttle.read_bps_device") &&
                   has_file(l->io_root, "blkio.throttle.write_bps_device");
-  bool bfqw = has_file(l->io_root, "blkio.bfq.weight");
+  /* the kernel creates blkio.bfq.weight in child cgroups only
+   * (CFTYPE_NOT_ON_ROOT): look where pods live; with no child cgroup at all
+   * it cannot be verified, and a bfq scheduler is taken at its word */
+  char ref[PATH_MAX];
+  bool have_ref = reference_cgroup(o, l, "blkio.throttle.read_bps_device", ref);
+  bool bfqw = !have_ref || has_file(ref, "blkio.bfq.weight");
   for (size_t i = 0; i < inv->n; i++) {
     struct ioq_disk *d = &inv->disks[i];
     if (throttle)
@@ -229,7 +234,7 @@ static void probe_v1(struct ioq_inventory *inv) {
       missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "scheduler of %s is not bfq (%s)",
               d->n_leaves ? d->leaves[0].name : d->dev.name, d->n_leaves ? d->leaves[0].scheduler : "?");
     else if (!bfqw)
-      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "%s/blkio.bfq.weight missing (BFQ without group scheduling)", l->io_root);
+      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "%s/blkio.bfq.weight missing (BFQ without group scheduling)", ref);
     else
       have(d, IOQ_CAP_BLKIO_BFQ_WEIGHT);
     const char *v1 = "cgroup v1 node: the v2 io interface is not used";
@@ -252,7 +257,7 @@ int ioq_probe_capabilities(const struct ioq_probe_opts *o, struct ioq_inventory 
   if (inv->layout.io_version == IOQ_CGV2)
     probe_v2(o, inv);
   else if (inv->layout.io_version == IOQ_CGV1)
-    probe_v1(inv);
+    probe_v1(o, inv);
   else
     return ioq_fail(e, IOQ_EUNSUPPORTED, "no cgroup io hierarchy");
   return 0;

@@ -262,6 +262,34 @@ Test(enforce, bfq_only_when_disk_runs_bfq, .init = setup, .fini = teardown) {
   cr_assert_str_eq(rep.steps[1].readback, "253:0 500");
 }
 
+/* v1 BFQ before Linux 5.4: blkio.bfq.weight without blkio.bfq.weight_device.
+ * The cgroup-wide weight is used (raised, never lowered) and the step says so. */
+Test(enforce, v1_bfq_without_per_device_file, .init = setup, .fini = teardown) {
+  v1_cgroup();
+  cr_assert_eq(unlink(fx_path(g_root, "cg/pod/blkio.bfq.weight_device")), 0);
+  struct ioq_cg cg;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_cg_open(g_cg, IOQ_CGV1, &cg, &e), 0, "%s", e.msg);
+  struct ioq_apply_opts o = opts();
+  struct ioq_apply_report rep;
+  struct ioq_disk_setting s = {.dev = {253, 0}, .bfq_weight = 500, .weights_only = true};
+  cr_assert_eq(ioq_cg_apply_disk(&cg, &s, &o, &rep, &e), 0, "%s", e.msg);
+  cr_assert_eq(rep.n, 1);
+  cr_assert_str_eq(rep.steps[0].file, "blkio.bfq.weight");
+  cr_assert_str_eq(rep.steps[0].written, "500");
+  cr_assert_str_eq(rep.steps[0].readback, "default 500");
+  cr_assert(strstr(rep.steps[0].note, "blkio.bfq.weight_device missing"), "%s", rep.steps[0].note);
+  char *c = fx_read(g_root, "cg/pod/blkio.bfq.weight");
+  cr_assert_str_eq(c, "500");
+  free(c);
+  /* a lower weight for another disk leaves the higher one in place */
+  s.bfq_weight = 200;
+  cr_assert_eq(ioq_cg_apply_disk(&cg, &s, &o, &rep, &e), 0, "%s", e.msg);
+  c = fx_read(g_root, "cg/pod/blkio.bfq.weight");
+  cr_assert_str_eq(c, "500");
+  free(c);
+}
+
 Test(enforce, v1_apply, .init = setup, .fini = teardown) {
   v1_cgroup();
   struct ioq_cg cg;

@@ -56,8 +56,10 @@ static void hybrid_tree(bool bfq_files) {
   fx_write(g_root, "cgroup/blkio/blkio.throttle.write_bps_device", "");
   fx_write(g_root, "cgroup/blkio/blkio.throttle.read_iops_device", "");
   fx_write(g_root, "cgroup/blkio/blkio.throttle.write_iops_device", "");
+  /* as the kernel has them: BFQ's files in child cgroups only */
+  fx_write(g_root, "cgroup/blkio/kubepods/blkio.throttle.read_bps_device", "");
   if (bfq_files)
-    fx_write(g_root, "cgroup/blkio/blkio.bfq.weight", "100\n");
+    fx_write(g_root, "cgroup/blkio/kubepods/blkio.bfq.weight", "100\n");
   fx_write(g_root, "cgroup/unified/cgroup.controllers", "");
   fx_mkdir(g_root, "cgroup/memory");
 }
