@@ -590,12 +590,15 @@ void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
   size_t n_al = 0;
   if (!lp || !ids)
     goto oom;
-  size_t m = 0;
+  size_t m = 0, n_lp = 0;
   for (size_t i = 0; i < l->n; i++) {
-    ioq_copy(lp[i].ns, sizeof lp[i].ns, l->pods[i].ns);
-    ioq_copy(lp[i].name, sizeof lp[i].name, l->pods[i].name);
+    if (!l->pods[i].n_ctrs) /* listed, but holding no ioqos units */
+      continue;
+    struct listed_pod *o = &lp[n_lp++];
+    ioq_copy(o->ns, sizeof o->ns, l->pods[i].ns);
+    ioq_copy(o->name, sizeof o->name, l->pods[i].name);
     for (int r = 0; r < IOQ_RES_COUNT; r++)
-      lp[i].held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
+      o->held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
     for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
       for (size_t j = 0; j < l->pods[i].ctrs[k].n_ids; j++)
         ids[m++] = l->pods[i].ctrs[k].ids[j];
@@ -631,7 +634,7 @@ void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
   free(f->listed);
   free(f->alloc);
   f->listed = lp;
-  f->n_listed = l->n;
+  f->n_listed = n_lp;
   f->alloc = al;
   f->n_alloc = n_al;
   f->have_list = true;
@@ -701,6 +704,13 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
       out[r] += g->units[r];
   }
   pthread_mutex_unlock(&f->lock);
+}
+
+bool enforcer_knows(struct enforcer *f, const char *ns, const char *name) {
+  pthread_mutex_lock(&f->lock);
+  bool known = find_locked(f, ns, name) != NULL;
+  pthread_mutex_unlock(&f->lock);
+  return known;
 }
 
 bool enforcer_have_list(struct enforcer *f) {

@@ -102,6 +102,9 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
 size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc);
 
+/* true if limits were applied to the pod (and not released since) */
+bool enforcer_knows(struct enforcer *f, const char *ns, const char *name);
+
 /* Remembers the List result: pods holding units, units allocated per disk.
  * A List asked for before the one already noted is ignored (the reconcile
  * loop and GetPreferredAllocation list concurrently). */

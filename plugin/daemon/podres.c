@@ -98,10 +98,6 @@ int podres_list(const char *socket, long timeout_ms, struct podres_list *out, io
       if (c.n_ids)
         p->ctrs[p->n_ctrs++] = c;
     }
-    if (p->n_ctrs == 0) { /* no ioqos units: not ours */
-      free(p->ctrs);
-      out->n--;
-    }
   }
   rc = 0;
 done:

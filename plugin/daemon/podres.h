@@ -1,7 +1,9 @@
 /* Client of kubelet's pod resources API (v1 List): which pod holds which
  * ioqos unit IDs. kubelet names pods by namespace + name only (no UID), and
  * lists a pod's IDs as soon as admission allocated them, before its sandbox
- * or containers exist. Only pods with ioqos IDs are kept. */
+ * or containers exist. Every listed pod is kept, also one without ioqos IDs
+ * (n_ctrs 0): being listed means kubelet runs it, and a regular init
+ * container's units are never listed (see podres_find_ids). */
 #ifndef IOQOS_PLUGIN_PODRES_H
 #define IOQOS_PLUGIN_PODRES_H
 

@@ -63,6 +63,44 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
   grpcs_reply_error(out, code, "ioqos: %s", msg);
 }
 
+/* Tries of the List after which a PreStart whose IDs no listed pod holds is
+ * taken for a regular init container of a pod whose other containers do not
+ * ask for this resource (kubelet lists sidecars and app containers only). */
+#define INIT_ONLY_AFTER_TRIES 2
+
+/* The pod whose regular init container asks for these n units of r when no
+ * listed container holds any of them: a listed pod with no units of r whose
+ * API object is Pending with a regular init container asking for exactly n,
+ * placed (annotation ioqos.io/disk) on the IDs' disk if placed at all.
+ * *n_cand gets how many such pods there are; only one is an answer. */
+static const struct podres_pod *init_only_pod(struct plugin *p, const struct podres_list *l,
+                                              enum ioq_resource r, char *const *ids, size_t n,
+                                              size_t *n_cand) {
+  *n_cand = 0;
+  struct ioq_unit_id u;
+  struct pod_info *pi = malloc(sizeof *pi);
+  if (!p->pods || !pi || ioq_unit_id_parse(ids[0], &u, NULL) < 0) {
+    free(pi);
+    return NULL;
+  }
+  const struct podres_pod *found = NULL;
+  for (size_t i = 0; i < l->n; i++) {
+    const struct podres_pod *pr = &l->pods[i];
+    if (podres_pod_count(pr, r) || !podcache_peek(p->pods, pr->ns, pr->name, pi))
+      continue;
+    if (strcmp(pi->phase, "Pending") != 0 || pi->terminating ||
+        (pi->need.disk[0] && strcmp(pi->need.disk, u.disk) != 0))
+      continue;
+    bool asks = false;
+    for (size_t k = 0; k < pi->n_ctrs && !asks; k++)
+      asks = pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] == n;
+    if (asks && (*n_cand)++ == 0)
+      found = pr;
+  }
+  free(pi);
+  return *n_cand == 1 ? found : NULL;
+}
+
 void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
                      struct grpcs_reply *out) {
   ioq_err e;
@@ -77,7 +115,7 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
    * before PreStart; still, allow a short grace for a racing List. */
   struct podres_list list = {0};
   const struct podres_pod *pr = NULL;
-  size_t missing = 0;
+  size_t missing = 0, init_cands = 0;
   char last_err[IOQ_ERR_MSG_MAX] = "";
   double give_up = grpcs_now() + PRESTART_LIST_BUDGET_MS / 1000.0;
   int attempt = 0;
@@ -98,12 +136,24 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     last_err[0] = '\0';
     if ((pr = podres_find_ids(&list, ids, n, &missing)))
       break;
+    if (attempt + 1 >= INIT_ONLY_AFTER_TRIES &&
+        (pr = init_only_pod(p, &list, r, ids, n, &init_cands))) {
+      missing = n;
+      break;
+    }
   }
   if (!pr) {
     char msg[IOQ_ERR_MSG_MAX];
     if (last_err[0]) {
       snprintf(msg, sizeof msg, "pod resources API: %s", last_err);
       fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_PODRES, NULL, NULL, NULL, msg);
+    } else if (init_cands > 1) {
+      snprintf(msg, sizeof msg,
+               "no listed container holds units %s%s (%zu IDs), so a regular init container "
+               "asks for them (kubelet does not list those), but %zu pending pods have one "
+               "asking for exactly %zu %s units: cannot tell which pod this is (kubelet retries)",
+               ids[0], n > 1 ? ",..." : "", n, init_cands, n, ioq_resource_name(r));
+      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_NOT_LISTED, NULL, NULL, NULL, msg);
     } else {
       snprintf(msg, sizeof msg,
                "no pod holds units %s%s (%zu IDs) in kubelet's pod resources List after %d tries",

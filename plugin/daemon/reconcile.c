@@ -100,10 +100,15 @@ void reconcile_pass(struct plugin *p) {
     ioq_info("pod resources List works again");
   last_err[0] = '\0';
   enforcer_note_list(p->enf, &list);
-  size_t ok = 0, failed = 0;
+  size_t ok = 0, failed = 0, considered = 0;
   struct pod_info *pi = malloc(sizeof *pi);
   for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
     const struct podres_pod *pr = &list.pods[i];
+    /* a pod without listed units matters only if it has a grant in place:
+     * its regular init container's, which kubelet does not list */
+    if (!pr->n_ctrs && !enforcer_knows(p->enf, pr->ns, pr->name))
+      continue;
+    considered++;
     if (!p->pods) {
       failed++;
       continue;
@@ -142,7 +147,8 @@ void reconcile_pass(struct plugin *p) {
   for (size_t i = 0; i < released; i++)
     metrics_inc(p->metrics, C_PODS_RELEASED);
   metrics_inc(p->metrics, failed ? C_RECONCILE_FAIL : C_RECONCILE_OK);
-  ioq_debug("reconcile pass pods=%zu ok=%zu failed=%zu released=%zu", list.n, ok, failed, released);
+  ioq_debug("reconcile pass pods=%zu ok=%zu failed=%zu released=%zu", considered, ok, failed,
+            released);
   podres_list_free(&list);
   atomic_store(&p->first_reconcile_done, true);
 }

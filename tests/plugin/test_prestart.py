@@ -145,6 +145,56 @@ class InitContainers(PluginTest):
         self.assertEqual(iomax(cg), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max")
 
 
+    def test_init_container_alone_asking(self):
+        # only the regular init container asks for bandwidth: kubelet lists
+        # the pod, but none of its units (it lists app containers and
+        # sidecars only); the API object says which pod this must be
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        avail = k.wait_list(BW, lambda l: len(l) == 1000)
+        uid = new_uid()
+        pod = pod_object("restore", uid)
+        pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+            "limits": {BW: "250"}, "requests": {BW: "250"}}}]
+        api.put_pod(pod)
+        api.put_pod(pod_object("web", new_uid()))  # listed too, asks for nothing
+        ids = [i for i, _ in avail[:250]]
+        k.set_pod("default", "restore", {"app": {}})
+        k.set_pod("default", "web", {"app": {}})
+        cg = v2_pod_cgroup(self.env.cgroup_root, uid)
+        k.prestart(BW, ids)
+        self.assertEqual(iomax(cg), "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max")
+        d.wait_log(r"prestart of a container kubelet does not list \(init container\) "
+                   r"resource=ioqos/bandwidth pod=default/restore units=250")
+        # kept by the reconcile passes while the pod is Pending ...
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        self.assertEqual(iomax(cg), "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max")
+        self.assertEqual(d.metric("ioqos_pods_released_total"), 0)
+        # ... and cleared once the init container is done (the pod runs)
+        pod["status"]["phase"] = "Running"
+        api.put_pod(pod)
+        d.wait_log(r"grant changed pod=default/restore")
+        self.assertEqual(iomax(cg), "250:0 rbps=max wbps=max riops=max wiops=max")
+
+    def test_init_container_alone_ambiguous(self):
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        avail = k.wait_list(BW, lambda l: len(l) == 1000)
+        for name in ("r1", "r2"):
+            pod = pod_object(name, new_uid())
+            pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+                "limits": {BW: "100"}, "requests": {BW: "100"}}}]
+            api.put_pod(pod)
+            k.set_pod("default", name, {"app": {}})
+        with self.assertRaises(grpc.RpcError) as cm:
+            k.prestart(BW, [i for i, _ in avail[:100]])
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("2 pending pods have one asking for exactly 100 ioqos/bandwidth units",
+                      cm.exception.details())
+        self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="pod-not-listed"), 1)
+
+
 class FailOpen(PluginTest):
     env_args = {"fail_open": True}
 
