@@ -178,6 +178,7 @@ static void list_end(void *ud, bool complete) {
     c->fresh_n = c->fresh_cap = 0;
     return;
   }
+  size_t listed = c->fresh_n;
   pthread_mutex_lock(&c->lock);
   free(c->pods);
   c->pods = c->fresh;
@@ -186,7 +187,7 @@ static void list_end(void *ud, bool complete) {
   pthread_mutex_unlock(&c->lock);
   c->fresh = NULL;
   c->fresh_n = c->fresh_cap = 0;
-  ioq_info("pod cache listed pods=%zu", c->n);
+  ioq_info("pod cache listed pods=%zu", listed);
   if (c->on_change)
     c->on_change(c->ud);
 }
