@@ -117,7 +117,7 @@ static void expire(struct ext_assumed *a, struct anode *n, uint64_t now) {
   }
 }
 
-size_t ext_assumed_extra(struct ext_assumed *a, const char *node,
+size_t ext_assumed_extra(struct ext_assumed *a, const char *node, const char *self,
                          const struct ioq_disk_state *disks, size_t nd, uint64_t *extra) {
   memset(extra, 0, nd * IOQ_RES_COUNT * sizeof *extra);
   if (atomic_load(&a->total) == 0)
@@ -129,7 +129,7 @@ size_t ext_assumed_extra(struct ext_assumed *a, const char *node,
     expire(a, n, a->now_ms());
     live = n->n;
     for (size_t i = 0; i < n->n; i++)
-      for (size_t d = 0; d < nd; d++)
+      for (size_t d = 0; d < nd && !(self && strcmp(self, n->p[i].uid) == 0); d++)
         if (strcmp(disks[d].name, n->p[i].disk) == 0) {
           for (int r = 0; r < IOQ_RES_COUNT; r++)
             extra[d * IOQ_RES_COUNT + r] += n->p[i].units[r];

@@ -30,8 +30,10 @@ struct ext_assumed *ext_assumed_new(uint64_t ttl_ms);
 void ext_assumed_free(struct ext_assumed *a);
 
 /* Units assumed on each of `disks` of `node`: extra[i*IOQ_RES_COUNT + r]
- * (zeroed first). Returns the number of live placements on the node. */
-size_t ext_assumed_extra(struct ext_assumed *a, const char *node,
+ * (zeroed first), leaving out the placement of pod `self` (may be NULL): a
+ * pod asking again, e.g. after a bind whose outcome was unknown, does not
+ * compete with itself. Returns the number of live placements on the node. */
+size_t ext_assumed_extra(struct ext_assumed *a, const char *node, const char *self,
                          const struct ioq_disk_state *disks, size_t n, uint64_t *extra);
 
 /* Per-node bind lock. NULL only on OOM (with *e set). */

@@ -79,16 +79,19 @@ static int choose_and_assume(struct extender *x, const struct ext_bind_args *b,
   if (ni) {
     struct ioq_need need;
     ioq_pod_need_placement(pn, &need);
+    char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s/%s", b->pod_namespace, b->pod_name);
+    const char *self = pn->uid[0] ? pn->uid : key;
     struct ext_verdict v;
-    ext_decide(x->assumed, x->policy, &need, b->node, ni, &v);
+    /* its own earlier placement (a bind whose outcome was unknown) is
+     * replaced below, so it does not count against this one */
+    ext_decide(x->assumed, x->policy, &need, self, b->node, ni, &v);
     if (v.kind != EXT_FITS) {
       ioq_fail(e, IOQ_ECONFLICT, "no disk fits any more: %s", v.reason);
     } else {
       snprintf(disk, disksz, "%s", ni->st.disks[v.disk].name);
       *score = v.score;
-      char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
-      snprintf(key, sizeof key, "%s/%s", b->pod_namespace, b->pod_name);
-      rc = ext_assumed_add(x->assumed, b->node, pn->uid[0] ? pn->uid : key, key, disk, pn->units, e);
+      rc = ext_assumed_add(x->assumed, b->node, self, key, disk, pn->units, e);
     }
   }
   if (cache_locked)

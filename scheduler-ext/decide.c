@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/podneed.h"
+
 #define STACK_DISKS 32
 
 static bool class_present(const struct ioq_node_state *st, const char *cls) {
@@ -13,8 +15,16 @@ static bool class_present(const struct ioq_node_state *st, const char *cls) {
   return false;
 }
 
+const char *ext_assume_id(const struct ioq_pod_need *pn, char *buf, size_t bufsz) {
+  if (pn->uid[0])
+    return pn->uid;
+  snprintf(buf, bufsz, "%s/%s", pn->ns, pn->name);
+  return buf;
+}
+
 void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_need *need,
-                const char *name, const struct ext_nodeinfo *ni, struct ext_verdict *out) {
+                const char *self, const char *name, const struct ext_nodeinfo *ni,
+                struct ext_verdict *out) {
   out->disk = -1;
   out->score = 0;
   out->reason[0] = '\0';
@@ -41,7 +51,7 @@ void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_
       return;
     }
   }
-  ext_assumed_extra(a, name, st->disks, st->n_disks, extra);
+  ext_assumed_extra(a, name, self, st->disks, st->n_disks, extra);
   struct ioq_choice ch;
   if (ioq_place(st->disks, st->n_disks, extra, need, policy, &ch)) {
     out->kind = EXT_FITS;

@@ -22,8 +22,16 @@ struct ext_verdict {
   char reason[512];
 };
 
-/* ni NULL = a node the extender does not know. */
+/* The ID a pod's assumed placement is kept under: its UID, else
+ * "namespace/name" (written to buf). */
+struct ioq_pod_need;
+const char *ext_assume_id(const struct ioq_pod_need *pn, char *buf, size_t bufsz);
+
+/* ni NULL = a node the extender does not know. self (may be NULL): the
+ * pod's assumption ID (UID, else namespace/name), whose own assumed
+ * placement does not count against it. */
 void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_need *need,
-                const char *name, const struct ext_nodeinfo *ni, struct ext_verdict *out);
+                const char *self, const char *name, const struct ext_nodeinfo *ni,
+                struct ext_verdict *out);
 
 #endif

@@ -81,11 +81,13 @@ void ext_filter(struct extender *x, json_object *body, struct ext_reply *r) {
   ext_metrics_pod(x->metrics, EXT_VERB_FILTER, EXT_POD_IOQOS);
   struct ioq_need need;
   ioq_pod_need_placement(&a.need, &need);
+  char self_buf[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
+  const char *self = ext_assume_id(&a.need, self_buf, sizeof self_buf);
   uint64_t count[EXT_NODE_RESULT_COUNT] = {0};
   for (size_t i = 0; i < a.n; i++) {
     const char *name = ext_nodes_name(&ns, i);
     struct ext_verdict v;
-    ext_decide(x->assumed, x->policy, &need, name, ext_nodes_info(&ns, i), &v);
+    ext_decide(x->assumed, x->policy, &need, self, name, ext_nodes_info(&ns, i), &v);
     if (v.kind == EXT_FITS) {
       add_passed(&a, i, passed);
       count[EXT_NODE_PASSED]++;

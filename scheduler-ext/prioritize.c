@@ -110,10 +110,12 @@ void ext_prioritize(struct extender *x, json_object *body, struct ext_reply *r) 
   }
   struct ioq_need need;
   ioq_pod_need_placement(&a.need, &need);
+  char self_buf[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
+  const char *self = ext_assume_id(&a.need, self_buf, sizeof self_buf);
   for (size_t i = 0; i < a.n; i++) {
     const char *name = ext_nodes_name(&ns, i);
     struct ext_verdict v;
-    ext_decide(x->assumed, x->policy, &need, name, ext_nodes_info(&ns, i), &v);
+    ext_decide(x->assumed, x->policy, &need, self, name, ext_nodes_info(&ns, i), &v);
     hl_add(&h, name, v.kind == EXT_FITS ? v.score : 0);
   }
   ext_nodes_release(&ns);

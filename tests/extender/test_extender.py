@@ -390,7 +390,7 @@ class Bind(unittest.TestCase):
         # the API commits the binding but answers after the extender gave up:
         # the pod runs on the disk, so its units must stay counted
         self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
-        pod = k8s.ioqos_pod("db", bw=300)
+        pod = k8s.ioqos_pod("db", bw=600)
         self.api.add_pod(pod)
         with Extender("--kube-timeout", "3", api=self.api) as ext:
             ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
@@ -402,8 +402,11 @@ class Bind(unittest.TestCase):
             ext.wait_until(lambda: self.api.bindings, what="the late binding")
             self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
             ext.wait_log(r"binding outcome unknown, keeping the assumed placement")
-            st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("next", bw=701), names=["w1"]))
-            self.assertIn("best: sda with 700", res["FailedNodes"]["w1"])
+            st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("next", bw=401), names=["w1"]))
+            self.assertIn("best: sda with 400", res["FailedNodes"]["w1"])
+            # the pod itself, asked about again, does not compete with its own placement
+            st, res, _ = ext.post("filter", k8s.filter_args(pod, names=["w1"]))
+            self.assertEqual(res["NodeNames"], ["w1"], res)
 
     def test_pod_without_ioqos_is_just_bound(self):
         web = k8s.pod("web")

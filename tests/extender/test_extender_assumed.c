@@ -31,12 +31,17 @@ Test(assumed, counts_per_disk_and_node) {
   assume(a, "n1", "u3", "sda", 7, 2);
   assume(a, "n2", "u4", "sda", 9, 9);
   uint64_t extra[2 * IOQ_RES_COUNT];
-  cr_assert_eq(ext_assumed_extra(a, "n1", disks, 2, extra), 3);
+  cr_assert_eq(ext_assumed_extra(a, "n1", NULL, disks, 2, extra), 3);
   cr_assert_eq(extra[0], 150);
   cr_assert_eq(extra[1], 1);
   cr_assert_eq(extra[2], 7);
   cr_assert_eq(extra[3], 2);
-  cr_assert_eq(ext_assumed_extra(a, "n3", disks, 2, extra), 0);
+  /* a pod asking again does not compete with its own placement */
+  ext_assumed_extra(a, "n1", "u1", disks, 2, extra);
+  cr_assert_eq(extra[0], 50);
+  cr_assert_eq(extra[1], 0);
+  cr_assert_eq(extra[2], 7);
+  cr_assert_eq(ext_assumed_extra(a, "n3", NULL, disks, 2, extra), 0);
   cr_assert_eq(extra[0] + extra[1] + extra[2] + extra[3], 0);
   cr_assert_eq(ext_assumed_count(a), 4);
   ext_assumed_free(a);
@@ -47,7 +52,7 @@ Test(assumed, same_pod_replaces) {
   assume(a, "n1", "u1", "nvme0n1", 100, 0);
   assume(a, "n1", "u1", "sda", 30, 0);
   uint64_t extra[2 * IOQ_RES_COUNT];
-  ext_assumed_extra(a, "n1", disks, 2, extra);
+  ext_assumed_extra(a, "n1", NULL, disks, 2, extra);
   cr_assert_eq(extra[0], 0);
   cr_assert_eq(extra[2], 30);
   cr_assert_eq(ext_assumed_count(a), 1);
@@ -63,10 +68,10 @@ Test(assumed, expire_after_ttl) {
   assume(a, "n1", "u2", "nvme0n1", 10, 0);
   uint64_t extra[2 * IOQ_RES_COUNT];
   g_now = 5999;
-  ext_assumed_extra(a, "n1", disks, 2, extra);
+  ext_assumed_extra(a, "n1", NULL, disks, 2, extra);
   cr_assert_eq(extra[0], 110);
   g_now = 6000; /* u1 expires exactly at 1000 + 5000 */
-  ext_assumed_extra(a, "n1", disks, 2, extra);
+  ext_assumed_extra(a, "n1", NULL, disks, 2, extra);
   cr_assert_eq(extra[0], 10);
   g_now = 9000;
   cr_assert_eq(ext_assumed_count(a), 0);
@@ -82,11 +87,11 @@ Test(assumed, confirm_remove_and_forget) {
   cr_assert_eq(ext_assumed_confirm(a, "n1", listed, 2), 1);
   cr_assert_eq(ext_assumed_confirm(a, "n2", listed, 2), 0, "u2 is on n1 only");
   uint64_t extra[2 * IOQ_RES_COUNT];
-  ext_assumed_extra(a, "n1", disks, 2, extra);
+  ext_assumed_extra(a, "n1", NULL, disks, 2, extra);
   cr_assert_eq(extra[0], 100);
   ext_assumed_remove(a, "n1", "u1");
   ext_assumed_remove(a, "n1", "nope"); /* harmless */
-  cr_assert_eq(ext_assumed_extra(a, "n1", disks, 2, extra), 0);
+  cr_assert_eq(ext_assumed_extra(a, "n1", NULL, disks, 2, extra), 0);
   ext_assumed_forget_node(a, "n2");
   cr_assert_eq(ext_assumed_count(a), 0);
   ext_assumed_free(a);

@@ -36,7 +36,7 @@ Test(decide, fits_on_the_best_disk) {
   struct ext_assumed *a = ext_assumed_new(60000);
   struct ioq_need n = need(200, 0, "fast");
   struct ext_verdict v;
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FITS);
   cr_assert_str_eq(ni.st.disks[v.disk].name, "nvme1n1");
   cr_assert_eq(v.score, 5); /* 1 - 500/1000 */
@@ -50,7 +50,7 @@ Test(decide, not_enough_free_units_names_the_best_disk) {
   struct ext_assumed *a = ext_assumed_new(60000);
   struct ioq_need n = need(800, 0, "fast");
   struct ext_verdict v;
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FAILED);
   cr_assert(strstr(v.reason, "no disk in class fast has 800 free bandwidth units; best: nvme1n1 with 700"),
             "%s", v.reason);
@@ -69,14 +69,14 @@ Test(decide, assumed_units_count_against_the_disk) {
   ext_assumed_unlock_node(l);
   struct ioq_need n = need(200, 0, "fast");
   struct ext_verdict v;
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FAILED, "700 - 600 assumed leaves 100");
   cr_assert(strstr(v.reason, "best: nvme0n1 with 120"), "%s", v.reason);
   /* the node reports the pod: its units are in `allocated` now, the
    * assumption goes (here the annotation did not change, so it fits again) */
   const char uids[][IOQ_POD_UID_STR_MAX + 1] = {"uid-1"};
   ext_assumed_confirm(a, "n1", uids, 1);
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FITS);
   ext_assumed_free(a);
   ext_nodeinfo_free(&ni);
@@ -88,11 +88,11 @@ Test(decide, class_absent_is_unresolvable_unhealthy_is_not) {
   struct ext_assumed *a = ext_assumed_new(60000);
   struct ext_verdict v;
   struct ioq_need n = need(10, 0, "archive");
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_UNRESOLVABLE);
   cr_assert(strstr(v.reason, "no disk in class archive"), "%s", v.reason);
   n = need(10, 0, NULL); /* default class: only sda, which is unhealthy */
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_FAILED);
   cr_assert(strstr(v.reason, "no healthy disk in class default"), "%s", v.reason);
   ext_assumed_free(a);
@@ -105,14 +105,14 @@ Test(decide, missing_malformed_and_unknown_nodes) {
   struct ext_verdict v;
   struct ext_nodeinfo ni;
   info_from(NULL, &ni);
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_UNRESOLVABLE);
   cr_assert(strstr(v.reason, "no ioqos.io/devices annotation"), "%s", v.reason);
   ext_nodeinfo_free(&ni);
 
   info_from("{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":\"yes\",\"capacity\":{}}]}", &ni);
   cr_assert_eq(ni.status, EXT_NODE_MALFORMED);
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "n1", &ni, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
   cr_assert_eq(v.kind, EXT_UNRESOLVABLE);
   cr_assert(strstr(v.reason, "devices[0].healthy"), "%s", v.reason);
   ext_nodeinfo_free(&ni);
@@ -122,7 +122,7 @@ Test(decide, missing_malformed_and_unknown_nodes) {
   cr_assert(strstr(ni.error, "invalid JSON"), "%s", ni.error);
   ext_nodeinfo_free(&ni);
 
-  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, "ghost", NULL, &v);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "ghost", NULL, &v);
   cr_assert_eq(v.kind, EXT_UNRESOLVABLE);
   cr_assert(strstr(v.reason, "not in the ioqos extender's node cache"), "%s", v.reason);
   ext_assumed_free(a);
