@@ -62,6 +62,13 @@ static void free_all_init(struct applied_pod *ap) {
 }
 
 /* a malloc'd copy of n strings (NULL on OOM) */
+static bool has_init(const struct applied_pod *ap) {
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (ap->n_init[r])
+      return true;
+  return false;
+}
+
 static char **copy_ids(char *const *ids, size_t n) {
   char **c = calloc(n ? n : 1, sizeof *c);
   for (size_t i = 0; c && i < n; i++)
@@ -440,6 +447,12 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
   for (size_t i = 0; i < res->grant.n; i++)
     ap->devs[i] = cds[i].dev;
+  /* nothing granted and no init units to keep (an init-only pod whose init
+   * containers are done): nothing to remember either */
+  if (!ap->grant.n && !has_init(ap)) {
+    f->pods[ap - f->pods] = f->pods[--f->n];
+    ap = NULL;
+  }
   pthread_mutex_unlock(&f->lock);
 
   for (size_t i = 0; i < res->grant.n; i++) {
@@ -469,6 +482,14 @@ struct missing_pod {
 /* The remembered pods the List leaves out, with what the cgroup tree and the
  * pod cache say of them. Gathered without the enforcer's locks held, since
  * the pod cache calls into the enforcer with its own lock held. */
+/* Whether kubelet's List shows the pod with its units: listed with some, or
+ * listed without any while its regular init container's (never listed) are
+ * what it holds. */
+static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
+  const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
+  return pr && (pr->n_ctrs || has_init(ap));
+}
+
 static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
@@ -476,7 +497,7 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
   struct missing_pod *m = calloc(f->n ? f->n : 1, sizeof *m);
   for (size_t i = 0; m && i < f->n; i++) {
     const struct applied_pod *ap = &f->pods[i];
-    if (podres_find_pod(listed, ap->ns, ap->name) || ap->applied_at >= listed->asked_at)
+    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at)
       continue;
     ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
     ioq_copy(m[n].name, sizeof m[n].name, ap->name);
@@ -521,7 +542,7 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   pthread_mutex_lock(&f->lock);
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
-    if (podres_find_pod(listed, ap->ns, ap->name) || ap->applied_at >= listed->asked_at) {
+    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at) {
       ap->missing_since = 0;
       i++;
       continue;
@@ -673,6 +694,13 @@ size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
   return m;
 }
 
+static bool listed_locked(struct enforcer *f, const char *ns, const char *name) {
+  for (size_t i = 0; i < f->n_listed; i++)
+    if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0)
+      return true;
+  return false;
+}
+
 bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]) {
   bool found = false;
@@ -696,21 +724,37 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
     if (strcmp(f->alloc[i].disk, disk) == 0)
       for (int r = 0; r < IOQ_RES_COUNT; r++)
         out[r] = f->alloc[i].units[r];
-  /* pods kept while a restarting kubelet does not list them still hold theirs */
+  /* pods with limits in place that the List does not show holding units (a
+   * restarting kubelet's, one whose PreStart raced the List, a regular init
+   * container's) still hold theirs */
   for (size_t i = 0; i < f->n; i++) {
-    const struct ioq_disk_grant *g =
-        f->pods[i].missing_since ? ioq_grant_find(&f->pods[i].grant, disk) : NULL;
-    for (int r = 0; g && r < IOQ_RES_COUNT; r++)
+    const struct ioq_disk_grant *g = ioq_grant_find(&f->pods[i].grant, disk);
+    if (!g || listed_locked(f, f->pods[i].ns, f->pods[i].name))
+      continue;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
       out[r] += g->units[r];
   }
   pthread_mutex_unlock(&f->lock);
 }
 
-bool enforcer_knows(struct enforcer *f, const char *ns, const char *name) {
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
+                       char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
-  bool known = find_locked(f, ns, name) != NULL;
+  const struct applied_pod *ap = find_locked(f, ns, name);
+  int rc = -1;
+  if (ap && r < 0) {
+    rc = has_init(ap) ? 1 : -1;
+  } else if (ap && ap->n_init[r]) {
+    rc = ap->n_init[r] == n;
+    for (size_t i = 0; rc == 1 && i < n; i++) {
+      bool in = false;
+      for (size_t j = 0; j < ap->n_init[r] && !in; j++)
+        in = strcmp(ap->init_ids[r][j], ids[i]) == 0;
+      rc = in;
+    }
+  }
   pthread_mutex_unlock(&f->lock);
-  return known;
+  return rc;
 }
 
 bool enforcer_have_list(struct enforcer *f) {

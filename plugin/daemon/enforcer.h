@@ -102,8 +102,10 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
 size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc);
 
-/* true if limits were applied to the pod (and not released since) */
-bool enforcer_knows(struct enforcer *f, const char *ns, const char *name);
+/* The regular init container units the pod holds: -1 none, 0 others than
+ * `ids`, 1 exactly `ids` (n of resource r); with r < 0, 1 if it holds any. */
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
+                       char *const *ids, size_t n);
 
 /* Remembers the List result: pods holding units, units allocated per disk.
  * A List asked for before the one already noted is ignored (the reconcile
@@ -112,8 +114,10 @@ void enforcer_note_list(struct enforcer *f, const struct podres_list *listed);
 /* true if the last List showed the pod; held gets its units per resource */
 bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]);
-/* Units allocated on `disk` per the last List, plus those of pods kept
- * while missing from it (see enforcer_release_gone). */
+/* Units allocated on `disk` per the last List, plus the grants of pods
+ * with limits in place that it does not show holding units (kept while a
+ * restarting kubelet does not list them, a PreStart that raced the List, a
+ * regular init container's). */
 void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
 /* UIDs (from the pod cache `pc`) of the pods the last List showed holding
  * units, i.e. the pods `allocated` counts; pods the cache does not know yet

@@ -78,11 +78,12 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
                                               size_t *n_cand) {
   *n_cand = 0;
   struct ioq_unit_id u;
-  struct pod_info *pi = malloc(sizeof *pi);
-  if (!p->pods || !pi || ioq_unit_id_parse(ids[0], &u, NULL) < 0) {
-    free(pi);
+  /* a cache still listing would miss the asker and name another pod */
+  if (!p->pods || !podcache_synced(p->pods) || ioq_unit_id_parse(ids[0], &u, NULL) < 0)
     return NULL;
-  }
+  struct pod_info *pi = malloc(sizeof *pi);
+  if (!pi)
+    return NULL;
   const struct podres_pod *found = NULL;
   for (size_t i = 0; i < l->n; i++) {
     const struct podres_pod *pr = &l->pods[i];
@@ -94,7 +95,20 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
     bool asks = false;
     for (size_t k = 0; k < pi->n_ctrs && !asks; k++)
       asks = pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] == n;
-    if (asks && (*n_cand)++ == 0)
+    if (!asks)
+      continue;
+    /* a pod whose init container already started on these very units is
+     * the asker (a restart, the next init container); one that started on
+     * other units is not */
+    int held = enforcer_init_held(p->enf, pr->ns, pr->name, (int)r, ids, n);
+    if (held == 1) {
+      *n_cand = 1;
+      found = pr;
+      break;
+    }
+    if (held == 0)
+      continue;
+    if ((*n_cand)++ == 0)
       found = pr;
   }
   free(pi);

@@ -171,6 +171,22 @@ class InitContainers(PluginTest):
         d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
         self.assertEqual(iomax(cg), "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max")
         self.assertEqual(d.metric("ioqos_pods_released_total"), 0)
+        # the init units count as allocated although kubelet lists none of them
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 250)
+        # a second such pod asks with other units: the first one, whose init
+        # container started on its own units, is not taken for it
+        uid2 = new_uid()
+        pod2 = pod_object("restore2", uid2)
+        pod2["spec"]["initContainers"] = pod["spec"]["initContainers"]
+        api.put_pod(pod2)
+        k.set_pod("default", "restore2", {"app": {}})
+        cg2 = v2_pod_cgroup(self.env.cgroup_root, uid2)
+        ids2 = [i for i, _ in avail[250:500]]
+        k.prestart(BW, ids2)  # retried until the pod cache's watch brings restore2
+        self.assertEqual(iomax(cg2), "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max")
+        # the first pod's init container restarts on its units: it is the asker
+        k.prestart(BW, ids)
+        d.wait_log(r"(?s)(init container\) resource=ioqos/bandwidth pod=default/restore units=250.*){2}")
         # ... and cleared once the init container is done (the pod runs)
         pod["status"]["phase"] = "Running"
         api.put_pod(pod)
