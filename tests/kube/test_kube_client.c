@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -337,12 +338,36 @@ static int count_requests(struct ioq_kube *k, const char *needle) {
   return n;
 }
 
-/* A watch the API refuses (403 from RBAC, 429 from priority and fairness)
- * answers with one Status, newline-terminated as the real API server writes
- * it: that is an error to back off from, not an event stream to re-list
- * after at once. */
-Test(kube, informer_backs_off_when_watch_is_refused) {
+/* The informer's log lines (ioq_log writes to stderr) go to a file the test reads. */
+static char g_errlog[160];
+static void capture_stderr(void) {
+  snprintf(g_errlog, sizeof g_errlog, "%s/stderr.log", g_dir);
+  int fd = open(g_errlog, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  cr_assert_geq(fd, 0);
+  fflush(stderr);
+  cr_assert_geq(dup2(fd, 2), 0);
+  close(fd);
+}
+
+static bool stderr_has(const char *needle) {
+  fflush(stderr);
+  FILE *f = fopen(g_errlog, "r");
+  cr_assert_not_null(f);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, needle) != NULL;
+}
+
+/* Makes every new watch fail the way `fail_path`/`fail_body` (an /_admin
+ * request) sets up, ends the open watch, and checks the informer backs off
+ * (about 3 tries in 3 s: 0.5, 1, 2 s; without a backoff, hundreds), logs
+ * `expect`, and recovers once `heal_path` restores the API. */
+static void check_watch_backoff(const char *fail_path, const char *fail_body, const char *expect,
+                                const char *heal_path, const char *heal_body) {
   start_server(NULL);
+  capture_stderr();
   struct ioq_kube *k = client(NULL);
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{}}");
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -351,28 +376,52 @@ Test(kube, informer_backs_off_when_watch_is_refused) {
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
   cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
+  sleep(1); /* the first watch lived long enough not to count as "very short" */
 
-  admin_post(k, "/_admin/fail", "{\"path_prefix\":\"/api/v1/pods\",\"status\":403,\"count\":100000,\"watch\":true}");
+  admin_post(k, fail_path, fail_body);
   int before = count_requests(k, "watch=1");
   admin_post(k, "/_admin/close-watches", "{}");
   sleep(3);
-  /* backoff 0.5, 1, 2 s: about 3 refused watches in 3 s; without it, hundreds */
-  int refused = count_requests(k, "watch=1") - before;
-  cr_assert_geq(refused, 1);
-  cr_assert_leq(refused, 6, "%d watch requests in 3 s: no backoff after a refused watch", refused);
+  int tries = count_requests(k, "watch=1") - before;
+  cr_assert_geq(tries, 1);
+  cr_assert_leq(tries, 6, "%d watch requests in 3 s: no backoff", tries);
   cr_assert_leq(ioq_kube_informer_lists(inf), 6);
+  cr_assert(stderr_has(expect), "the log does not say '%s'", expect);
+  cr_assert_not(stderr_has("unparsable event"), "an error reply was parsed as an event");
 
-  /* the API allows the watch again: the next list is followed by a watch
-   * that delivers what changes after it */
-  admin_post(k, "/_admin/unfail", "{}");
-  pthread_mutex_lock(&s.lock);
-  int lists = s.lists;
-  pthread_mutex_unlock(&s.lock);
-  cr_assert_gt(wait_for(&s, &s.lists, lists + 1), lists, "no list after the watch was allowed again");
+  /* the API works again: the next watch (after a list where one is due)
+   * delivers what changes after it */
+  admin_post(k, heal_path, heal_body);
+  int watches = count_requests(k, "watch=1");
+  for (int i = 0; i < 200 && count_requests(k, "watch=1") == watches; i++)
+    usleep(50000);
+  cr_assert_gt(count_requests(k, "watch=1"), watches, "no watch after the API was healed");
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"},\"spec\":{}}");
-  cr_assert_geq(wait_for(&s, &s.added, 1), 1, "no event after the watch was allowed again");
+  cr_assert_geq(wait_for(&s, &s.added, 1), 1, "no event after the API was healed");
   ioq_kube_informer_stop(inf);
   ioq_kube_free(k);
+}
+
+/* A watch the API refuses (403 from RBAC, 429 from priority and fairness)
+ * answers with one Status, newline-terminated as the real API server writes
+ * it: an error to back off from, not an event stream to re-list after at once. */
+Test(kube, informer_backs_off_when_watch_is_refused) {
+  check_watch_backoff("/_admin/fail",
+                      "{\"path_prefix\":\"/api/v1/pods\",\"status\":403,\"count\":100000,\"watch\":true}",
+                      "watch /api/v1/pods: HTTP 403: injected failure", "/_admin/unfail", "{}");
+}
+
+/* An ERROR event other than 410 Gone: re-list, but after a backoff. */
+Test(kube, informer_backs_off_after_an_error_event) {
+  check_watch_backoff("/_admin/watch-mode", "{\"mode\":\"error\",\"code\":500}",
+                      "ERROR event, code 500: injected watch error", "/_admin/watch-mode",
+                      "{\"mode\":\"normal\"}");
+}
+
+/* A watch the server (or a proxy) ends at once with nothing in it. */
+Test(kube, informer_backs_off_after_an_empty_short_watch) {
+  check_watch_backoff("/_admin/watch-mode", "{\"mode\":\"close\"}", "with no event",
+                      "/_admin/watch-mode", "{\"mode\":\"normal\"}");
 }
 
 /* Stopping an informer whose list is stalled on a slow API server returns

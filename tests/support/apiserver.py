@@ -49,6 +49,9 @@ serves these besides the API (no token, never logged nor failed):
                                      "delay": seconds before the answer (default 0),
                                      "watch": true (only watch requests; default: any)}
   POST   /_admin/unfail             remove every injected failure
+  POST   /_admin/watch-mode         body: {"mode": "normal" | "error" | "close", "code": 500}:
+                                     new watches send one ERROR event with that code and
+                                     end, or end at once with nothing in them
   POST   /_admin/close-watches      end every open watch stream now
   GET    /_admin/requests           the request log
   GET    /_admin/events             the events created
@@ -163,6 +166,9 @@ class ApiServer:
         self.rules = []          # injected failures and delays, see inject()
         self._knobs = {}
         self.watch_gen = 0       # close_watches() ends the streams of older generations
+        # how new watch streams behave: "normal"; "error" (one ERROR event
+        # with watch_error_code, then the end); "close" (ends at once, empty)
+        self.watch_mode, self.watch_error_code = "normal", 500
         self.stopping = False
         self.httpd = _Server(("127.0.0.1", port), _Handler)
         self.httpd.api = self
@@ -438,6 +444,7 @@ class ApiServer:
         h.close_connection = True
         with self.cv:
             gen = self.watch_gen
+            mode, code = self.watch_mode, self.watch_error_code
             first, expired = [], None
             if not since:  # no version: the current state first, as ADDED
                 first = [("ADDED", json.dumps(o)) for o in self._list(kind, ns, {"fieldSelector": sel})["items"]]
@@ -446,6 +453,12 @@ class ApiServer:
                 expired = "too old resource version: %d (%d)" % (since, self.min_rv)
         next_bookmark = time.monotonic() + self.bookmark_interval
         try:
+            if mode != "normal":
+                if mode == "error":
+                    h.chunk(json.dumps({"type": "ERROR", "object": status(code, "injected watch error")}))
+                h.wfile.write(b"0\r\n\r\n")
+                h.wfile.flush()
+                return
             for t, o in first:
                 h.chunk('{"type":"%s","object":%s}' % (t, o))
             if expired:
@@ -500,6 +513,11 @@ class ApiServer:
                 return 200, {}
             if parts == ["unfail"]:
                 self.rules = []
+                return 200, {}
+            if parts == ["watch-mode"]:
+                f = json.loads(body)
+                self.watch_mode = f["mode"]
+                self.watch_error_code = int(f.get("code", 500))
                 return 200, {}
             if parts == ["close-watches"]:
                 self.close_watches()
