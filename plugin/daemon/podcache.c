@@ -89,6 +89,8 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
   if (!ioq_copy(out->ns, sizeof out->ns, ns) || !ioq_copy(out->name, sizeof out->name, name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: name too long", ns, name);
   ioq_copy(out->uid, sizeof out->uid, uid ? uid : "");
+  const char *created = str_field(meta, "creationTimestamp");
+  ioq_copy(out->created, sizeof out->created, created ? created : "");
   const char *phase = str_field(status, "phase");
   ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
   out->terminating = ioq_json_field(meta, "deletionTimestamp") != NULL;

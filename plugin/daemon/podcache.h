@@ -30,6 +30,7 @@ struct pod_info {
   char name[IOQ_POD_NAME_MAX + 1];
   char uid[IOQ_POD_UID_MAX + 1];
   char phase[16];       /* status.phase, "" if none */
+  char created[32];     /* metadata.creationTimestamp (RFC 3339 UTC: sorts as text), "" if none */
   bool terminating;     /* metadata.deletionTimestamp set */
   bool has_qos;         /* status.qosClass present and known */
   enum ioq_qos_class qos;

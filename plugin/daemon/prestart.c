@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "plugin.h"
 #include "podres.h"
@@ -72,7 +73,14 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
  * listed container holds any of them: a listed pod with no units of r whose
  * API object is Pending with a regular init container asking for exactly n,
  * placed (annotation ioqos.io/disk) on the IDs' disk if placed at all.
- * *n_cand gets how many such pods there are; only one is an answer. */
+ * *n_cand gets how many such pods there are. Nothing kubelet says tells
+ * several of them apart; refusing would block them all for good (each start
+ * would stay ambiguous), so the one created first is taken: kubelet admits
+ * and starts pods in creation order. A wrong guess limits the other pod
+ * early (to the same number of units) and leaves the asker's init container
+ * unlimited until the other pod's init container asks: that one then finds
+ * the first pod holding other units and takes the remaining pod. The
+ * warning in the log names the choice. */
 static const struct podres_pod *init_only_pod(struct plugin *p, const struct podres_list *l,
                                               enum ioq_resource r, char *const *ids, size_t n,
                                               size_t *n_cand) {
@@ -85,6 +93,7 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
   if (!pi)
     return NULL;
   const struct podres_pod *found = NULL;
+  char first_created[sizeof pi->created] = "";
   for (size_t i = 0; i < l->n; i++) {
     const struct podres_pod *pr = &l->pods[i];
     if (podres_pod_count(pr, r) || !podcache_peek(p->pods, pr->ns, pr->name, pi))
@@ -108,11 +117,17 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
     }
     if (held == 0)
       continue;
-    if ((*n_cand)++ == 0)
+    int order = found ? strcmp(pi->created, first_created) : -1;
+    if (order < 0 || (order == 0 && (strcmp(pr->ns, found->ns) < 0 ||
+                                     (strcmp(pr->ns, found->ns) == 0 &&
+                                      strcmp(pr->name, found->name) < 0)))) {
       found = pr;
+      ioq_copy(first_created, sizeof first_created, pi->created);
+    }
+    (*n_cand)++;
   }
   free(pi);
-  return *n_cand == 1 ? found : NULL;
+  return found;
 }
 
 void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
@@ -153,6 +168,11 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     if (attempt + 1 >= INIT_ONLY_AFTER_TRIES &&
         (pr = init_only_pod(p, &list, r, ids, n, &init_cands))) {
       missing = n;
+      if (init_cands > 1)
+        ioq_warn("prestart of a regular init container: %zu pending pods have one asking for "
+                 "exactly %zu %s units and kubelet does not say which asks; taking the one "
+                 "created first pod=%s/%s",
+                 init_cands, n, ioq_resource_name(r), pr->ns, pr->name);
       break;
     }
   }
@@ -161,13 +181,6 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     if (last_err[0]) {
       snprintf(msg, sizeof msg, "pod resources API: %s", last_err);
       fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_PODRES, NULL, NULL, NULL, msg);
-    } else if (init_cands > 1) {
-      snprintf(msg, sizeof msg,
-               "no listed container holds units %s%s (%zu IDs), so a regular init container "
-               "asks for them (kubelet does not list those), but %zu pending pods have one "
-               "asking for exactly %zu %s units: cannot tell which pod this is (kubelet retries)",
-               ids[0], n > 1 ? ",..." : "", n, init_cands, n, ioq_resource_name(r));
-      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_NOT_LISTED, NULL, NULL, NULL, msg);
     } else {
       snprintf(msg, sizeof msg,
                "no pod holds units %s%s (%zu IDs) in kubelet's pod resources List after %d tries",

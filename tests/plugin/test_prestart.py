@@ -194,21 +194,32 @@ class InitContainers(PluginTest):
         self.assertEqual(iomax(cg), "250:0 rbps=max wbps=max riops=max wiops=max")
 
     def test_init_container_alone_ambiguous(self):
+        # two Pending pods with the same init-only request: nothing kubelet
+        # says tells them apart, so the one created first is taken (kubelet
+        # starts pods in creation order); the other start then finds it
+        # holding other units and takes the remaining pod
         d = self.start()
         k, api = self.env.kubelet, self.env.api
         avail = k.wait_list(BW, lambda l: len(l) == 1000)
-        for name in ("r1", "r2"):
-            pod = pod_object(name, new_uid())
+        cgs = {}
+        # named against their creation order, so name order would pick the other
+        for name, created in (("r1", "2026-01-01T10:00:05Z"), ("r2", "2026-01-01T10:00:00Z")):
+            uid = new_uid()
+            pod = pod_object(name, uid)
+            pod["metadata"]["creationTimestamp"] = created
             pod["spec"]["initContainers"] = [{"name": "load", "resources": {
                 "limits": {BW: "100"}, "requests": {BW: "100"}}}]
             api.put_pod(pod)
             k.set_pod("default", name, {"app": {}})
-        with self.assertRaises(grpc.RpcError) as cm:
-            k.prestart(BW, [i for i, _ in avail[:100]])
-        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
-        self.assertIn("2 pending pods have one asking for exactly 100 ioqos/bandwidth units",
-                      cm.exception.details())
-        self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="pod-not-listed"), 1)
+            cgs[name] = v2_pod_cgroup(self.env.cgroup_root, uid)
+        want = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"
+        k.prestart(BW, [i for i, _ in avail[:100]])
+        self.assertEqual(iomax(cgs["r2"]), want)
+        self.assertEqual(iomax(cgs["r1"]), "")
+        d.wait_log(r"2 pending pods have one asking for exactly 100 ioqos/bandwidth units and "
+                   r"kubelet does not say which asks; taking the one created first pod=default/r2")
+        k.prestart(BW, [i for i, _ in avail[100:200]])
+        self.assertEqual(iomax(cgs["r1"]), want)
 
 
 class FailOpen(PluginTest):
