@@ -479,9 +479,6 @@ struct missing_pod {
   char phase[16];
 };
 
-/* The remembered pods the List leaves out, with what the cgroup tree and the
- * pod cache say of them. Gathered without the enforcer's locks held, since
- * the pod cache calls into the enforcer with its own lock held. */
 /* Whether kubelet's List shows the pod with its units: listed with some, or
  * listed without any while its regular init container's (never listed) are
  * what it holds. */
@@ -490,6 +487,9 @@ static bool listed_with_units(const struct podres_list *l, const struct applied_
   return pr && (pr->n_ctrs || has_init(ap));
 }
 
+/* The remembered pods the List leaves out, with what the cgroup tree and the
+ * pod cache say of them. Gathered without the enforcer's locks held, since
+ * the pod cache calls into the enforcer with its own lock held. */
 static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
