@@ -1,10 +1,11 @@
 #include "metrics.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ioqos/histogram.h"
 
 #define N_BUCKETS 15
 static const double g_buckets[N_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -28,9 +29,7 @@ struct code_count {
 struct ext_metrics {
   pthread_mutex_t lock;
   struct code_count codes[EXT_VERB_COUNT][MAX_CODES];
-  uint64_t bucket[EXT_VERB_COUNT][N_BUCKETS]; /* non-cumulative */
-  uint64_t count[EXT_VERB_COUNT];
-  double sum[EXT_VERB_COUNT];
+  struct ioq_histogram dur[EXT_VERB_COUNT]; /* seconds, bounds g_buckets */
   uint64_t pods[EXT_VERB_COUNT][EXT_POD_KIND_COUNT];
   uint64_t nodes[EXT_NODE_RESULT_COUNT];
   uint64_t binds[2];
@@ -67,13 +66,7 @@ void ext_metrics_request(struct ext_metrics *m, enum ext_verb v, unsigned status
       break;
     }
   }
-  int b = 0;
-  while (b < N_BUCKETS - 1 && seconds > g_buckets[b])
-    b++;
-  if (seconds <= g_buckets[b])
-    m->bucket[v][b]++;
-  m->count[v]++;
-  m->sum[v] += seconds;
+  ioq_histogram_observe(&m->dur[v], g_buckets, N_BUCKETS, seconds);
   pthread_mutex_unlock(&m->lock);
 }
 
@@ -101,113 +94,70 @@ void ext_metrics_reject(struct ext_metrics *m, enum ext_reject r) {
   pthread_mutex_unlock(&m->lock);
 }
 
-/* growable text buffer for rendering */
-struct text {
-  char *s;
-  size_t len, cap;
-  int oom;
-};
-
-static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct text *t, const char *fmt, ...) {
-  if (t->oom)
-    return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      t->oom = 1;
-      return;
-    }
-    if ((size_t)n < t->cap - t->len) {
-      t->len += (size_t)n;
-      return;
-    }
-    size_t cap = t->cap * 2 + (size_t)n;
-    char *ns = realloc(t->s, cap);
-    if (!ns) {
-      t->oom = 1;
-      return;
-    }
-    t->s = ns;
-    t->cap = cap;
-  }
-}
-
 char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
-  struct text t = {.cap = 8192};
-  t.s = malloc(t.cap);
-  if (!t.s)
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
     return NULL;
-  t.s[0] = '\0';
 
   pthread_mutex_lock(&m->lock);
-  put(&t, "# HELP ioqos_extender_requests_total HTTP requests served, by verb and status code.\n"
+  fprintf(f, "# HELP ioqos_extender_requests_total HTTP requests served, by verb and status code.\n"
           "# TYPE ioqos_extender_requests_total counter\n");
   for (int v = 0; v < EXT_VERB_COUNT; v++)
     for (int i = 0; i < MAX_CODES && m->codes[v][i].n; i++)
-      put(&t, "ioqos_extender_requests_total{verb=\"%s\",code=\"%u\"} %llu\n", g_verbs[v],
+      fprintf(f, "ioqos_extender_requests_total{verb=\"%s\",code=\"%u\"} %llu\n", g_verbs[v],
           m->codes[v][i].code, (unsigned long long)m->codes[v][i].n);
 
-  put(&t, "# HELP ioqos_extender_request_duration_seconds Time from request headers to reply.\n"
+  fprintf(f, "# HELP ioqos_extender_request_duration_seconds Time from request headers to reply.\n"
           "# TYPE ioqos_extender_request_duration_seconds histogram\n");
   for (int v = 0; v < EXT_VERB_COUNT; v++) {
-    if (!m->count[v] && v > EXT_VERB_BIND)
+    if (!m->dur[v].count && v > EXT_VERB_BIND)
       continue;
-    uint64_t cum = 0;
-    for (int b = 0; b < N_BUCKETS; b++) {
-      cum += m->bucket[v][b];
-      put(&t, "ioqos_extender_request_duration_seconds_bucket{verb=\"%s\",le=\"%g\"} %llu\n",
-          g_verbs[v], g_buckets[b], (unsigned long long)cum);
-    }
-    put(&t, "ioqos_extender_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n",
-        g_verbs[v], (unsigned long long)m->count[v]);
-    put(&t, "ioqos_extender_request_duration_seconds_sum{verb=\"%s\"} %.9f\n", g_verbs[v],
-        m->sum[v]);
-    put(&t, "ioqos_extender_request_duration_seconds_count{verb=\"%s\"} %llu\n", g_verbs[v],
-        (unsigned long long)m->count[v]);
+    char labels[64];
+    snprintf(labels, sizeof labels, "verb=\"%s\"", g_verbs[v]);
+    ioq_histogram_write(f, "ioqos_extender_request_duration_seconds", labels, g_buckets, N_BUCKETS,
+                        &m->dur[v]);
   }
 
-  put(&t, "# HELP ioqos_extender_pods_total Pods seen by each verb: requesting ioqos resources, "
+  fprintf(f, "# HELP ioqos_extender_pods_total Pods seen by each verb: requesting ioqos resources, "
           "passed through untouched, or invalid.\n"
           "# TYPE ioqos_extender_pods_total counter\n");
   for (int v = EXT_VERB_FILTER; v <= EXT_VERB_BIND; v++)
     for (int k = 0; k < EXT_POD_KIND_COUNT; k++)
-      put(&t, "ioqos_extender_pods_total{verb=\"%s\",kind=\"%s\"} %llu\n", g_verbs[v],
+      fprintf(f, "ioqos_extender_pods_total{verb=\"%s\",kind=\"%s\"} %llu\n", g_verbs[v],
           g_pod_kinds[k], (unsigned long long)m->pods[v][k]);
 
-  put(&t, "# HELP ioqos_extender_filter_nodes_total Filter decisions per node.\n"
+  fprintf(f, "# HELP ioqos_extender_filter_nodes_total Filter decisions per node.\n"
           "# TYPE ioqos_extender_filter_nodes_total counter\n");
   for (int r = 0; r < EXT_NODE_RESULT_COUNT; r++)
-    put(&t, "ioqos_extender_filter_nodes_total{result=\"%s\"} %llu\n", g_node_results[r],
+    fprintf(f, "ioqos_extender_filter_nodes_total{result=\"%s\"} %llu\n", g_node_results[r],
         (unsigned long long)m->nodes[r]);
 
-  put(&t, "# HELP ioqos_extender_binds_total Bind verb outcomes.\n"
+  fprintf(f, "# HELP ioqos_extender_binds_total Bind verb outcomes.\n"
           "# TYPE ioqos_extender_binds_total counter\n"
           "ioqos_extender_binds_total{result=\"bound\"} %llu\n"
           "ioqos_extender_binds_total{result=\"error\"} %llu\n",
       (unsigned long long)m->binds[0], (unsigned long long)m->binds[1]);
 
-  put(&t, "# HELP ioqos_extender_rejected_requests_total Request bodies refused before any "
+  fprintf(f, "# HELP ioqos_extender_rejected_requests_total Request bodies refused before any "
           "decision.\n"
           "# TYPE ioqos_extender_rejected_requests_total counter\n");
   for (int r = 0; r < EXT_REJECT_COUNT; r++)
-    put(&t, "ioqos_extender_rejected_requests_total{reason=\"%s\"} %llu\n", g_rejects[r],
+    fprintf(f, "ioqos_extender_rejected_requests_total{reason=\"%s\"} %llu\n", g_rejects[r],
         (unsigned long long)m->rejects[r]);
   pthread_mutex_unlock(&m->lock);
 
-  put(&t, "# HELP ioqos_extender_in_flight_requests Requests being served now.\n"
+  fprintf(f, "# HELP ioqos_extender_in_flight_requests Requests being served now.\n"
           "# TYPE ioqos_extender_in_flight_requests gauge\n"
           "ioqos_extender_in_flight_requests %llu\n",
       (unsigned long long)g->in_flight);
-  put(&t, "# HELP ioqos_extender_assumed_placements Placements bound by this extender and not yet "
+  fprintf(f, "# HELP ioqos_extender_assumed_placements Placements bound by this extender and not yet "
           "reported by the node's plugin (and not expired).\n"
           "# TYPE ioqos_extender_assumed_placements gauge\n"
           "ioqos_extender_assumed_placements %llu\n",
       (unsigned long long)g->assumed);
-  put(&t, "# HELP ioqos_extender_node_cache_enabled 1 if the node cache (list+watch) runs.\n"
+  fprintf(f, "# HELP ioqos_extender_node_cache_enabled 1 if the node cache (list+watch) runs.\n"
           "# TYPE ioqos_extender_node_cache_enabled gauge\n"
           "ioqos_extender_node_cache_enabled %d\n"
           "# HELP ioqos_extender_node_cache_nodes Nodes in the node cache.\n"
@@ -222,9 +172,9 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "ioqos_extender_node_cache_lists_total %llu\n",
       g->node_cache_enabled, (unsigned long long)g->node_cache_nodes, g->node_cache_synced,
       (unsigned long long)g->node_cache_lists);
-  if (t.oom) {
-    free(t.s);
+  if (fclose(f) != 0) {
+    free(buf);
     return NULL;
   }
-  return t.s;
+  return buf;
 }

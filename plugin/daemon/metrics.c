@@ -58,13 +58,7 @@ void metrics_rpc(struct metrics *m, enum ioq_resource r, enum rpc_method meth, g
   pthread_mutex_lock(&m->lock);
   struct rpc_hist *h = &m->s.rpc[r][meth];
   h->codes[(unsigned)c < RPC_CODES ? (unsigned)c : GRPC_STATUS_UNKNOWN]++;
-  for (int b = 0; b < RPC_BUCKETS; b++)
-    if (seconds <= rpc_bucket_bounds[b]) {
-      h->buckets[b]++;
-      break;
-    }
-  h->count++;
-  h->sum += seconds;
+  ioq_histogram_observe(&h->dur, rpc_bucket_bounds, RPC_BUCKETS, seconds);
   pthread_mutex_unlock(&m->lock);
 }
 

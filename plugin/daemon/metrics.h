@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ioqos/histogram.h"
 #include "ioqos/units.h"
 
 /* RPC methods, per resource endpoint */
@@ -58,9 +59,7 @@ void metrics_inc_res(struct metrics *m, enum counter c, enum ioq_resource r);
 
 struct rpc_hist {
   uint64_t codes[RPC_CODES];
-  uint64_t buckets[RPC_BUCKETS]; /* cumulative counts are made when printing */
-  uint64_t count;
-  double sum;
+  struct ioq_histogram dur; /* seconds, bounds rpc_bucket_bounds */
 };
 struct metrics_snapshot {
   struct rpc_hist rpc[IOQ_RES_COUNT][RPC_METHOD_COUNT_];

@@ -142,22 +142,14 @@ static void counters(FILE *f, struct plugin *p) {
        "Time from receiving an RPC to sending its answer (ListAndWatch: the first list).");
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     for (int m = 0; m < RPC_METHOD_COUNT_; m++) {
-      const struct rpc_hist *h = &s->rpc[r][m];
+      const struct ioq_histogram *h = &s->rpc[r][m].dur;
       if (!h->count)
         continue;
-      uint64_t cum = 0;
-      for (int b = 0; b < RPC_BUCKETS; b++) {
-        cum += h->buckets[b];
-        fprintf(f, "ioqos_rpc_duration_seconds_bucket{resource=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
-                ioq_resource_name(r), rpc_method_name(m), rpc_bucket_bounds[b],
-                (unsigned long long)cum);
-      }
-      fprintf(f, "ioqos_rpc_duration_seconds_bucket{resource=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
-              ioq_resource_name(r), rpc_method_name(m), (unsigned long long)h->count);
-      fprintf(f, "ioqos_rpc_duration_seconds_sum{resource=\"%s\",method=\"%s\"} %.9f\n",
-              ioq_resource_name(r), rpc_method_name(m), h->sum);
-      fprintf(f, "ioqos_rpc_duration_seconds_count{resource=\"%s\",method=\"%s\"} %llu\n",
-              ioq_resource_name(r), rpc_method_name(m), (unsigned long long)h->count);
+      char labels[96];
+      snprintf(labels, sizeof labels, "resource=\"%s\",method=\"%s\"", ioq_resource_name(r),
+               rpc_method_name(m));
+      ioq_histogram_write(f, "ioqos_rpc_duration_seconds", labels, rpc_bucket_bounds, RPC_BUCKETS,
+                          h);
     }
   head(f, "ioqos_enforcement_errors_total", "counter",
        "Failures to put a pod's grant in place, by reason.");
