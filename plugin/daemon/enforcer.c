@@ -694,22 +694,22 @@ size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
   return m;
 }
 
-static bool listed_locked(struct enforcer *f, const char *ns, const char *name) {
+/* The pod in the last List's pods holding units (NULL if not there). */
+static const struct listed_pod *find_listed_locked(struct enforcer *f, const char *ns,
+                                                   const char *name) {
   for (size_t i = 0; i < f->n_listed; i++)
     if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0)
-      return true;
-  return false;
+      return &f->listed[i];
+  return NULL;
 }
 
 bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]) {
-  bool found = false;
   pthread_mutex_lock(&f->lock);
-  for (size_t i = 0; i < f->n_listed && !found; i++)
-    if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0) {
-      found = true;
-      memcpy(held, f->listed[i].held, sizeof f->listed[i].held);
-    }
+  const struct listed_pod *lp = find_listed_locked(f, ns, name);
+  bool found = lp != NULL;
+  if (found)
+    memcpy(held, lp->held, sizeof lp->held);
   pthread_mutex_unlock(&f->lock);
   if (!found)
     memset(held, 0, IOQ_RES_COUNT * sizeof *held);
@@ -729,7 +729,7 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
    * container's) still hold theirs */
   for (size_t i = 0; i < f->n; i++) {
     const struct ioq_disk_grant *g = ioq_grant_find(&f->pods[i].grant, disk);
-    if (!g || listed_locked(f, f->pods[i].ns, f->pods[i].name))
+    if (!g || find_listed_locked(f, f->pods[i].ns, f->pods[i].name))
       continue;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       out[r] += g->units[r];
