@@ -187,6 +187,8 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
                          const char *cost_model, struct ioq_disk *d, ioq_err *e) {
   d->capacity_bw_bytes = d->capacity_iops = 0;
   d->capacity_source[0] = '\0';
+  d->ungranted_pool_bw_bytes = d->ungranted_pool_iops = 0;
+  d->ungranted_note[0] = '\0';
   d->allocatable_fraction =
       devcfg && devcfg->allocatable_fraction > 0 ? devcfg->allocatable_fraction : cfg->allocatable_fraction;
 
@@ -246,5 +248,25 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
       (uint64_t)floor((double)bw * d->allocatable_fraction / (double)cfg->units.size[IOQ_RES_BANDWIDTH]);
   d->units[IOQ_RES_IOPS] =
       (uint64_t)floor((double)iops * d->allocatable_fraction / (double)cfg->units.size[IOQ_RES_IOPS]);
+  if (devcfg) {
+    /* a pool the config cannot check against a measured capacity is
+     * checked here: cut to the disk, and said (probe, plugin log) */
+    d->ungranted_pool_bw_bytes = devcfg->ungranted_pool_bw_bytes;
+    d->ungranted_pool_iops = devcfg->ungranted_pool_iops;
+    if (bw && d->ungranted_pool_bw_bytes > bw) {
+      snprintf(d->ungranted_note, sizeof d->ungranted_note,
+               "ungrantedPool.bandwidthBytesPerSec %llu is larger than the disk (%llu, %s): cut to it",
+               (unsigned long long)d->ungranted_pool_bw_bytes, (unsigned long long)bw,
+               d->capacity_source);
+      d->ungranted_pool_bw_bytes = bw;
+    }
+    if (iops && d->ungranted_pool_iops > iops) {
+      snprintf(d->ungranted_note, sizeof d->ungranted_note,
+               "ungrantedPool.iops %llu is larger than the disk (%llu, %s): cut to it",
+               (unsigned long long)d->ungranted_pool_iops, (unsigned long long)iops,
+               d->capacity_source);
+      d->ungranted_pool_iops = iops;
+    }
+  }
   return 0;
 }

@@ -44,6 +44,8 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->node_policy.iocost_ctrl_user = true;
   c->node_policy.iocost_min = 100.0;
   c->node_policy.iocost_max = 100.0;
+  c->node_policy.ungranted_enable = true;
+  c->node_policy.ungranted_interval_ms = IOQ_DEFAULT_UNGRANTED_INTERVAL_MS;
   return 0;
 }
 
@@ -189,7 +191,8 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
   snprintf(path, sizeof path, "devices[%zu]", i);
   if (!json_object_is_type(d, json_type_object))
     return bad(x, path, "must be an object");
-  static const char *const keys[] = {"select", "class", "capacity", "allocatableFraction", NULL};
+  static const char *const keys[] = {"select", "class", "capacity", "allocatableFraction",
+                                     "ungrantedPool", NULL};
   if (check_keys(x, d, path, keys) < 0)
     return -1;
   char p2[160];
@@ -223,6 +226,28 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
   snprintf(p2, sizeof p2, "%s.allocatableFraction", path);
   if (get_double(x, d, "allocatableFraction", p2, &out->allocatable_fraction, 0.0, 1.0) < 0)
     return -1;
+  json_object *pool;
+  snprintf(p2, sizeof p2, "%s.ungrantedPool", path);
+  if (get_object(x, d, "ungrantedPool", p2, &pool) < 0)
+    return -1;
+  if (pool) {
+    static const char *const pkeys[] = {"bandwidthBytesPerSec", "iops", NULL};
+    if (check_keys(x, pool, p2, pkeys) < 0)
+      return -1;
+    char p3[200];
+    /* io.max takes no value below 2 (the kernel says EINVAL to 0 and 1) */
+    snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
+    if (get_uint(x, pool, "bandwidthBytesPerSec", p3, &out->ungranted_pool_bw_bytes, 2,
+                 UINT64_MAX >> 4) < 0)
+      return -1;
+    if (out->capacity_bw_bytes && out->ungranted_pool_bw_bytes > out->capacity_bw_bytes)
+      return bad(x, p3, "is larger than the disk (capacity.bandwidthBytesPerSec)");
+    snprintf(p3, sizeof p3, "%s.iops", p2);
+    if (get_uint(x, pool, "iops", p3, &out->ungranted_pool_iops, 2, 1000000000ull) < 0)
+      return -1;
+    if (out->capacity_iops && out->ungranted_pool_iops > out->capacity_iops)
+      return bad(x, p3, "is larger than the disk (capacity.iops)");
+  }
   return 0;
 }
 
@@ -312,13 +337,23 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   if (get_object(x, root, "nodePolicy", "nodePolicy", &np) < 0)
     return -1;
   if (np) {
-    static const char *const nkeys[] = {"qosClassWeights", "iocost", NULL};
+    static const char *const nkeys[] = {"qosClassWeights", "iocost", "ungranted", NULL};
     if (check_keys(x, np, "nodePolicy", nkeys) < 0)
       return -1;
-    json_object *w, *ic;
+    json_object *w, *ic, *ug;
     if (get_object(x, np, "qosClassWeights", "nodePolicy.qosClassWeights", &w) < 0 ||
-        get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0)
+        get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0 ||
+        get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
       return -1;
+    if (ug) {
+      static const char *const ukeys[] = {"enable", "intervalMs", NULL};
+      uint64_t iv = c->node_policy.ungranted_interval_ms;
+      if (check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
+          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable", &c->node_policy.ungranted_enable) < 0 ||
+          get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0)
+        return -1;
+      c->node_policy.ungranted_interval_ms = (unsigned)iv;
+    }
     if (w) {
       static const char *const wkeys[] = {"burstable", "besteffort", NULL};
       uint64_t b = 0, be = 0;

@@ -764,6 +764,9 @@ bool enforcer_have_list(struct enforcer *f) {
   return h;
 }
 
+void enforcer_writes_lock(struct enforcer *f) { pthread_mutex_lock(&f->apply_lock); }
+void enforcer_writes_unlock(struct enforcer *f) { pthread_mutex_unlock(&f->apply_lock); }
+
 size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = f->n;

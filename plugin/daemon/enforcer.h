@@ -127,6 +127,12 @@ size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
 /* true once a List has been noted */
 bool enforcer_have_list(struct enforcer *f);
 
+/* Holds grant writes (apply, release) off while the caller writes limits
+ * of other pods that must not interleave with them: the bounds of pods
+ * without a grant (ungranted.c) never overwrite a grant being put in place. */
+void enforcer_writes_lock(struct enforcer *f);
+void enforcer_writes_unlock(struct enforcer *f);
+
 /* Copy of what is applied (malloc'd; caller frees). */
 size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out);
 

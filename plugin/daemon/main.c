@@ -111,6 +111,7 @@ static void teardown(struct plugin *p) {
     if (p->ep[r].p)
       endpoint_stop(&p->ep[r], true);
   httpd_stop(p->http);
+  ungranted_stop(p->ug);
   reconciler_stop(p->rec);
   events_stop(p->events);
   podcache_stop(p->pods);
@@ -120,6 +121,8 @@ static void teardown(struct plugin *p) {
       pthread_mutex_destroy(&p->ep[r].lock);
   ioq_kube_free(p->kube_rpc);
   ioq_kube_free(p->kube);
+  ungranted_free(p->ug);
+  p->ug = NULL;
   enforcer_free(p->enf);
   catalog_free(p->catalog);
   metrics_free(p->metrics);
@@ -157,6 +160,13 @@ static int run(struct plugin *p, const sigset_t *sigs) {
       goto fatal;
   if (!(p->rec = reconciler_start(p, &e)) || !(p->reg = registrar_start(p, &e)))
     goto fatal;
+  if (p->cfg.node_policy.ungranted_enable) {
+    if (!(p->ug = ungranted_start(p, &e)))
+      goto fatal;
+  } else {
+    ioq_info("pods without a grant are not bounded (nodePolicy.ungranted.enable is false): "
+             "grants hold only against pods that have grants too");
+  }
   if (*p->opts.metrics_address && !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;
   ioq_info("ioqos-plugin running sockets=%s,%s kubelet=%s", p->ep[0].sock_path,

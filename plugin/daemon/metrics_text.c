@@ -178,6 +178,8 @@ static void counters(FILE *f, struct plugin *p) {
       {C_PROBE_FAIL, "ioqos_disk_probe_errors_total", "Disk inventory probes that failed.", false},
       {C_POLICY_WRITES, "ioqos_node_policy_writes_total", "Kernel files the node policy (nodePolicy: iocost, QoS-class weights) changed.", false},
       {C_POLICY_FAIL, "ioqos_node_policy_errors_total", "Node policy settings that could not be put in place.", false},
+      {C_UG_WRITES, "ioqos_ungranted_writes_total", "io.max writes that placed or moved a bound of a pod without a grant.", false},
+      {C_UG_FAIL, "ioqos_ungranted_failures_total", "Bounds of pods without a grant that could not be put in place.", false},
       {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},
       {C_REGISTER_FAIL, "ioqos_kubelet_registration_errors_total", "Failed Register calls to kubelet (retried with backoff).", true},
       {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},
@@ -193,6 +195,35 @@ static void counters(FILE *f, struct plugin *p) {
               (unsigned long long)s->per_res[plain[i].c][r]);
   }
   free(s);
+}
+
+static void ungranted(FILE *f, struct plugin *p) {
+  struct ungranted_disk_stat st[16];
+  uint64_t before = 0;
+  size_t n = ungranted_stats(p->ug, st, 16, &before);
+  head(f, "ioqos_ungranted_pool_bytes_per_second", "gauge",
+       "Bandwidth shared by the pods without a grant on a disk (0 while no pod holds units there).");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_ungranted_pool_bytes_per_second{disk=\"", f);
+    lv(f, st[i].disk);
+    fprintf(f, "\"} %llu\n", (unsigned long long)st[i].pool_bps);
+  }
+  head(f, "ioqos_ungranted_pool_iops", "gauge",
+       "IOPS shared by the pods without a grant on a disk (0: not bounded in IOPS).");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_ungranted_pool_iops{disk=\"", f);
+    lv(f, st[i].disk);
+    fprintf(f, "\"} %llu\n", (unsigned long long)st[i].pool_iops);
+  }
+  head(f, "ioqos_ungranted_pods", "gauge", "Pods without a grant bounded on a disk now.");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_ungranted_pods{disk=\"", f);
+    lv(f, st[i].disk);
+    fprintf(f, "\"} %zu\n", st[i].pods);
+  }
+  head(f, "ioqos_ungranted_bytes_before_bound_max", "gauge",
+       "Most bytes a pod without a grant did on a disk before its bound was in place.");
+  fprintf(f, "ioqos_ungranted_bytes_before_bound_max %llu\n", (unsigned long long)before);
 }
 
 static void state(FILE *f, struct plugin *p) {
@@ -221,6 +252,7 @@ char *metrics_render(struct plugin *p) {
   disks(f, p);
   pods(f, p);
   counters(f, p);
+  ungranted(f, p);
   state(f, p);
   if (fclose(f) != 0) {
     free(buf);

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "podcache.h"
+#include "ungranted.h"
 
 #define KUBELET_SOCKET_NAME "kubelet.sock"
 #define DP_API_VERSION "v1beta1"
@@ -71,6 +72,7 @@ struct plugin {
   struct events *events;
   _Atomic(struct reconciler *) rec; /* read by the informer thread */
   struct registrar *reg;
+  struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
   struct httpd *http;
 
   atomic_bool stopping;

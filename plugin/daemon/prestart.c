@@ -220,6 +220,9 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
            reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);
     } else {
       metrics_inc(p->metrics, C_ENFORCE_OK);
+      /* the held units grew: shrink the pool of the pods without a grant
+       * before this container's first I/O */
+      ungranted_sync(p->ug);
       ioq_info("prestart done resource=%s pod=%s/%s uid=%s cgroup=%s disks=%zu writes=%u",
                ioq_resource_name(r), pr->ns, pr->name, pi->uid, res.cgroup, res.grant.n,
                res.writes);

@@ -215,7 +215,10 @@ class InitContainers(PluginTest):
         want = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"
         k.prestart(BW, [i for i, _ in avail[:100]])
         self.assertEqual(iomax(cgs["r2"]), want)
-        self.assertEqual(iomax(cgs["r1"]), "")
+        # r1 holds no grant yet: it is bounded to the pool of pods without
+        # one (capacity 1000 MiB/s minus r2's 100; nodePolicy.ungranted)
+        self.assertEqual(iomax(cgs["r1"]),
+                         "250:0 rbps=943718400 wbps=943718400 riops=100000 wiops=100000")
         d.wait_log(r"2 pending pods have one asking for exactly 100 ioqos/bandwidth units and "
                    r"kubelet does not say which asks; taking the one created first pod=default/r2")
         k.prestart(BW, [i for i, _ in avail[100:200]])

@@ -17,6 +17,22 @@ Test(config, defaults) {
   cr_assert_eq(c.policy, IOQ_POLICY_LEAST_ALLOCATED);
   cr_assert_not(c.enforcement.fail_open);
   cr_assert(c.enforcement.io_weight);
+  cr_assert(c.node_policy.ungranted_enable, "pods without a grant are bounded by default");
+  cr_assert_eq(c.node_policy.ungranted_interval_ms, 1000);
+  ioq_config_free(&c);
+}
+
+Test(config, ungranted) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  const char *j = "{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 209715200},"
+                  " \"ungrantedPool\": {\"bandwidthBytesPerSec\": 41943040, \"iops\": 2000}}],"
+                  " \"nodePolicy\": {\"ungranted\": {\"enable\": false, \"intervalMs\": 250}}}";
+  cr_assert_eq(ioq_config_parse(j, "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert_eq(c.devices[0].ungranted_pool_bw_bytes, 41943040ull);
+  cr_assert_eq(c.devices[0].ungranted_pool_iops, 2000);
+  cr_assert_not(c.node_policy.ungranted_enable);
+  cr_assert_eq(c.node_policy.ungranted_interval_ms, 250);
   ioq_config_free(&c);
 }
 
@@ -63,7 +79,7 @@ Test(config, full_file) {
   free(dir);
 }
 
-struct bad { char json[200]; char want[160]; };
+struct bad { char json[200]; char want[200]; };
 ParameterizedTestParameters(config, rejects) {
   static struct bad cases[] = {
       {"", "c.json: line 1: invalid JSON"},
@@ -100,6 +116,13 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"nodePolicy\": {\"qosClassWeights\": {\"guaranteed\": 500}}}", "c.json: nodePolicy.qosClassWeights: unknown field 'guaranteed' (allowed: burstable besteffort)"},
       {"{\"nodePolicy\": {\"iocost\": {\"latencyTargetUs\": 0}}}", "c.json: nodePolicy.iocost.latencyTargetUs: must be an integer in [1, 10000000]"},
       {"{\"nodePolicy\": {\"iocost\": {\"min\": 200, \"max\": 100}}}", "c.json: nodePolicy.iocost.min: must not exceed nodePolicy.iocost.max"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"enable\": 1}}}", "c.json: nodePolicy.ungranted.enable: must be true or false"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs)"},
+      {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bandwidthBytesPerSec\": 1}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: must be an integer in [2, "},
+      {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bw\": 1}}]}", "c.json: devices[0].ungrantedPool: unknown field 'bw'"},
+      {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 100}, \"ungrantedPool\": {\"iops\": 101}}]}", "c.json: devices[0].ungrantedPool.iops: is larger than the disk (capacity.iops)"},
+      {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 100}, \"ungrantedPool\": {\"bandwidthBytesPerSec\": 200}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: is larger than the disk"},
   };
   return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
 }

@@ -23,6 +23,7 @@
 #define IOQ_DEFAULT_CALIBRATION_FILE "/var/lib/ioqos/calibration.json"
 #define IOQ_DEFAULT_ALLOCATABLE_FRACTION 0.8
 #define IOQ_CLASS_NAME_MAX 63
+#define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -35,6 +36,9 @@ struct ioq_device_config {
   uint64_t capacity_bw_bytes; /* bytes/s */
   uint64_t capacity_iops;
   double allocatable_fraction; /* < 0 = use the node-wide value */
+  /* the pool of pods without a grant on this disk; 0 = derived (capacity
+   * minus the units pods hold), see ungranted.h */
+  uint64_t ungranted_pool_bw_bytes, ungranted_pool_iops;
 };
 
 struct ioq_config {
@@ -72,6 +76,10 @@ struct ioq_config {
     bool iocost_ctrl_user;
     double iocost_min, iocost_max;
     unsigned iocost_latency_us;
+    /* bounds for pods without a grant on a disk where grants exist
+     * (ungranted.h); on by default */
+    bool ungranted_enable;
+    unsigned ungranted_interval_ms; /* demand measured and pool re-split this often */
   } node_policy;
 };
 

@@ -61,6 +61,11 @@ struct ioq_disk {
   char capacity_source[160]; /* "config", "io.cost.model", "calibration <file> (<date>)", or why none */
   double allocatable_fraction;
   uint64_t units[IOQ_RES_COUNT]; /* advertised: floor(capacity * fraction / unit size) */
+  /* configured pool for pods without a grant (0 = derived, ungranted.h);
+   * a configured pool larger than the capacity is cut to it, and the note
+   * says so */
+  uint64_t ungranted_pool_bw_bytes, ungranted_pool_iops;
+  char ungranted_note[200];
 };
 
 struct ioq_inventory {

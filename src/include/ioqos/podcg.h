@@ -76,6 +76,34 @@ int ioq_pod_cgroup_resolve(const struct ioq_cg_layout *l, enum ioq_cg_driver dri
                            const char *cgroup_root, enum ioq_qos_class qos, const char *uid,
                            struct ioq_pod_cgroup *out, ioq_err *e);
 
+/* ---- podcg_list.c: the pod cgroups that exist ---- */
+
+/* The pod UID in a pod cgroup directory's name: "pod<UID>" (cgroupfs) or
+ * "[...-]pod<UID with '_' for '-'>.slice" (systemd). false if the name is
+ * not a pod cgroup's (e.g. the QoS cgroups beside Guaranteed pods). */
+bool ioq_pod_uid_from_dirname(const char *name, char uid[IOQ_POD_UID_LEN + 1]);
+
+struct ioq_pod_cgroup_entry {
+  char dir[PATH_MAX];
+  char uid[IOQ_POD_UID_LEN + 1];
+  enum ioq_qos_class qos;
+};
+
+/* Bound on the pods listed in one call (a node runs at most a few hundred). */
+#define IOQ_PODCG_LIST_MAX 4096
+
+/* Lists the pod cgroups under the io hierarchy, as kubelet made them:
+ * Guaranteed pods are children of kubepods, the others of the Burstable and
+ * BestEffort QoS cgroups. `driver` must be cgroupfs or systemd. qos_dirs
+ * gets the three parents' directories (indexed by ioq_qos_class); a parent
+ * that does not exist (kubelet not started, or a QoS class it never made) is
+ * listed as "" and contributes nothing. *out is malloc'd (caller frees),
+ * sorted by directory. Fails only on out of memory, a name that does not fit,
+ * or an unreadable parent (with the path and errno). */
+int ioq_pod_cgroups_list(const struct ioq_cg_layout *l, enum ioq_cg_driver driver,
+                         const char *cgroup_root, struct ioq_pod_cgroup_entry **out, size_t *n,
+                         char qos_dirs[3][PATH_MAX], ioq_err *e);
+
 /* Which driver's kubepods cgroup exists under the io hierarchy: exactly one
  * must (IOQ_ENOTFOUND if neither, IOQ_ECONFLICT if both). */
 int ioq_cg_driver_detect(const struct ioq_cg_layout *l, const char *cgroup_root,

@@ -1,0 +1,35 @@
+/* Bounds for pods without a grant on disks where grants exist
+ * (nodePolicy.ungranted): a thread that finds pod cgroups (inotify + every
+ * interval), measures them and keeps each one's io.max share of the disk's
+ * pool. See ungranted.c and ioqos/ungranted.h. */
+#ifndef IOQOS_PLUGIN_UNGRANTED_H
+#define IOQOS_PLUGIN_UNGRANTED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/error.h"
+#include "ioqos/units.h"
+
+struct plugin;
+struct ungranted;
+
+struct ungranted *ungranted_start(struct plugin *p, ioq_err *e);
+/* A pass now, on the caller's thread (PreStart: the pool shrinks before the
+ * grant is used). NULL-safe. */
+void ungranted_sync(struct ungranted *u);
+/* A pass soon, on its thread. NULL-safe. */
+void ungranted_kick(struct ungranted *u);
+void ungranted_stop(struct ungranted *u);
+void ungranted_free(struct ungranted *u);
+
+struct ungranted_disk_stat {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  uint64_t pool_bps, pool_iops; /* 0 while nothing is bounded on the disk */
+  size_t pods;                  /* pods bounded now */
+};
+/* For /metrics. Returns how many disks were filled in. */
+size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
+                       uint64_t *max_bytes_before);
+
+#endif

@@ -1,0 +1,65 @@
+/* The pool of a disk for pods without a grant there, and how it is split.
+ *
+ * A grant is only as good as the bound on everyone else: pods that ask for
+ * no ioqos units (most pods of a cluster) would otherwise take the disk from
+ * the granted ones. So, on a disk where at least one pod holds units, every
+ * other pod's cgroup gets an io.max share of one pool:
+ *
+ *   pool = capacity - units held x unit size      (per resource)
+ *        = what the disk does not advertise (capacity x (1 - allocatable
+ *          fraction)) + the units nobody holds,
+ *
+ * or the pool configured for the disk (devices[].ungrantedPool). Grants plus
+ * pool never exceed the capacity.
+ *
+ * Per-pod caps are what blk-throttle enforces per cgroup (a cap on a parent
+ * is shared by its children in turns, not by grant, and Guaranteed pods sit
+ * directly in kubepods, next to the granted ones), so the pool is split into
+ * per-pod caps whose sum stays within it: a max-min fair split by demand,
+ * measured from io.stat every interval.
+ *  - A pod with no measurement yet (just created) counts as busy.
+ *  - A pod that used >= IOQ_UG_BUSY_FRACTION of its cap counts as busy (it
+ *    may want more than it was allowed).
+ *  - Any other pod wants max(IOQ_UG_HEADROOM x its rate, pool / (4 N)):
+ *    room to grow, and a quarter of an equal share so a pod waking up is
+ *    not crawling until the next measurement.
+ *  - Water-filling: the pods wanting least are served first; the busy ones
+ *    share what is left equally. If everyone is served, what is left is
+ *    spread equally over all pods.
+ *  - No cap is below the floor (IOQ_UG_FLOOR_BPS, IOQ_UG_FLOOR_IOPS): a
+ *    pod is slowed, never frozen. With more pods than pool / floor the caps
+ *    together exceed the pool by the floors.
+ * A pod that was bounded before (after a plugin restart) and has no
+ * measurement yet wants its current cap: nothing moves until it is measured.
+ */
+#ifndef IOQOS_UNGRANTED_H
+#define IOQOS_UNGRANTED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ioqos/disk.h"
+#include "ioqos/error.h"
+#include "ioqos/units.h"
+
+#define IOQ_UG_BUSY_FRACTION 0.85
+#define IOQ_UG_HEADROOM 1.5
+#define IOQ_UG_FLOOR_BPS (1024ull * 1024ull)
+#define IOQ_UG_FLOOR_IOPS 10ull
+
+/* One pod's input to the split of one resource. */
+struct ioq_ug_demand {
+  uint64_t cap;  /* its cap now (0 = none) */
+  double rate;   /* measured over the last interval (max of read and write); < 0 = not yet */
+};
+
+/* Splits `pool` between n pods; out[i] gets pod i's cap (>= floor). */
+void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                  uint64_t *out);
+
+/* The pool of one disk per resource (0 = no pool: that resource is not
+ * bounded, e.g. no IOPS capacity known). held: units pods hold on it. */
+void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                 const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]);
+
+#endif

@@ -1,0 +1,95 @@
+#include "ioqos/ungranted.h"
+
+#include <stdlib.h>
+
+struct want {
+  double w; /* wanted cap; HUGE = busy */
+  size_t i;
+};
+
+static int by_want(const void *a, const void *b) {
+  double x = ((const struct want *)a)->w, y = ((const struct want *)b)->w;
+  return x < y ? -1 : x > y;
+}
+
+#define BUSY 1e30
+
+void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                  uint64_t *out) {
+  if (!n)
+    return;
+  struct want stack[64], *w = n <= 64 ? stack : malloc(n * sizeof *w);
+  if (!w) {
+    /* out of memory: the equal split needs no table */
+    for (size_t i = 0; i < n; i++)
+      out[i] = pool / n > floor ? pool / n : floor;
+    return;
+  }
+  double min_idle = (double)pool / (4.0 * (double)n);
+  if (min_idle < (double)floor)
+    min_idle = (double)floor; /* served inside the pool, not added on top */
+  for (size_t i = 0; i < n; i++) {
+    const struct ioq_ug_demand *d = &in[i];
+    double want;
+    if (d->rate < 0)
+      want = d->cap ? (double)d->cap : BUSY; /* not measured yet */
+    else if (d->cap && d->rate >= IOQ_UG_BUSY_FRACTION * (double)d->cap)
+      want = BUSY;
+    else
+      want = d->rate * IOQ_UG_HEADROOM;
+    if (want < min_idle)
+      want = min_idle;
+    w[i] = (struct want){want, i};
+  }
+  qsort(w, n, sizeof *w, by_want);
+  double left = (double)pool;
+  size_t k = 0;
+  for (; k < n; k++) {
+    double level = left / (double)(n - k);
+    if (w[k].w > level)
+      break;
+    out[w[k].i] = (uint64_t)w[k].w;
+    left -= (double)out[w[k].i];
+  }
+  if (k < n) {
+    /* the rest share what is left equally */
+    uint64_t each = (uint64_t)(left / (double)(n - k));
+    for (; k < n; k++)
+      out[w[k].i] = each;
+  } else if (left >= (double)n) {
+    /* everyone is served: spread the rest over all */
+    uint64_t extra = (uint64_t)(left / (double)n);
+    for (size_t i = 0; i < n; i++)
+      out[i] += extra;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (out[i] < floor)
+      out[i] = floor;
+  if (w != stack)
+    free(w);
+}
+
+void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                 const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]) {
+  const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,
+                                       [IOQ_RES_IOPS] = d->capacity_iops};
+  const uint64_t fixed[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->ungranted_pool_bw_bytes,
+                                         [IOQ_RES_IOPS] = d->ungranted_pool_iops};
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (fixed[r]) {
+      pool[r] = fixed[r];
+      continue;
+    }
+    if (!cap[r]) {
+      pool[r] = 0;
+      continue;
+    }
+    /* held units can exceed the capacity after it was lowered (recalibrated
+     * while pods keep their units): the pool is then empty, and the floor
+     * of each cap is what the pods get */
+    uint64_t h = held[r] > cap[r] / u->size[r] ? cap[r] : held[r] * u->size[r];
+    pool[r] = cap[r] - h;
+    if (pool[r] < 2)
+      pool[r] = 2;
+  }
+}

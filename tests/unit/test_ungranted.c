@@ -1,0 +1,260 @@
+/* The pool of pods without a grant and its split (ioqos/ungranted.h), and
+ * the listing of pod cgroups that finds those pods (ioqos/podcg.h). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "ioqos/cglayout.h"
+#include "ioqos/podcg.h"
+#include "ioqos/ungranted.h"
+
+#define MiB (1024ull * 1024ull)
+
+static uint64_t sum(const uint64_t *v, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += v[i];
+  return s;
+}
+
+/* ---- split ---- */
+
+Test(ug_split, new_pods_share_equally) {
+  struct ioq_ug_demand in[4] = {{0, -1}, {0, -1}, {0, -1}, {0, -1}};
+  uint64_t out[4];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 4, out);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(out[i], 10 * MiB, "pod %d got %llu", i, (unsigned long long)out[i]);
+}
+
+Test(ug_split, busy_pod_takes_what_idle_ones_leave) {
+  /* pod 0 ran at its cap (busy), pods 1 and 2 did next to nothing */
+  struct ioq_ug_demand in[3] = {{10 * MiB, 9.9 * MiB}, {10 * MiB, 0}, {10 * MiB, 0.1 * MiB}};
+  uint64_t out[3];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 3, out);
+  cr_assert_leq(sum(out, 3), 40 * MiB);
+  /* idle pods keep a quarter of an equal share: 40/(4x3) = 3.33 MiB/s */
+  cr_assert_eq(out[1], 40 * MiB / 12);
+  cr_assert_eq(out[2], 40 * MiB / 12);
+  cr_assert_gt(out[0], 33 * MiB);
+}
+
+Test(ug_split, pod_below_its_cap_gets_headroom) {
+  /* pod 0 uses 8 of its 20 (not busy): it wants 1.5 x 8 = 12 */
+  struct ioq_ug_demand in[2] = {{20 * MiB, 8.0 * MiB}, {20 * MiB, 19.0 * MiB}};
+  uint64_t out[2];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, out);
+  cr_assert_eq(out[0], 12 * MiB);
+  cr_assert_eq(out[1], 28 * MiB);
+}
+
+Test(ug_split, two_busy_pods_split_evenly) {
+  struct ioq_ug_demand in[2] = {{30 * MiB, 29.0 * MiB}, {10 * MiB, 9.5 * MiB}};
+  uint64_t out[2];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, out);
+  cr_assert_eq(out[0], 20 * MiB);
+  cr_assert_eq(out[1], 20 * MiB);
+}
+
+Test(ug_split, all_idle_spread_the_whole_pool) {
+  struct ioq_ug_demand in[2] = {{20 * MiB, 0}, {20 * MiB, 0}};
+  uint64_t out[2];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, out);
+  cr_assert_eq(out[0], 20 * MiB);
+  cr_assert_eq(out[1], 20 * MiB);
+}
+
+Test(ug_split, adopted_cap_is_kept_until_measured) {
+  /* after a plugin restart: caps read back, no rate yet; one new pod */
+  struct ioq_ug_demand in[3] = {{30 * MiB, -1}, {5 * MiB, -1}, {0, -1}};
+  uint64_t out[3];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 3, out);
+  cr_assert_leq(sum(out, 3), 40 * MiB);
+  cr_assert_eq(out[1], 5 * MiB, "a small adopted cap stays");
+  /* the new pod counts as busy and shares the rest with the big one */
+  cr_assert_eq(out[2], 35 * MiB / 2);
+  cr_assert_eq(out[0], 35 * MiB / 2);
+}
+
+Test(ug_split, floor_when_the_pool_is_too_small) {
+  struct ioq_ug_demand in[8];
+  for (int i = 0; i < 8; i++)
+    in[i] = (struct ioq_ug_demand){0, -1};
+  uint64_t out[8];
+  ioq_ug_split(4 * MiB, IOQ_UG_FLOOR_BPS, in, 8, out);
+  for (int i = 0; i < 8; i++)
+    cr_assert_eq(out[i], IOQ_UG_FLOOR_BPS, "slowed, never frozen");
+}
+
+Test(ug_split, many_pods_sum_within_pool) {
+  /* 300 pods, random rates and caps: the sum never exceeds the pool */
+  enum { N = 300 };
+  struct ioq_ug_demand *in = calloc(N, sizeof *in);
+  uint64_t *out = calloc(N, sizeof *out);
+  srand(7);
+  for (int round = 0; round < 50; round++) {
+    for (int i = 0; i < N; i++) {
+      in[i].cap = (uint64_t)(rand() % 4) * MiB;
+      in[i].rate = rand() % 5 == 0 ? -1 : (double)(rand() % (5 * (int)MiB));
+    }
+    uint64_t pool = 400 * MiB + (uint64_t)(rand() % 100) * MiB;
+    ioq_ug_split(pool, IOQ_UG_FLOOR_BPS, in, N, out);
+    cr_assert_leq(sum(out, N), pool, "round %d", round);
+    for (int i = 0; i < N; i++)
+      cr_assert_geq(out[i], IOQ_UG_FLOOR_BPS);
+  }
+  free(in);
+  free(out);
+}
+
+/* ---- pool ---- */
+
+static struct ioq_disk disk(uint64_t bw, uint64_t iops) {
+  struct ioq_disk d;
+  memset(&d, 0, sizeof d);
+  d.capacity_bw_bytes = bw;
+  d.capacity_iops = iops;
+  return d;
+}
+
+Test(ug_pool, capacity_minus_held) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  struct ioq_disk d = disk(200 * MiB, 51200);
+  uint64_t held[IOQ_RES_COUNT] = {160, 12}, pool[IOQ_RES_COUNT];
+  ioq_ug_pool(&d, &u, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 40 * MiB);
+  cr_assert_eq(pool[IOQ_RES_IOPS], 51200 - 1200);
+}
+
+Test(ug_pool, no_iops_capacity_no_iops_pool) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  struct ioq_disk d = disk(200 * MiB, 0);
+  uint64_t held[IOQ_RES_COUNT] = {10, 0}, pool[IOQ_RES_COUNT];
+  ioq_ug_pool(&d, &u, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 190 * MiB);
+  cr_assert_eq(pool[IOQ_RES_IOPS], 0);
+}
+
+Test(ug_pool, configured_pool_wins) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  struct ioq_disk d = disk(200 * MiB, 50000);
+  d.ungranted_pool_bw_bytes = 20 * MiB;
+  uint64_t held[IOQ_RES_COUNT] = {10, 0}, pool[IOQ_RES_COUNT];
+  ioq_ug_pool(&d, &u, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 20 * MiB);
+  cr_assert_eq(pool[IOQ_RES_IOPS], 50000);
+}
+
+Test(ug_pool, more_held_than_capacity) {
+  /* capacity lowered (recalibrated) while pods keep their units */
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  struct ioq_disk d = disk(100 * MiB, 0);
+  uint64_t held[IOQ_RES_COUNT] = {150, 0}, pool[IOQ_RES_COUNT];
+  ioq_ug_pool(&d, &u, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 2, "empty pool: the floor per pod is what they get");
+}
+
+/* ---- pod cgroup names and listing ---- */
+
+Test(podcg_list, uid_from_names) {
+  char uid[IOQ_POD_UID_LEN + 1];
+  cr_assert(ioq_pod_uid_from_dirname("pod0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", uid));
+  cr_assert_str_eq(uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+  cr_assert(ioq_pod_uid_from_dirname("kubepods-burstable-pod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0.slice", uid));
+  cr_assert_str_eq(uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+  cr_assert(ioq_pod_uid_from_dirname("kubepods-pod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0.slice", uid));
+  cr_assert_not(ioq_pod_uid_from_dirname("kubepods-burstable.slice", uid));
+  cr_assert_not(ioq_pod_uid_from_dirname("burstable", uid));
+  cr_assert_not(ioq_pod_uid_from_dirname("pod0F1E2D3C-4b5a-6978-8796-a5b4c3d2e1f0", uid), "uppercase");
+  cr_assert_not(ioq_pod_uid_from_dirname("kubepods-xpod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0.slice", uid));
+  cr_assert_not(ioq_pod_uid_from_dirname("pod../../../etc/passwd-aaaaaaaaaaaaaaaaaaaaaa", uid));
+  cr_assert_not(ioq_pod_uid_from_dirname("", uid));
+}
+
+static void layout_v2(struct ioq_cg_layout *l, const char *root) {
+  memset(l, 0, sizeof *l);
+  l->io_version = IOQ_CGV2;
+  snprintf(l->io_root, sizeof l->io_root, "%s", root);
+}
+
+#define U1 "11111111-2222-3333-4444-555555555555"
+#define U2 "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+#define U3 "01234567-89ab-cdef-0123-456789abcdef"
+
+Test(podcg_list, systemd_all_classes) {
+  char *dir = fx_tmpdir();
+  fx_mkdir(dir, "kubepods.slice/kubepods-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-x.scope");
+  fx_mkdir(dir, "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podaaaaaaaa_bbbb_cccc_dddd_eeeeeeeeeeee.slice");
+  fx_mkdir(dir, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod01234567_89ab_cdef_0123_456789abcdef.slice");
+  fx_write(dir, "kubepods.slice/kubepods-besteffort.slice/io.max", "");
+  fx_mkdir(dir, "kubepods.slice/not-a-pod.slice");
+  struct ioq_cg_layout l;
+  layout_v2(&l, dir);
+  struct ioq_pod_cgroup_entry *pe;
+  size_t n;
+  char qd[3][PATH_MAX];
+  ioq_err e = {0};
+  cr_assert_eq(ioq_pod_cgroups_list(&l, IOQ_CG_DRIVER_SYSTEMD, NULL, &pe, &n, qd, &e), 0, "%s", e.msg);
+  cr_assert_eq(n, 3);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(pe[i].uid, U1) == 0 && pe[i].qos == IOQ_QOS_GUARANTEED)
+      seen |= 1;
+    if (strcmp(pe[i].uid, U2) == 0 && pe[i].qos == IOQ_QOS_BURSTABLE)
+      seen |= 2;
+    if (strcmp(pe[i].uid, U3) == 0 && pe[i].qos == IOQ_QOS_BESTEFFORT)
+      seen |= 4;
+    cr_assert(strncmp(pe[i].dir, dir, strlen(dir)) == 0);
+  }
+  cr_assert_eq(seen, 7);
+  cr_assert_str_eq(qd[IOQ_QOS_BURSTABLE], fx_path(dir, "kubepods.slice/kubepods-burstable.slice"));
+  free(pe);
+  fx_rmtree(dir);
+  free(dir);
+}
+
+Test(podcg_list, cgroupfs_and_missing_qos_class) {
+  char *dir = fx_tmpdir();
+  fx_mkdir(dir, "kubepods/burstable/pod" U2);
+  fx_mkdir(dir, "kubepods/pod" U1);
+  /* no kubepods/besteffort: those pods are simply not there */
+  struct ioq_cg_layout l;
+  layout_v2(&l, dir);
+  struct ioq_pod_cgroup_entry *pe;
+  size_t n;
+  char qd[3][PATH_MAX];
+  ioq_err e = {0};
+  cr_assert_eq(ioq_pod_cgroups_list(&l, IOQ_CG_DRIVER_CGROUPFS, "/", &pe, &n, qd, &e), 0, "%s", e.msg);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(qd[IOQ_QOS_BESTEFFORT], "");
+  /* sorted by directory: kubepods/burstable/... before kubepods/pod... */
+  cr_assert_str_eq(pe[0].uid, U2);
+  cr_assert_eq(pe[0].qos, IOQ_QOS_BURSTABLE);
+  cr_assert_str_eq(pe[1].uid, U1);
+  cr_assert_eq(pe[1].qos, IOQ_QOS_GUARANTEED);
+  free(pe);
+  fx_rmtree(dir);
+  free(dir);
+}
+
+Test(podcg_list, nothing_yet_and_driver_required) {
+  char *dir = fx_tmpdir();
+  struct ioq_cg_layout l;
+  layout_v2(&l, dir);
+  struct ioq_pod_cgroup_entry *pe;
+  size_t n;
+  char qd[3][PATH_MAX];
+  ioq_err e = {0};
+  cr_assert_eq(ioq_pod_cgroups_list(&l, IOQ_CG_DRIVER_SYSTEMD, NULL, &pe, &n, qd, &e), 0, "%s", e.msg);
+  cr_assert_eq(n, 0);
+  cr_assert_eq(ioq_pod_cgroups_list(&l, IOQ_CG_DRIVER_AUTO, NULL, &pe, &n, qd, &e), -1);
+  cr_assert(strstr(e.msg, "driver must be known"), "%s", e.msg);
+  fx_rmtree(dir);
+  free(dir);
+}
