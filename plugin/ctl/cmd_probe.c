@@ -8,6 +8,7 @@
 #include "ioqos/config.h"
 #include "ioqos/placement.h"
 #include "ioqos/probe.h"
+#include "ioqos/ungranted.h"
 #include "util.h"
 
 static void usage(FILE *f) {
@@ -55,6 +56,37 @@ static void human_rate(char *out, size_t outsz, uint64_t bps) {
   snprintf(out, outsz, "%.1f MiB/s", (double)bps / (1024.0 * 1024.0));
 }
 
+/* The pool of pods without a grant once every advertised unit is held (the
+ * smallest it gets; units nobody holds add to it). */
+static void full_pool(const struct ioq_config *cfg, const struct ioq_disk *d, uint64_t pool[IOQ_RES_COUNT]) {
+  ioq_ug_pool(d, &cfg->units, d->units, pool);
+}
+
+static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
+  if (!cfg->node_policy.ungranted_enable) {
+    printf("  no grant:      not bounded (nodePolicy.ungranted.enable is false)\n");
+    return;
+  }
+  uint64_t pool[IOQ_RES_COUNT];
+  full_pool(cfg, d, pool);
+  if (!pool[IOQ_RES_BANDWIDTH] && !pool[IOQ_RES_IOPS]) {
+    printf("  no grant:      not bounded: no capacity known\n");
+    return;
+  }
+  char bw[32], iops[48];
+  human_rate(bw, sizeof bw, pool[IOQ_RES_BANDWIDTH]);
+  if (pool[IOQ_RES_IOPS])
+    snprintf(iops, sizeof iops, "%llu IOPS", (unsigned long long)pool[IOQ_RES_IOPS]);
+  else
+    snprintf(iops, sizeof iops, "IOPS not bounded");
+  bool fixed = d->ungranted_pool_bw_bytes || d->ungranted_pool_iops;
+  printf("  no grant:      pods without a grant share %s, %s %s, while any pod holds units of this disk\n",
+         pool[IOQ_RES_BANDWIDTH] ? bw : "bandwidth not bounded", iops,
+         fixed ? "(devices[].ungrantedPool)" : "when every unit is held (plus the units nobody holds)");
+  if (d->ungranted_note[0])
+    printf("                 %s\n", d->ungranted_note);
+}
+
 static void print_text(const struct ioq_config *cfg, const struct ioq_inventory *inv) {
   printf("cgroup:  %s\n", inv->layout.description);
   printf("config:  %s\n", cfg->source);
@@ -93,6 +125,7 @@ static void print_text(const struct ioq_config *cfg, const struct ioq_inventory 
     printf("  advertised:    %s %llu units, %s %llu units (fraction %.2f)\n", IOQ_RESOURCE_BANDWIDTH,
            (unsigned long long)d->units[IOQ_RES_BANDWIDTH], IOQ_RESOURCE_IOPS,
            (unsigned long long)d->units[IOQ_RES_IOPS], d->allocatable_fraction);
+    print_pool(cfg, d);
   }
   if (inv->n_notes) {
     printf("\nnotes:\n");
@@ -171,6 +204,16 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       json_object_object_add(u, ioq_resource_name(r), json_object_new_int64((int64_t)d->units[r]));
     json_object_object_add(o, "units", u);
+    json_object *ug = json_object_new_object();
+    uint64_t pool[IOQ_RES_COUNT];
+    full_pool(cfg, d, pool);
+    json_object_object_add(ug, "enabled", json_object_new_boolean(cfg->node_policy.ungranted_enable));
+    json_object_object_add(ug, "bandwidthBytesPerSec", json_object_new_int64((int64_t)pool[IOQ_RES_BANDWIDTH]));
+    json_object_object_add(ug, "iops", json_object_new_int64((int64_t)pool[IOQ_RES_IOPS]));
+    json_object_object_add(ug, "source", json_object_new_string(
+        d->ungranted_pool_bw_bytes || d->ungranted_pool_iops ? "config" : "capacity minus advertised units"));
+    json_object_object_add(ug, "note", json_object_new_string(d->ungranted_note));
+    json_object_object_add(o, "ungrantedPool", ug);
     json_object_array_add(disks, o);
   }
   json_object_object_add(root, "disks", disks);
