@@ -247,7 +247,8 @@ static void adopt(struct ungranted *u, struct ug_pod *pp) {
     return;
   for (size_t d = 0; d < u->n_disks; d++) {
     struct ioq_disk_state_cg st;
-    if (ioq_cg_read_disk(&cg, u->disks[d].dev, &st, &e) < 0 || ioq_limits_unlimited(&st.max))
+    if (pp->s[d].granted || ioq_cg_read_disk(&cg, u->disks[d].dev, &st, &e) < 0 ||
+        ioq_limits_unlimited(&st.max))
       continue;
     struct ug_slot *s = &pp->s[d];
     s->bounded = true;
@@ -263,8 +264,10 @@ static const char *num(uint64_t v, char *buf, size_t sz) {
   return buf;
 }
 
-/* Puts caps (0 = none) in place; false if the write failed (logged). */
-static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const uint64_t cap[IOQ_RES_COUNT]) {
+/* Puts caps (0 = none) in place (nothing is written when they are);
+ * false if that failed (logged). *changed (may be NULL): a write happened. */
+static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const uint64_t cap[IOQ_RES_COUNT],
+                       bool *changed) {
   struct ug_disk *dk = &u->disks[d];
   struct ug_slot *s = &pp->s[d];
   struct ioq_cg cg;
@@ -289,7 +292,10 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
   set.max.rbps = set.max.wbps = cap[IOQ_RES_BANDWIDTH];
   set.max.riops = set.max.wiops = cap[IOQ_RES_IOPS];
   struct ioq_apply_opts o = {.sysfs_root = u->p->opts.sysfs_root};
-  if (ioq_cg_apply_disk(&cg, &set, &o, NULL, &e) < 0) {
+  struct ioq_apply_report rep;
+  if (changed)
+    *changed = false;
+  if (ioq_cg_apply_disk(&cg, &set, &o, &rep, &e) < 0) {
     if (!ioq_is_dir(pp->cg.dir)) {
       ioq_debug("ungranted: pod cgroup went away while its bound was written cgroup=%s", pp->cg.dir);
       return false;
@@ -298,7 +304,13 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     failed(u, &e);
     return false;
   }
-  metrics_inc(u->p->metrics, C_UG_WRITES);
+  bool wrote = false;
+  for (size_t k = 0; k < rep.n; k++)
+    wrote |= rep.steps[k].changed;
+  if (changed)
+    *changed = wrote;
+  if (wrote)
+    metrics_inc(u->p->metrics, C_UG_WRITES);
   if (first) {
     uint64_t bytes = before.rbytes + before.wbytes, ios = before.rios + before.wios;
     if (bytes > u->max_bytes_before)
@@ -322,7 +334,7 @@ static void lift_all(struct ungranted *u, size_t d, const char *why) {
   size_t lifted = 0;
   for (size_t i = 0; i < u->n; i++) {
     struct ug_slot *s = &u->pods[i].s[d];
-    if (s->bounded && !s->granted && write_caps(u, &u->pods[i], d, none))
+    if (s->bounded && !s->granted && write_caps(u, &u->pods[i], d, none, NULL))
       lifted++;
     s->bounded = false;
   }
@@ -387,6 +399,17 @@ static void balance_disk(struct ungranted *u, size_t d) {
       for (size_t i = 0; i < n; i++)
         if (out[r][i] < pp[i]->s[d].cap[r])
           todo[i] = true;
+  /* the caps that stay: rewritten only if someone changed them (the writer
+   * reads first and writes nothing when they are in place) */
+  for (size_t i = 0; i < n; i++) {
+    struct ug_slot *s = &pp[i]->s[d];
+    if (todo[i] || !s->bounded)
+      continue;
+    uint64_t keep[IOQ_RES_COUNT] = {s->cap[0], s->cap[1]};
+    bool changed = false;
+    if (write_caps(u, pp[i], d, keep, &changed) && changed)
+      ioq_warn("ungranted bound drift corrected cgroup=%s disk=%s", pp[i]->cg.dir, dk->name);
+  }
   /* cuts (and new bounds: a cut from no limit) before raises, so the caps
    * together never exceed the pool */
   for (int pass = 0; pass < 2; pass++)
@@ -401,7 +424,7 @@ static void balance_disk(struct ungranted *u, size_t d) {
       if (cut != (pass == 0))
         continue;
       uint64_t cap[IOQ_RES_COUNT] = {out[0][i], out[1][i]};
-      write_caps(u, pp[i], d, cap);
+      write_caps(u, pp[i], d, cap, NULL);
     }
   for (size_t i = 0; i < n; i++)
     if (pp[i]->s[d].bounded)
@@ -440,8 +463,10 @@ static void pass_locked(struct ungranted *u) {
     struct ug_disk *dk = &u->disks[k];
     uint64_t held[IOQ_RES_COUNT];
     enforcer_allocated(p->enf, dk->name, held);
+    if (!cd[i].healthy)
+      continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;
-    dk->active = cd[i].healthy && (held[0] || held[1]);
+    dk->active = held[0] || held[1];
     ioq_ug_pool(&cd[i].disk, &p->cfg.units, held, dk->pool);
     if (dk->active && !dk->pool[0] && !dk->pool[1]) {
       char m[160];
@@ -472,7 +497,9 @@ static void pass_locked(struct ungranted *u) {
       bool g = false;
       for (size_t j = 0; j < nap && !g; j++)
         g = strcmp(ap[j].uid, pp->cg.uid) == 0 && ioq_grant_find(&ap[j].grant, u->disks[d].name);
-      if (g && !pp->s[d].granted) /* the grant writer replaced our line */
+      /* the grant writer owns the line while there is a grant (it replaced
+       * our bound), and cleared it when the grant went: start afresh */
+      if (g != pp->s[d].granted)
         slot_reset(&pp->s[d]);
       pp->s[d].granted = g;
     }
