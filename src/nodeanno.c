@@ -98,6 +98,21 @@ static int parse_disk(json_object *d, size_t i, struct ioq_disk_state *out, ioq_
   snprintf(ff, sizeof ff, "%s.allocated", f);
   if (json_object_object_get_ex(d, "allocated", &v) && parse_res_map(v, ff, out->allocated, e) < 0)
     return -1;
+  if (json_object_object_get_ex(d, "ungrantedPool", &v)) {
+    static const char *const keys[IOQ_RES_COUNT] = {"bytesPerSecond", "iops"};
+    snprintf(ff, sizeof ff, "%s.ungrantedPool", f);
+    if (!json_object_is_type(v, json_type_object))
+      return bad(e, ff, "must be an object");
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      json_object *n;
+      snprintf(ff, sizeof ff, "%s.ungrantedPool.%s", f, keys[r]);
+      if (!json_object_object_get_ex(v, keys[r], &n))
+        continue;
+      if (!json_object_is_type(n, json_type_int) || json_object_get_int64(n) < 0)
+        return bad(e, ff, "must be a non-negative integer");
+      out->ungranted_pool[r] = (uint64_t)json_object_get_int64(n);
+    }
+  }
   if (json_object_object_get_ex(d, "capabilities", &v)) {
     snprintf(ff, sizeof ff, "%s.capabilities", f);
     if (!json_object_is_type(v, json_type_array))
@@ -249,6 +264,12 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
       if (d->caps & (1u << b))
         json_object_array_add(caps, json_object_new_string(ioq_cap_name(1u << b)));
     json_object_object_add(o, "capabilities", caps);
+    if (d->ungranted_pool[0] || d->ungranted_pool[1]) {
+      json_object *ug = json_object_new_object();
+      json_object_object_add(ug, "bytesPerSecond", json_object_new_int64((int64_t)d->ungranted_pool[0]));
+      json_object_object_add(ug, "iops", json_object_new_int64((int64_t)d->ungranted_pool[1]));
+      json_object_object_add(o, "ungrantedPool", ug);
+    }
     json_object_array_add(devs, o);
   }
   json_object_object_add(root, "devices", devs);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/ungranted.h"
 #include "plugin.h"
 
 size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
@@ -24,6 +25,9 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->capacity[r] = cd[i].units[r];
     enforcer_allocated(p->enf, d->name, d->allocated);
+    /* the pool the ungranted pass uses: bounds apply while units are held */
+    if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
+      ioq_ug_pool(&cd[i].disk, &p->cfg.units, d->allocated, d->ungranted_pool);
   }
   free(cd);
   return n;

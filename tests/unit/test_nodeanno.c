@@ -40,6 +40,8 @@ Test(nodeanno, roundtrip) {
   disks[0].capacity[0] = 400;
   disks[0].allocated[0] = 12;
   disks[0].caps = IOQ_CAP_BLKIO_THROTTLE;
+  disks[0].ungranted_pool[0] = 41943040;
+  disks[0].ungranted_pool[1] = 10240;
   strcpy(disks[1].name, "dm-0");
   strcpy(disks[1].dev, "253:0");
   strcpy(disks[1].class_name, "fast");
@@ -55,6 +57,8 @@ Test(nodeanno, roundtrip) {
   cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s: %s", txt, e.msg);
   cr_assert_eq(back.n_disks, 2);
   cr_assert_eq(memcmp(back.disks, disks, sizeof disks), 0, "%s", txt);
+  cr_assert(strstr(txt, "\"ungrantedPool\":{\"bytesPerSecond\":41943040,\"iops\":10240}"), "%s", txt);
+  cr_assert_null(strstr(strstr(txt, "dm-0"), "ungrantedPool"), "no pool: no field (%s)", txt);
   cr_assert_str_eq(back.node, "worker-1");
   cr_assert_eq(back.n_pods, 2);
   cr_assert_str_eq(back.pods[0], "0f4c2a5e-1111-4a7b-9c3d-2e5f6a7b8c9d");
@@ -87,6 +91,10 @@ ParameterizedTestParameters(nodeanno, rejects) {
       {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}},{\"name\":\"sda\",\"healthy\":true,\"capacity\":{}}]}",
        "devices[1].name: duplicates"},
       {"{\"version\":1,\"node\":7,\"devices\":[]}", "node: must be"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{},\"ungrantedPool\":[]}]}",
+       "devices[0].ungrantedPool: must be an object"},
+      {"{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,\"capacity\":{},\"ungrantedPool\":{\"iops\":-1}}]}",
+       "devices[0].ungrantedPool.iops: must be a non-negative integer"},
       {"{\"version\":1,\"devices\":[],\"pods\":{}}", "pods: must be an array of pod UIDs"},
       {"{\"version\":1,\"devices\":[],\"pods\":[\"a\",3]}", "pods[1]: must be a pod UID string"},
   };

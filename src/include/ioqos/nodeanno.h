@@ -6,13 +6,16 @@
  *  "devices":[{"name":"nvme0n1","dev":"259:0","class":"default","healthy":true,
  *    "capacity":{"ioqos/bandwidth":2000,"ioqos/iops":500},
  *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
- *    "capabilities":["io.max","io.weight"]}],
+ *    "capabilities":["io.max","io.weight"],
+ *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}}],
  *  "pods":["8f0c...-uid", ...]}
  *
  * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
  * allocated are in advertised units. pods (optional) lists the UIDs of the
  * pods whose units `allocated` counts, so the extender can forget a placement
- * it assumed as soon as the node reports it. Unknown fields and unknown capability
+ * it assumed as soon as the node reports it. ungrantedPool (optional, only
+ * while pods hold units of the disk) is what pods without a grant share
+ * there, in bytes/s and IOPS (0 = not bounded). Unknown fields and unknown capability
  * names are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */

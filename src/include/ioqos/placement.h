@@ -51,6 +51,9 @@ struct ioq_disk_state {
   uint64_t capacity[IOQ_RES_COUNT];
   uint64_t allocated[IOQ_RES_COUNT];
   unsigned caps; /* IOQ_CAP_* */
+  /* what pods without a grant share on the disk now, bytes/s and IOPS
+   * (ungranted.h); 0 = not bounded. Informational: placement ignores it. */
+  uint64_t ungranted_pool[IOQ_RES_COUNT];
 };
 
 struct ioq_need {
