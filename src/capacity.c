@@ -253,20 +253,15 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
      * checked here: cut to the disk, and said (probe, plugin log) */
     d->ungranted_pool_bw_bytes = devcfg->ungranted_pool_bw_bytes;
     d->ungranted_pool_iops = devcfg->ungranted_pool_iops;
-    if (bw && d->ungranted_pool_bw_bytes > bw) {
-      snprintf(d->ungranted_note, sizeof d->ungranted_note,
-               "ungrantedPool.bandwidthBytesPerSec %llu is larger than the disk (%llu, %s): cut to it",
-               (unsigned long long)d->ungranted_pool_bw_bytes, (unsigned long long)bw,
-               d->capacity_source);
-      d->ungranted_pool_bw_bytes = bw;
-    }
-    if (iops && d->ungranted_pool_iops > iops) {
-      snprintf(d->ungranted_note, sizeof d->ungranted_note,
-               "ungrantedPool.iops %llu is larger than the disk (%llu, %s): cut to it",
-               (unsigned long long)d->ungranted_pool_iops, (unsigned long long)iops,
-               d->capacity_source);
-      d->ungranted_pool_iops = iops;
-    }
+    uint64_t *pool[2] = {&d->ungranted_pool_bw_bytes, &d->ungranted_pool_iops}, cap[2] = {bw, iops};
+    static const char *const field[2] = {"bandwidthBytesPerSec", "iops"};
+    for (int r = 0; r < 2; r++)
+      if (cap[r] && *pool[r] > cap[r]) {
+        snprintf(d->ungranted_note, sizeof d->ungranted_note,
+                 "ungrantedPool.%s %llu is larger than the disk (%llu, %s): cut to it", field[r],
+                 (unsigned long long)*pool[r], (unsigned long long)cap[r], d->capacity_source);
+        *pool[r] = cap[r];
+      }
   }
   return 0;
 }

@@ -201,25 +201,22 @@ static void ungranted(FILE *f, struct plugin *p) {
   struct ungranted_disk_stat st[16];
   uint64_t before = 0;
   size_t n = ungranted_stats(p->ug, st, 16, &before);
-  head(f, "ioqos_ungranted_pool_bytes_per_second", "gauge",
-       "Bandwidth shared by the pods without a grant on a disk (0 while no pod holds units there).");
-  for (size_t i = 0; i < n; i++) {
-    fputs("ioqos_ungranted_pool_bytes_per_second{disk=\"", f);
-    lv(f, st[i].disk);
-    fprintf(f, "\"} %llu\n", (unsigned long long)st[i].pool_bps);
-  }
-  head(f, "ioqos_ungranted_pool_iops", "gauge",
-       "IOPS shared by the pods without a grant on a disk (0: not bounded in IOPS).");
-  for (size_t i = 0; i < n; i++) {
-    fputs("ioqos_ungranted_pool_iops{disk=\"", f);
-    lv(f, st[i].disk);
-    fprintf(f, "\"} %llu\n", (unsigned long long)st[i].pool_iops);
-  }
-  head(f, "ioqos_ungranted_pods", "gauge", "Pods without a grant bounded on a disk now.");
-  for (size_t i = 0; i < n; i++) {
-    fputs("ioqos_ungranted_pods{disk=\"", f);
-    lv(f, st[i].disk);
-    fprintf(f, "\"} %zu\n", st[i].pods);
+  static const struct {
+    const char *name, *help;
+  } g[] = {
+      {"ioqos_ungranted_pool_bytes_per_second",
+       "Bandwidth shared by the pods without a grant on a disk (0 while no pod holds units there)."},
+      {"ioqos_ungranted_pool_iops", "IOPS shared by the pods without a grant on a disk (0: not bounded in IOPS)."},
+      {"ioqos_ungranted_pods", "Pods without a grant bounded on a disk now."},
+  };
+  for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+    head(f, g[k].name, "gauge", g[k].help);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v = k == 0 ? st[i].pool_bps : k == 1 ? st[i].pool_iops : st[i].pods;
+      fprintf(f, "%s{disk=\"", g[k].name);
+      lv(f, st[i].disk);
+      fprintf(f, "\"} %llu\n", (unsigned long long)v);
+    }
   }
   head(f, "ioqos_ungranted_bytes_before_bound_max", "gauge",
        "Most bytes a pod without a grant did on a disk before its bound was in place.");

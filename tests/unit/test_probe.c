@@ -253,6 +253,27 @@ Test(probe, calibration_roundtrip_and_disk_change) {
   ioq_config_free(&c);
 }
 
+Test(probe, ungranted_pool_larger_than_measured_capacity_is_cut) {
+  /* the config cannot check a pool against a measured capacity: the
+   * inventory cuts it to the disk and says so, nothing else changes */
+  hybrid_tree(false);
+  struct ioq_calibration cal = {.disk = "sda", .dev = "8:0", .measured_at = "2026-01-01T00:00:00Z",
+                                .seconds = 5, .seq_read_bps = 300u << 20, .seq_write_bps = 250u << 20,
+                                .rand_read_iops = 900, .rand_write_iops = 1200};
+  ioq_err e = {0};
+  cr_assert_eq(ioq_calibration_save(g_cal, &cal, &e), 0, "%s", e.msg);
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\",\"ungrantedPool\":{\"bandwidthBytesPerSec\":1048576000,\"iops\":100}}]}");
+  struct ioq_inventory inv;
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.disks[0].ungranted_pool_bw_bytes, 250u << 20);
+  cr_assert_eq(inv.disks[0].ungranted_pool_iops, 100, "within the disk: kept");
+  cr_assert(strstr(inv.disks[0].ungranted_note, "ungrantedPool.bandwidthBytesPerSec 1048576000 is larger than the disk (262144000, calibration"),
+            "%s", inv.disks[0].ungranted_note);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 200, "units unchanged");
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
 Test(probe, malformed_calibration_file) {
   hybrid_tree(false);
   fx_write(g_root, "state/calibration.json", "{\"version\":1,\"disks\":{\"sda\":{\"seqReadBytesPerSec\":\"fast\"}}}");
