@@ -143,9 +143,11 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
         }
         u->wd[q] = wd;
       } else if (!qos_dirs[q][0]) {
-        char m[128];
-        snprintf(m, sizeof m, "the %s QoS cgroup does not exist (yet): no %s pods to bound",
-                 ioq_qos_name((enum ioq_qos_class)q), ioq_qos_name((enum ioq_qos_class)q));
+        char name[PATH_MAX] = "", m[PATH_MAX + 128];
+        ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name, sizeof name, NULL);
+        snprintf(m, sizeof m, "the %s QoS cgroup %s%s does not exist (yet): no %s pods to bound",
+                 ioq_qos_name((enum ioq_qos_class)q), p->layout.io_root, name,
+                 ioq_qos_name((enum ioq_qos_class)q));
         note(u, m);
       }
     }

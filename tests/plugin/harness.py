@@ -85,22 +85,85 @@ def v2_tree(cg):
         write(os.path.join(cg, d, "io.weight"), "default 100\n")
 
 
-def v2_pod_cgroup(cg, uid, qos="burstable"):
-    """The pod cgroup kubelet creates before PreStartContainer (systemd driver)."""
+def v2_pod_cgroup_dir(cg, uid, qos="burstable"):
+    """Where kubelet (systemd driver) puts the pod cgroup of a QoS class."""
     u = uid.replace("-", "_")
     if qos == "guaranteed":
-        d = os.path.join(cg, "kubepods.slice", "kubepods-pod%s.slice" % u)
-    else:
-        d = os.path.join(cg, "kubepods.slice", "kubepods-%s.slice" % qos,
-                         "kubepods-%s-pod%s.slice" % (qos, u))
+        return os.path.join(cg, "kubepods.slice", "kubepods-pod%s.slice" % u)
+    return os.path.join(cg, "kubepods.slice", "kubepods-%s.slice" % qos,
+                        "kubepods-%s-pod%s.slice" % (qos, u))
+
+
+def v2_pod_cgroup(cg, uid, qos="burstable", atomic=False):
+    """The pod cgroup kubelet creates before PreStartContainer (systemd driver).
+    atomic: as a real cgroup mkdir, which shows the directory with all its
+    files at once and says IN_CREATE to an inotify watch on the parent: built
+    aside, renamed into place (IN_MOVED_TO), then a file is made and removed
+    in the parent for the IN_CREATE. A watcher never sees it half-made."""
+    d = v2_pod_cgroup_dir(cg, uid, qos)
+    final, d = d, (os.path.join(cg, ".staging", os.path.basename(d)) if atomic else d)
     write(os.path.join(d, "cgroup.controllers"), "cpu io memory pids\n")
-    # Plain files do not behave like cgroup files: a write does not replace
-    # the content (no O_TRUNC in ioq_write_file) nor merge per-device lines.
+    # Plain files do not behave like cgroup files: a write does not merge
+    # per-device lines (ioq_write_file truncates, the kernel merges).
     # Start empty so the first write reads back as the kernel would show it.
     write(os.path.join(d, "io.max"), "")
     write(os.path.join(d, "io.weight"), "")
     write(os.path.join(d, "io.stat"), "")
-    return d
+    if atomic:
+        os.rename(d, final)
+        poke = os.path.join(os.path.dirname(final), ".ioqos-test-created")
+        write(poke, "")
+        os.unlink(poke)
+    return final
+
+
+def rm_pod_cgroup(cg, cg_dir):
+    """Removes a pod cgroup (below cgroup root cg) at once, as rmdir of a
+    real cgroup does: a watcher never sees it without its files (renamed
+    aside, then deleted)."""
+    aside = os.path.join(cg, ".staging", "gone-" + os.path.basename(cg_dir))
+    os.makedirs(os.path.dirname(aside), exist_ok=True)
+    os.rename(cg_dir, aside)
+    shutil.rmtree(aside)
+
+
+def iomax_of(cg_dir, majmin):
+    """The io.max limits of one device in a pod cgroup, parsed: None when the
+    file has no line for it, else {"rbps", "wbps", "riops", "wiops"} with an
+    int or None for "max". Tolerates a missing file (None), other devices'
+    lines and junk after the fields."""
+    try:
+        text = read(os.path.join(cg_dir, "io.max"))
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        f = line.split()
+        if not f or f[0] != majmin:
+            continue
+        out = {"rbps": None, "wbps": None, "riops": None, "wiops": None}
+        for kv in f[1:]:
+            k, _, v = kv.partition("=")
+            if k in out:
+                try:
+                    out[k] = None if v == "max" else int(v)
+                except ValueError:  # read half-way through a write
+                    return None
+        return out
+    return None
+
+
+def unbounded(lim):
+    """True when an iomax_of() result places no limit (no line or all max)."""
+    return lim is None or all(v is None for v in lim.values())
+
+
+def set_io_stat(cg_dir, majmin, rbytes=0, wbytes=0, rios=0, wios=0):
+    """Replaces a pod cgroup's io.stat at once (rename), so a reader never
+    sees it empty half-way through the write."""
+    tmp = os.path.join(cg_dir, ".io.stat.tmp")
+    write(tmp, "%s rbytes=%d wbytes=%d rios=%d wios=%d dbytes=0 dios=0\n" %
+          (majmin, rbytes, wbytes, rios, wios))
+    os.rename(tmp, os.path.join(cg_dir, "io.stat"))
 
 
 def pod_object(name, uid, bw=0, iops=0, ns="default", phase="Pending", qos="Burstable",
@@ -296,13 +359,17 @@ class PluginTest(unittest.TestCase):
         return d
 
     def admit(self, name, bw=0, iops=0, qos="burstable", annotations=None, ns="default",
-              create_cgroup=True):
+              create_cgroup=True, uid=None, atomic=False):
         """What kubelet and the API server do for a new pod up to PreStart:
         the pod object, preferred allocation + Allocate per resource, the
         pod resources entry and the pod cgroup. Returns (uid, ids by resource,
-        allocate envs, cgroup dir)."""
+        allocate envs, cgroup dir). uid: a pod whose cgroup exists already
+        (none is created then, its dir is returned); atomic: see v2_pod_cgroup."""
         env, k = self.env, self.env.kubelet
-        uid = new_uid()
+        existing = uid is not None
+        if existing:
+            create_cgroup = False
+        uid = uid or new_uid()
         env.api.put_pod(pod_object(name, uid, bw=bw, iops=iops, ns=ns, annotations=annotations,
                                    qos={"burstable": "Burstable", "guaranteed": "Guaranteed",
                                         "besteffort": "BestEffort"}[qos]))
@@ -329,5 +396,8 @@ class PluginTest(unittest.TestCase):
             ids[res] = chosen
             envs.update(dict(a.container_responses[0].envs))
         k.set_pod(ns, name, {"app": ids})
-        cg = v2_pod_cgroup(env.cgroup_root, uid, qos) if create_cgroup else None
+        if create_cgroup:
+            cg = v2_pod_cgroup(env.cgroup_root, uid, qos, atomic=atomic)
+        else:
+            cg = v2_pod_cgroup_dir(env.cgroup_root, uid, qos) if existing else None
         return uid, ids, envs, cg

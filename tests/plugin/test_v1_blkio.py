@@ -4,9 +4,10 @@ cgroupfs layout below a child cgroup of our own
 (/sys/fs/cgroup/blkio/ioqos-test-PID/kubepods/...). Only that child tree is
 created and removed; the host's mounts are never touched."""
 import os
+import time
 import unittest
 
-from harness import BW, IOPS, MIB, PluginTest, read
+from harness import BW, IOPS, MIB, PluginTest, new_uid, read
 
 BLKIO = "/sys/fs/cgroup/blkio"
 
@@ -69,6 +70,51 @@ class HostBlkio(PluginTest):
         d.wait_log(r"pod gone, limits cleared pod=default/db uid=%s cgroup=%s disk=%s" % (uid, cg, tag))
         for f in ("read_bps", "write_bps", "read_iops", "write_iops"):
             self.assertEqual(read(cg + "/blkio.throttle.%s_device" % f), "", f)
+        self.assertEqual(d.terminate(), 0)
+
+    def test_ungranted_pod_bounded_on_real_blkio(self):
+        # kubelet's QoS cgroups (cgroupfs driver) exist before the plugin starts
+        kubepods = os.path.join(BLKIO, ROOT.strip("/"), "kubepods")
+        for q in ("burstable", "besteffort"):
+            os.makedirs(os.path.join(kubepods, q))
+        self.addCleanup(self.remove_tree)
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        ug = os.path.join(kubepods, "besteffort", "pod" + new_uid())
+        os.mkdir(ug)  # a pod without units, unknown to the API and to kubelet's List
+        time.sleep(1.5)
+        self.assertEqual(read(ug + "/blkio.throttle.write_bps_device"), "", "no grant on the disk yet")
+        uid, ids, _, _ = self.admit("db", bw=200, create_cgroup=False)
+        cg = self.pod_cgroup(uid)
+        k.prestart(BW, ids[BW])
+        # whatever db's cgroup had before (an ungranted bound has IOPS too),
+        # its grant (bandwidth only) is all it has now
+        for f in ("read_iops", "write_iops"):
+            self.assertEqual(read(cg + "/blkio.throttle.%s_device" % f), "", f)
+        pool = 1000 * MIB - 200 * MIB
+        # bounded by the time the grant's PreStart answered
+        lines = {}
+        for f in ("read_bps", "write_bps", "read_iops", "write_iops"):
+            text = read(ug + "/blkio.throttle.%s_device" % f).strip()
+            self.assertRegex(text, r"^%s \d+$" % DEV, f)
+            lines[f] = int(text.split()[1])
+        self.assertEqual(lines["read_bps"], lines["write_bps"])
+        self.assertGreaterEqual(lines["write_bps"], MIB)
+        self.assertLessEqual(lines["write_bps"], pool)
+        self.assertEqual(lines["read_iops"], lines["write_iops"])
+        self.assertLessEqual(lines["write_iops"], 100000)
+        d.wait_log(r"ungranted bound placed cgroup=%s qos=BestEffort disk=%s rbps=%d wbps=%d "
+                   % (ug, DISK, lines["read_bps"], lines["write_bps"]))
+        # the granted pod has its grant, the QoS cgroups nothing
+        self.assertEqual(read(cg + "/blkio.throttle.write_bps_device").strip(), "%s %d" % (DEV, 200 * MIB))
+        self.assertEqual(read(os.path.join(kubepods, "besteffort", "blkio.throttle.write_bps_device")), "")
+        # the last grant goes: the bound is cleared on the kernel
+        k.remove_pod("default", "db")
+        self.env.api.delete("Pod", "default", "db")
+        d.wait_log(r"ungranted bounds removed disk=%s pods=1 " % DISK, timeout=10)
+        for f in ("read_bps", "write_bps", "read_iops", "write_iops"):
+            self.assertEqual(read(ug + "/blkio.throttle.%s_device" % f), "", f)
         self.assertEqual(d.terminate(), 0)
 
 

@@ -1,0 +1,544 @@
+"""Bounds for pods without a grant (nodePolicy.ungranted): on a disk where
+some pod holds ioqos units, every other pod cgroup under kubepods gets an
+io.max share of the disk's ungranted pool (capacity - held units, or the
+configured devices[].ungrantedPool), split by measured demand (io.stat).
+
+Cgroup v2 temp tree (systemd driver layout), the kubelet stand-in and the API
+server stand-in. The fake disk is fakedisk0 (250:0) with 1000 MiB/s and
+100000 IOPS, allocatableFraction 1.0: the pool is what granted pods do not
+hold. Pod cgroups are made aside and renamed into place (as a real mkdir
+shows a cgroup with all its files at once); io.stat is replaced at once too.
+Plain files are not cgroup files: a truncating write is briefly empty to a
+reader, so readers below retry or ask for two empty reads in a row."""
+import os
+import re
+import shutil
+import threading
+import time
+import unittest
+
+from harness import (BW, IOPS, MIB, PluginTest, iomax_of, new_uid, pod_object, read,
+                     rm_pod_cgroup, set_io_stat, unbounded, v2_pod_cgroup)
+
+DEV = "250:0"
+DISK = "fakedisk0"
+CAP_BW = 1000 * MIB
+CAP_IOPS = 100000
+QOS_NAME = {"guaranteed": "Guaranteed", "burstable": "Burstable", "besteffort": "BestEffort"}
+
+
+def ug_config(interval_ms=300, enable=True):
+    return {"nodePolicy": {"ungranted": {"enable": enable, "intervalMs": interval_ms}}}
+
+
+def wait_for(pred, timeout=5.0, what="condition", step=0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
+class UngrantedTest(PluginTest):
+    interval_ms = 300
+    env_args = {"extra_config": ug_config(300)}
+
+    # ---- pods ----
+    def ungranted(self, qos="burstable", name=None, api=True):
+        """A pod without ioqos units: its cgroup (renamed into place), and
+        unless api=False its API object and its (deviceless) pod resources
+        entry, as kubelet lists every pod. Returns the cgroup dir."""
+        uid = new_uid()
+        if api:
+            name = name or "ug-%s-%s" % (qos, uid[:8])
+            self.env.api.put_pod(pod_object(name, uid, qos=QOS_NAME[qos], phase="Running"))
+            self.env.kubelet.set_pod("default", name, {"app": {}})
+        return v2_pod_cgroup(self.env.cgroup_root, uid, qos, atomic=True)
+
+    def grant(self, name, bw=200, iops=0, qos="burstable", uid=None):
+        """A pod with units up to and including its PreStart; returns (uid, ids, cgroup)."""
+        uid, ids, _, cg = self.admit(name, bw=bw, iops=iops, qos=qos, uid=uid, atomic=True)
+        self.env.kubelet.prestart(BW if bw else IOPS, ids[BW if bw else IOPS])
+        return uid, ids, cg
+
+    def release(self, name):
+        """The granted pod goes: out of kubelet's List and the API."""
+        self.env.kubelet.remove_pod("default", name)
+        self.env.api.delete("Pod", "default", name)
+
+    # ---- io.max ----
+    def limits(self, cgs, tries=20):
+        """io.max of each cgroup for the disk, in the order given (read the
+        one that may be raised first). An empty read (a write in progress)
+        is retried."""
+        out = []
+        for cg in cgs:
+            lim = None
+            for _ in range(tries):
+                lim = iomax_of(cg, DEV)
+                if lim is not None:
+                    break
+                time.sleep(0.005)
+            out.append(lim)
+        return out
+
+    def bounded(self, cg):
+        lim = iomax_of(cg, DEV)
+        return lim is not None and lim["wbps"] is not None
+
+    def wait_bounded(self, cgs, timeout=5.0):
+        wait_for(lambda: all(self.bounded(c) for c in cgs), timeout,
+                 "ungranted bounds on %s" % [os.path.basename(c) for c in cgs])
+
+    def assert_split(self, cgs, pool_bw, pool_iops=CAP_IOPS, floor_share=True):
+        """Every cgroup has a line with rbps = wbps <= pool (and riops = wiops
+        <= the IOPS pool), the caps sum to at most the pool, and none is below
+        pool/(4N), the least the spec gives any pod."""
+        lims = self.limits(cgs)
+        n = len(cgs)
+        for cg, lim in zip(cgs, lims):
+            self.assertIsNotNone(lim, "no io.max line for %s in %s: %r" %
+                                 (DEV, cg, read(os.path.join(cg, "io.max"))))
+            self.assertIsNotNone(lim["wbps"], cg)
+            self.assertEqual(lim["rbps"], lim["wbps"], cg)
+            self.assertLessEqual(lim["wbps"], pool_bw, cg)
+            if floor_share:
+                self.assertGreaterEqual(lim["wbps"], max(MIB, pool_bw / (4 * n)) * 0.99, cg)
+            if pool_iops:
+                self.assertIsNotNone(lim["wiops"], cg)
+                self.assertEqual(lim["riops"], lim["wiops"], cg)
+                self.assertLessEqual(lim["wiops"], pool_iops, cg)
+        self.assertLessEqual(sum(l["wbps"] for l in lims), pool_bw, lims)
+        if pool_iops:
+            self.assertLessEqual(sum(l["wiops"] for l in lims), pool_iops, lims)
+        return lims
+
+    def placed(self, d, cg):
+        """The `ungranted bound placed` log line of one cgroup, as a dict."""
+        m = re.search(r"ungranted bound placed cgroup=(\S*%s) qos=(\w+) disk=(\S+) rbps=(\d+) "
+                      r"wbps=(\d+) riops=(\d+|max) wiops=(\d+|max) bytes_before=(\d+) "
+                      r"ios_before=(\d+)" % re.escape(os.path.basename(cg)), d.text())
+        if not m:
+            return None
+        keys = ("cgroup", "qos", "disk", "rbps", "wbps", "riops", "wiops", "bytes_before",
+                "ios_before")
+        return dict(zip(keys, m.groups()))
+
+    def assert_placed_once(self, d, cgs):
+        """One `ungranted bound placed` line per cgroup (its first bound)."""
+        for cg in cgs:
+            n = len(re.findall(r"ungranted bound placed cgroup=\S*%s " % re.escape(os.path.basename(cg)),
+                               d.text()))
+            self.assertEqual(n, 1, "%d bound placed lines for %s" % (n, cg))
+
+    def wait_metric(self, d, value, name, timeout=5.0, **labels):
+        got = []
+
+        def ok():
+            got[:] = [d.metric(name, **labels)]
+            return got[0] == value
+        try:
+            wait_for(ok, timeout, "%s%s == %s" % (name, labels, value), step=0.05)
+        except AssertionError:
+            self.fail("%s%s: want %s, last seen %s" % (name, labels, value, got[0]))
+
+
+class Classes(UngrantedTest):
+    def test_all_three_qos_classes_share_the_pool(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = {q: self.ungranted(q) for q in ("guaranteed", "burstable", "besteffort")}
+        self.assertTrue(os.path.basename(cgs["guaranteed"]).startswith("kubepods-pod"))
+        self.assertEqual(os.path.basename(os.path.dirname(cgs["guaranteed"])), "kubepods.slice")
+        _, _, gcg = self.grant("db", bw=200)
+        pool = CAP_BW - 200 * MIB
+        self.wait_bounded(list(cgs.values()))
+        self.assert_split(list(cgs.values()), pool)
+        for q, cg in cgs.items():
+            p = wait_for(lambda: self.placed(d, cg), 5, "bound placed log of " + q)
+            self.assertEqual((p["qos"], p["disk"]), (QOS_NAME[q], DISK), p)
+            self.assertEqual(p["cgroup"], cg)
+            self.assertEqual(p["rbps"], p["wbps"])
+            self.assertLessEqual(int(p["wbps"]), pool)
+            self.assertEqual((p["bytes_before"], p["ios_before"]), ("0", "0"))
+        # the grant is the granted pod's own, untouched by the pool
+        self.assertEqual(read(os.path.join(gcg, "io.max")).strip(),
+                         "250:0 rbps=209715200 wbps=209715200 riops=max wiops=max")
+        # the QoS cgroups themselves are not limited
+        qos = os.path.join(self.env.cgroup_root, "kubepods.slice")
+        for sub in ("", "kubepods-burstable.slice", "kubepods-besteffort.slice"):
+            self.assertEqual(read(os.path.join(qos, sub, "io.max")), "", sub)
+        # a few intervals later: still within the pool
+        time.sleep(4 * self.interval_ms / 1000)
+        self.assert_split(list(cgs.values()), pool)
+        self.assert_placed_once(d, cgs.values())
+
+
+class FirstAndLastGrant(UngrantedTest):
+    env_args = {"extra_config": ug_config(1000)}
+
+    def test_bounds_follow_the_first_and_last_grant(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted(q) for q in ("guaranteed", "burstable", "besteffort")]
+        # nobody holds units of the disk: nothing is bounded, over several passes
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        deadline = time.monotonic() + 1.2
+        while time.monotonic() < deadline:
+            for cg in cgs:
+                self.assertEqual(read(os.path.join(cg, "io.max")), "", cg)
+            time.sleep(0.05)
+        self.assertNotIn("ungranted bound placed", d.text())
+        self.assertEqual(d.metric("ioqos_ungranted_pool_bytes_per_second", disk=DISK), 0)
+        # the first grant: bounded by the time its PreStart answered
+        self.grant("db", bw=200)
+        self.assert_split(cgs, CAP_BW - 200 * MIB)
+        # the last grant goes: every bound placed on the disk is removed
+        self.release("db")
+        d.wait_log(r'ungranted bounds removed disk=%s pods=3 reason="[^"]+"' % DISK, timeout=10)
+        for cg in cgs:
+            self.assertTrue(unbounded(iomax_of(cg, DEV)), read(os.path.join(cg, "io.max")))
+        self.wait_metric(d, 0, "ioqos_ungranted_pods", disk=DISK)
+        self.assertEqual(d.metric("ioqos_ungranted_pool_bytes_per_second", disk=DISK), 0)
+        # and they stay off while nobody holds units
+        time.sleep(2.2)
+        for cg in cgs:
+            self.assertTrue(unbounded(iomax_of(cg, DEV)), read(os.path.join(cg, "io.max")))
+        self.assert_placed_once(d, cgs)
+
+
+class Inotify(UngrantedTest):
+    interval_ms = 10000
+    env_args = {"extra_config": ug_config(10000)}
+
+    def test_new_pod_cgroup_is_bounded_at_once(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = CAP_BW - 200 * MIB
+        cgs = []
+        # one per QoS directory, apart in time; none known to the API or kubelet
+        for q in ("burstable", "guaranteed", "besteffort"):
+            t0 = time.monotonic()
+            cg = self.ungranted(q, api=False)
+            wait_for(lambda: self.bounded(cg), 5, "bound on new %s pod cgroup" % q, step=0.01)
+            took = time.monotonic() - t0
+            self.assertLess(took, 1.0, "%s pod cgroup bounded after %.2f s (interval 10 s)" % (q, took))
+            cgs.append(cg)
+            # room was made for it: the caps still fit the pool
+            self.assert_split(cgs, pool)
+            time.sleep(0.4)
+        self.assert_placed_once(d, cgs)
+
+
+class GainsGrant(UngrantedTest):
+    def test_grant_replaces_the_ungranted_bound(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        other = self.ungranted("besteffort")
+        # kubelet creates the pod cgroup before the sandbox: bounded as ungranted first
+        uid = new_uid()
+        cg = v2_pod_cgroup(self.env.cgroup_root, uid, "burstable", atomic=True)
+        self.wait_bounded([cg, other])
+        ug_cap = iomax_of(cg, DEV)
+        self.assertNotEqual(ug_cap["wbps"], 50 * MIB)
+        # then its containers start with 50 units
+        self.grant("web", bw=50, uid=uid)
+        want = {"rbps": 50 * MIB, "wbps": 50 * MIB, "riops": None, "wiops": None}
+        self.assertEqual(iomax_of(cg, DEV), want, read(os.path.join(cg, "io.max")))
+        # its PreStart re-split the pool before answering: the pool lost 50 MiB/s
+        self.assert_split([other], CAP_BW - 250 * MIB)
+        # later intervals leave the grant alone
+        time.sleep(5 * self.interval_ms / 1000)
+        self.assertEqual(iomax_of(cg, DEV), want, read(os.path.join(cg, "io.max")))
+        self.assert_split([other], CAP_BW - 250 * MIB)
+        self.wait_metric(d, 1, "ioqos_ungranted_pods", disk=DISK)
+        self.wait_metric(d, CAP_BW - 250 * MIB, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+
+
+class Demand(UngrantedTest):
+    def test_busy_pod_gets_more_than_idle_one(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = CAP_BW - 200 * MIB
+        busy, idle = self.ungranted("burstable", "busy"), self.ungranted("besteffort", "idle")
+        self.wait_bounded([busy, idle])
+        # busy: does I/O at its cap all the time (as a throttled pod does);
+        # idle: none
+        total, ios = 0.0, 0.0
+        last = time.monotonic()
+        deadline = last + 8
+        good_since = None
+        seen = []
+        while time.monotonic() < deadline:
+            b, i = self.limits([busy, idle])  # the one going up first
+            self.assertIsNotNone(b)
+            self.assertIsNotNone(i)
+            self.assertLessEqual(b["wbps"] + i["wbps"], pool, (b, i))
+            if not seen or seen[-1] != (b["wbps"], i["wbps"]):
+                seen.append((b["wbps"], i["wbps"]))
+            now = time.monotonic()
+            total += b["wbps"] * (now - last)
+            ios += (b["wiops"] or 0) * 0.1 * (now - last)
+            last = now
+            set_io_stat(busy, DEV, wbytes=int(total), wios=int(ios))
+            if b["wbps"] > i["wbps"] and b["wbps"] >= pool / 2:
+                good_since = good_since or now
+                if now - good_since > 3 * self.interval_ms / 1000:
+                    break
+            else:
+                good_since = None
+            time.sleep(0.01)
+        self.assertIsNotNone(good_since, "caps (busy, idle) over time: %s" % seen)
+        b, i = self.assert_split([busy, idle], pool)
+        self.assertGreater(b["wbps"], i["wbps"], seen)
+        # the idle pod keeps at least a quarter of an equal share
+        self.assertGreaterEqual(i["wbps"], pool / 8 * 0.99, seen)
+        self.assertGreaterEqual(d.metric("ioqos_ungranted_writes_total"), 3)
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+
+
+class Restart(UngrantedTest):
+    def test_bounds_survive_plugin_restarts(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = CAP_BW - 200 * MIB
+        cgs = [self.ungranted("burstable"), self.ungranted("guaranteed")]
+        self.wait_bounded(cgs)
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assert_split(cgs, pool)
+        # watch the files from now on: a bound never goes away, not even for
+        # a moment (one empty read can be a write in progress on a plain file;
+        # two in a row 10 ms apart cannot)
+        stop = threading.Event()
+        gaps = []
+
+        def watch():
+            empty = {c: 0 for c in cgs}
+            while not stop.is_set():
+                for c in cgs:
+                    text = read(os.path.join(c, "io.max"))
+                    lim = iomax_of(c, DEV)
+                    if text.strip() == "":
+                        empty[c] += 1
+                        if empty[c] >= 2:
+                            gaps.append((time.monotonic(), c, "empty"))
+                        continue
+                    empty[c] = 0
+                    if lim is not None and unbounded(lim):
+                        gaps.append((time.monotonic(), c, text))
+                time.sleep(0.01)
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        self.addCleanup(stop.set)
+        # an orderly stop (SIGTERM, as at a DaemonSet update), then a kill
+        self.assertEqual(d.terminate(), 0)
+        for c in cgs:
+            self.assertTrue(self.bounded(c), "bound removed on exit: %s" % c)
+        d2 = self.start()
+        time.sleep(4 * self.interval_ms / 1000)
+        self.assert_split(cgs, pool)
+        self.wait_metric(d2, 2, "ioqos_ungranted_pods", disk=DISK)
+        d2.kill()
+        d3 = self.start()
+        time.sleep(4 * self.interval_ms / 1000)
+        self.wait_metric(d3, 2, "ioqos_ungranted_pods", disk=DISK)
+        stop.set()
+        t.join(5)
+        self.assertEqual(gaps, [], "bounds went away during the restarts")
+        self.assert_split(cgs, pool)
+        for x in (d, d2, d3):
+            self.assertNotIn("ungranted bounds removed", x.text())
+
+
+class BadPoolConfig(UngrantedTest):
+    env_args = {"extra_config": dict(ug_config(300), devices=[{
+        "select": DISK, "capacity": {"bandwidthBytesPerSec": CAP_BW, "iops": CAP_IOPS},
+        "ungrantedPool": {"bandwidthBytesPerSec": CAP_BW + 1, "iops": 1000}}])}
+
+    def test_pool_larger_than_capacity_is_refused(self):
+        d = self.start(ready=False)
+        try:
+            rc = d.proc.wait(15)
+        except Exception:
+            self.fail("the daemon kept running with a pool above the capacity; log:\n" + d.text()[-3000:])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("devices[0].ungrantedPool", d.text())
+
+
+class VanishingCgroup(UngrantedTest):
+    def test_pod_cgroup_gone_between_listing_and_writing(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        keep = self.ungranted("burstable")
+        self.wait_bounded([keep])
+        # pods that come and go at once (a failed sandbox): some vanish before
+        # the plugin lists them, some between its listing and its write
+        deadline = time.monotonic() + 2.5 * self.interval_ms / 1000 + 0.5
+        gone = 0
+        while time.monotonic() < deadline or gone < 20:
+            q = ("burstable", "besteffort", "guaranteed")[gone % 3]
+            cg = v2_pod_cgroup(self.env.cgroup_root, new_uid(), q, atomic=True)
+            time.sleep(0.001 * (gone % 5))
+            rm_pod_cgroup(self.env.cgroup_root, cg)
+            gone += 1
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertIsNone(d.proc.poll(), "plugin exited; log:\n" + d.text()[-3000:])
+        self.assertEqual(d.http("/readyz")[0], 200)
+        # a pod cgroup that went away is no failure (the kernel dropped its limits)
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+        self.assertNotIn("ungranted bound not in place", d.text())
+        self.assert_split([keep], CAP_BW - 200 * MIB)
+        self.wait_metric(d, 1, "ioqos_ungranted_pods", disk=DISK)
+        # and a new pod is still bounded
+        late = self.ungranted("besteffort")
+        self.wait_bounded([late])
+        self.assert_split([keep, late], CAP_BW - 200 * MIB, floor_share=False)
+
+
+class MissingQosDir(UngrantedTest):
+    def test_missing_besteffort_dir_leaves_the_others_bounded(self):
+        shutil.rmtree(os.path.join(self.env.cgroup_root, "kubepods.slice", "kubepods-besteffort.slice"))
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted("guaranteed"), self.ungranted("burstable")]
+        self.grant("db", bw=200)
+        self.wait_bounded(cgs)
+        self.assert_split(cgs, CAP_BW - 200 * MIB)
+        time.sleep(2 * self.interval_ms / 1000)
+        self.assertIsNone(d.proc.poll())
+        lines = [l for l in d.text().splitlines() if
+                 "the BestEffort QoS cgroup %s/kubepods.slice/kubepods-besteffort.slice does not exist"
+                 % self.env.cgroup_root in l]
+        self.assertTrue(lines, "no log line says the BestEffort QoS cgroup is missing:\n" +
+                        d.text()[-3000:])
+        self.wait_metric(d, 2, "ioqos_ungranted_pods", disk=DISK)
+
+
+class Disabled(UngrantedTest):
+    env_args = {"extra_config": ug_config(300, enable=False)}
+
+    def test_enable_false_bounds_nothing(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted(q) for q in ("guaranteed", "burstable", "besteffort")]
+        _, _, gcg = self.grant("db", bw=200)
+        late = self.ungranted("burstable", api=False)
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        time.sleep(1.0)
+        for cg in cgs + [late]:
+            self.assertEqual(read(os.path.join(cg, "io.max")), "", cg)
+        self.assertEqual(read(os.path.join(gcg, "io.max")).strip(),
+                         "250:0 rbps=209715200 wbps=209715200 riops=max wiops=max")
+        self.assertNotIn("ungranted bound placed", d.text())
+        self.assertIn(d.metric("ioqos_ungranted_pods", disk=DISK), (None, 0))
+
+
+class Metrics(UngrantedTest):
+    def test_pool_and_pod_gauges(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        first = self.ungranted("burstable")
+        # I/O it did before anyone bounded it
+        set_io_stat(first, DEV, wbytes=12345, wios=3)
+        others = [self.ungranted("guaranteed"), self.ungranted("besteffort")]
+        time.sleep(2 * self.interval_ms / 1000)
+        self.assertEqual(d.metric("ioqos_ungranted_pool_bytes_per_second", disk=DISK), 0)
+        self.assertIn(d.metric("ioqos_ungranted_pods", disk=DISK), (None, 0))
+        self.grant("db", bw=200, iops=10)  # 10 x 100 IOPS
+        pool_bw, pool_iops = CAP_BW - 200 * MIB, CAP_IOPS - 1000
+        self.assert_split([first] + others, pool_bw, pool_iops)
+        self.wait_metric(d, pool_bw, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, pool_iops, "ioqos_ungranted_pool_iops", disk=DISK)
+        self.wait_metric(d, 3, "ioqos_ungranted_pods", disk=DISK)
+        p = wait_for(lambda: self.placed(d, first), 5, "bound placed log")
+        self.assertEqual((p["bytes_before"], p["ios_before"]), ("12345", "3"), p)
+        self.assertEqual(d.metric("ioqos_ungranted_bytes_before_bound_max"), 12345)
+        self.assertGreaterEqual(d.metric("ioqos_ungranted_writes_total"), 3)
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+        # one more pod, one more bounded
+        self.wait_bounded([self.ungranted("besteffort")])
+        self.wait_metric(d, 4, "ioqos_ungranted_pods", disk=DISK)
+
+
+class ConfiguredPool(UngrantedTest):
+    env_args = {"extra_config": dict(ug_config(300), devices=[{
+        "select": DISK, "capacity": {"bandwidthBytesPerSec": CAP_BW, "iops": CAP_IOPS},
+        "ungrantedPool": {"bandwidthBytesPerSec": 100 * MIB, "iops": 500}}])}
+
+    def test_configured_pool_is_the_pool(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted(q) for q in ("guaranteed", "burstable", "besteffort")]
+        self.grant("db", bw=200)
+        self.assert_split(cgs, 100 * MIB, 500)
+        self.wait_metric(d, 100 * MIB, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, 500, "ioqos_ungranted_pool_iops", disk=DISK)
+        self.wait_metric(d, 3, "ioqos_ungranted_pods", disk=DISK)
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assert_split(cgs, 100 * MIB, 500)
+
+
+class TinyPool(UngrantedTest):
+    env_args = {"extra_config": dict(ug_config(300), devices=[{
+        "select": DISK, "capacity": {"bandwidthBytesPerSec": CAP_BW, "iops": CAP_IOPS},
+        "ungrantedPool": {"bandwidthBytesPerSec": 2 * MIB, "iops": 20}}])}
+
+    def test_floor_slows_never_freezes(self):
+        self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted(q) for q in ("guaranteed", "burstable", "besteffort")]
+        self.grant("db", bw=200)
+        self.wait_bounded(cgs)
+        time.sleep(3 * self.interval_ms / 1000)
+        # 3 pods, a pool of 2 MiB/s and 20 IOPS: each still gets the floor
+        for cg, lim in zip(cgs, self.limits(cgs)):
+            self.assertIsNotNone(lim, cg)
+            self.assertGreaterEqual(lim["wbps"], MIB, lim)
+            self.assertGreaterEqual(lim["wiops"], 10, lim)
+            self.assertEqual((lim["rbps"], lim["riops"]), (lim["wbps"], lim["wiops"]), lim)
+
+
+class NoIopsCapacity(UngrantedTest):
+    env_args = {"extra_config": dict(ug_config(300), devices=[{
+        "select": DISK, "capacity": {"bandwidthBytesPerSec": CAP_BW}}])}
+
+    def test_no_iops_pool_without_iops_capacity(self):
+        d = self.start(ready=False)
+        k = self.env.kubelet
+        k.wait_registered(BW)
+        d.wait_ready()
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        cgs = [self.ungranted("burstable"), self.ungranted("besteffort")]
+        self.grant("db", bw=200)
+        self.wait_bounded(cgs)
+        lims = self.assert_split(cgs, CAP_BW - 200 * MIB, pool_iops=None)
+        for lim in lims:
+            self.assertEqual((lim["riops"], lim["wiops"]), (None, None), lim)
+        self.wait_metric(d, CAP_BW - 200 * MIB, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.assertIn(d.metric("ioqos_ungranted_pool_iops", disk=DISK), (None, 0))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
