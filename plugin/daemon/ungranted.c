@@ -134,7 +134,7 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
       if (qos_dirs[q][0] && u->ino >= 0) {
         /* the same path gives the same watch: adding again is cheap, and
          * covers a QoS cgroup that was removed and made again */
-        int wd = inotify_add_watch(u->ino, qos_dirs[q], IN_CREATE | IN_DELETE | IN_ONLYDIR);
+        int wd = inotify_add_watch(u->ino, qos_dirs[q], IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_ONLYDIR);
         if (wd < 0) {
           char m[PATH_MAX + 128];
           snprintf(m, sizeof m, "inotify on %s failed (%s): new pods are found every interval only",
@@ -493,6 +493,13 @@ static void pass_locked(struct ungranted *u) {
   enforcer_writes_lock(p->enf);
   struct applied_pod *ap;
   size_t nap = enforcer_snapshot(p->enf, &ap);
+  if (!ap) {
+    /* without the grants in place a granted pod would look ungranted */
+    enforcer_writes_unlock(p->enf);
+    ioq_fail(&e, ENOMEM, "ungranted: out of memory reading the grants in place");
+    failed(u, &e);
+    return;
+  }
   for (size_t i = 0; i < u->n; i++) {
     struct ug_pod *pp = &u->pods[i];
     for (size_t d = 0; d < u->n_disks; d++) {
