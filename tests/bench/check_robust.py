@@ -7,6 +7,10 @@ machine: no ratios, no targets.
   - every pod start: 0 bytes of I/O before the limit, io.max in place and read
     back when PreStartContainer returned, no process in the pod cgroup yet
   - the backup never exceeds its grant by more than 15 % (the cap holds)
+  - with a pod without a grant next to them (stage ioqos+1u, when run): db IOPS
+    > 2 x contended, the backup >= 0.9 of its grant, the ungranted pod <= 1.1 x
+    the pool (capacity - held grants), and its bound in io.max when its
+    container started
 
 usage: check_robust.py ISOLATION_JSON
 """
@@ -31,6 +35,20 @@ def main():
                                                                    st["contended"]["db_iops"]))
         if c.get("satisfaction") is not None:
             check(c["satisfaction"] <= 1.15, "%s: backup achieved/granted %.3f <= 1.15" % (name, c["satisfaction"]))
+        if "ioqos+1u" in st and "contended" in st:
+            u, x = c.get("ungranted", {}).get("ioqos+1u", {}), st["ioqos+1u"]
+            check(x["db_iops"] is not None and x["db_iops"] > 2 * st["contended"]["db_iops"],
+                  "%s: ioqos+1u db IOPS %.0f > 2 x contended %.0f" % (name, x["db_iops"] or 0, st["contended"]["db_iops"]))
+            sat = u.get("satisfaction")
+            check(sat is not None and 0.9 <= sat <= 1.15,
+                  "%s: ioqos+1u backup achieved/granted %.3f in 0.9..1.15" % (name, sat or 0))
+            agg, pool = x.get("nb_aggregate_bytes"), x.get("pool_bytes")
+            check(agg is not None and pool and agg <= 1.1 * pool,
+                  "%s: ioqos+1u pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s" % (
+                      name, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0))
+            check(x.get("nb_starts") and x.get("nb_bound_at_start") == x.get("nb_starts"),
+                  "%s: ioqos+1u bound in place when the ungranted container started (%s of %s)" % (
+                      name, x.get("nb_bound_at_start"), x.get("nb_starts")))
         e = c["enforce"]
         if e["runs"]:
             check(e["bytes_before_limit_max"] == 0, "%s: bytes before the limit = %s" % (name, e["bytes_before_limit_max"]))

@@ -19,6 +19,18 @@ backup workload) it runs rounds of stages in rotated order:
   control       the ioqos stage's limits (written with `ioqosctl apply`) on the
                 control disk: the same jobs with the disk never the bottleneck, so
                 the db's IOPS there is what the harness (TCG, 2 cores) allows
+  ioqos+1u      the ioqos stage plus one pod WITHOUT a grant (Burstable, the
+                backup's writer, direct): pod object (no ioqos resources, never
+                through Allocate/PreStart), pod cgroup, a sandbox delay, then its
+                container; the plugin's ungranted-pod bounds are what holds it
+  ioqos+4u      the same with 4 ungranted pods: 2 BestEffort (buffered writers on
+                a filesystem disk, else direct) and 2 Burstable (direct)
+  neighbours    db and backup granted but idle (no container started), the 4
+                ungranted pods of ioqos+4u writing: what pods without a grant get
+                (their aggregate against the pool = capacity - held grants)
+  control+1u, control+4u  (optional) the control stage plus the pods of
+                ioqos+1u / ioqos+4u, each held at pool/N by `ioqosctl apply`:
+                the harness ceiling with those writers' CPU cost under TCG
 
 Each "container" is a fio process started in a container cgroup below its pod
 cgroup (kubelet's systemd-driver names). fio's JSON is parsed for the db; the
@@ -33,6 +45,8 @@ import json
 import math
 import os
 import platform
+import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +60,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 CG = "/sys/fs/cgroup"
 KUBEPODS = "kubepods.slice"
 BURSTABLE = KUBEPODS + "/kubepods-burstable.slice"
+BESTEFFORT = KUBEPODS + "/kubepods-besteffort.slice"
 NS = "bench"
 MIB = 1024 * 1024
 IOPS_UNIT = 100  # default unit sizes (config "units" left at defaults)
@@ -59,8 +74,28 @@ DB_WORKLOADS = {
     "randwrite-qd16": ("randwrite", 16),
 }
 BACKUP_MODES = ("direct", "buffered")
-ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "control")
+ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "control",
+              "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
+CONTROL_STAGES = ("control", "control+1u", "control+4u")
 BACKUP_JOBS = 4
+# stages whose db and backup are granted through the plugin
+GRANTED_STAGES = ("ioqos", "ioqos+1u", "ioqos+4u", "neighbours")
+# stages with pods WITHOUT a grant next to them: (QoS class, writes) per pod;
+# "buffered" falls back to direct on a disk without a filesystem (see BACKUP_MODES)
+NEIGHBOUR_STAGES = {
+    "ioqos+1u": (("Burstable", "direct"),),
+    "ioqos+4u": (("BestEffort", "buffered"), ("BestEffort", "buffered"),
+                 ("Burstable", "direct"), ("Burstable", "direct")),
+    "neighbours": (("BestEffort", "buffered"), ("BestEffort", "buffered"),
+                   ("Burstable", "direct"), ("Burstable", "direct")),
+}
+# the harness ceiling with those pods: on the control disk, each held at an
+# equal share of the pool (written with `ioqosctl apply`)
+NEIGHBOUR_STAGES["control+1u"] = NEIGHBOUR_STAGES["ioqos+1u"]
+NEIGHBOUR_STAGES["control+4u"] = NEIGHBOUR_STAGES["ioqos+4u"]
+NEIGHBOURS_MAX = max(len(v) for v in NEIGHBOUR_STAGES.values())
+NEIGHBOUR_FILE_MIB = 64  # per writer job, on a filesystem disk (4 jobs per pod)
+NEIGHBOUR_REGION_MIB = 128  # per writer job on a raw disk, from 6 GiB on
 
 # The weight-only stage: the published weights, and iocost with a 5 ms latency
 # target (p95). min/max are left at the kernel's defaults so vrate can follow
@@ -111,6 +146,15 @@ def iomax_line(cgdir, devno):
     return ""
 
 
+def iomax_field(line, key):
+    """wbps etc. of an io.max line: an int, None for 'max' or no line."""
+    for kv in line.split()[1:]:
+        k, _, v = kv.partition("=")
+        if k == key:
+            return None if v == "max" else int(v)
+    return None
+
+
 def enable_controllers(path):
     sc = os.path.join(path, "cgroup.subtree_control")
     have = read(sc).split()
@@ -153,10 +197,17 @@ class Pod:
     """A pod as kubelet (systemd driver) lays it out: the pod slice, created
     before any container starts, and one container scope per container."""
 
-    def __init__(self, name, uid=None):
+    def __init__(self, name, uid=None, qos="Burstable"):
         self.name = name
+        self.qos = qos
         self.uid = uid or str(uuid.uuid4())
-        self.rel = "%s/kubepods-burstable-pod%s.slice" % (BURSTABLE, self.uid.replace("-", "_"))
+        u = self.uid.replace("-", "_")
+        if qos == "Burstable":
+            self.rel = "%s/kubepods-burstable-pod%s.slice" % (BURSTABLE, u)
+        elif qos == "BestEffort":
+            self.rel = "%s/kubepods-besteffort-pod%s.slice" % (BESTEFFORT, u)
+        else:  # Guaranteed pods sit directly in kubepods
+            self.rel = "%s/kubepods-pod%s.slice" % (KUBEPODS, u)
         self.dir = os.path.join(CG, self.rel)
         self.container = None
 
@@ -183,10 +234,13 @@ def spawn_in(cgdir, argv, stdout):
 class Sampler(threading.Thread):
     """io.stat of some cgroups on one disk, every `interval` seconds."""
 
-    def __init__(self, cgdirs, devno, interval=0.2):
+    def __init__(self, cgdirs, devno, interval=0.2, caps=()):
         super().__init__(daemon=True)
         self.cgdirs, self.devno, self.interval = cgdirs, devno, interval
         self.samples = {k: [] for k in cgdirs}
+        # io.max wbps of the cgroups in `caps` (pods without a grant: their
+        # bound moves as the plugin re-splits the pool)
+        self.caps = {k: [] for k in caps}
         self.halt = threading.Event()
 
     def run(self):
@@ -194,9 +248,40 @@ class Sampler(threading.Thread):
             t = time.monotonic()
             for k, d in self.cgdirs.items():
                 self.samples[k].append((t,) + iostat(d, self.devno))
+            for k in self.caps:
+                try:
+                    line = iomax_line(self.cgdirs[k], self.devno)
+                except OSError:
+                    line = ""
+                self.caps[k].append((t, iomax_field(line, "wbps")))
             self.halt.wait(self.interval)
 
+    def cap_mean(self, key, t0, t1):
+        """Mean io.max wbps sampled in [t0, t1] (None: no bound seen there)."""
+        xs = [c for t, c in self.caps.get(key, []) if t0 <= t <= t1]
+        if not xs or any(c is None for c in xs):
+            return None
+        return sum(xs) / len(xs)
+
+    def caps_sum_max(self, t0, t1):
+        """The largest sum of the sampled caps at one sampling instant in [t0, t1]."""
+        best = None
+        keys = list(self.caps)
+        if not keys:
+            return None
+        for i in range(min(len(self.caps[k]) for k in keys)):
+            t = self.caps[keys[0]][i][0]
+            if not t0 <= t <= t1:
+                continue
+            vals = [self.caps[k][i][1] for k in keys]
+            if any(v is None for v in vals):
+                continue
+            best = max(best or 0, sum(vals))
+        return best
+
     def stop(self):
+        if self.halt.is_set():
+            return
         self.halt.set()
         self.join()
         t = time.monotonic()
@@ -258,15 +343,28 @@ class Disk:
             return ["--filename=%s/backup.%d" % (self.mount, k), "--size=256M"]
         return ["--filename=%s" % self.dev, "--offset=%dG" % (2 + k), "--size=1G"]
 
-    def layout(self, cgdir):
+    def neighbour_file(self, n, k):
+        """Where writer job k of ungranted pod n writes: its own (smaller) file,
+        or its own region above the db's and the backup's."""
+        if self.mount:
+            return ["--filename=%s/nb%d.%d" % (self.mount, n, k), "--size=%dM" % NEIGHBOUR_FILE_MIB]
+        return ["--filename=%s" % self.dev,
+                "--offset=%dM" % (6 * 1024 + (n * BACKUP_JOBS + k) * NEIGHBOUR_REGION_MIB),
+                "--size=%dM" % NEIGHBOUR_REGION_MIB]
+
+    def layout(self, cgdir, neighbours=0):
         """Writes the db and backup files once (a filesystem disk), so reads hit
-        written blocks and writes overwrite allocated ones."""
+        written blocks and writes overwrite allocated ones; also the files of
+        `neighbours` ungranted pods."""
         if not self.mount:
             return
         argv = ["fio", "--rw=write", "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=8",
                 "--output-format=json", "--output=/dev/null", "--name=layout-db"] + self.db_target()
         for k in range(BACKUP_JOBS):
             argv += ["--name=layout-backup%d" % k] + self.backup_file(k)
+        for n in range(neighbours):
+            for k in range(BACKUP_JOBS):
+                argv += ["--name=layout-nb%d.%d" % (n, k)] + self.neighbour_file(n, k)
         p = spawn_in(cgdir, argv, subprocess.DEVNULL)
         if p.wait() != 0:
             raise RuntimeError("fio layout failed on %s" % self.dev)
@@ -310,10 +408,22 @@ class Cluster:
         self.h = harness
         self.disk = disk
         self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, args.fraction
+        extra = {"allocatableFraction": self.fraction}
+        # bounds for pods without a grant (node policy; the plugin's default is
+        # on): written explicitly when asked for or when a stage has such pods
+        if args.ungranted != "default":
+            extra["nodePolicy"] = {"ungranted": {"enable": args.ungranted == "on"}}
+        if args.ungranted_pool:
+            # a fixed pool for the pods without a grant (devices[].ungrantedPool)
+            extra["devices"] = [{"select": disk.dev,
+                                 "capacity": {"bandwidthBytesPerSec": self.cap_bw, "iops": self.cap_iops},
+                                 "ungrantedPool": {"bandwidthBytesPerSec": args.ungranted_pool}}]
+        self.config_extra = extra
+        self.args_plugin_log = args.plugin_log
         self.env = harness.Env(
             bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=CG, sysfs_root="/sys",
             kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
-            reconcile_s=args.reconcile, extra_config={"allocatableFraction": self.fraction})
+            reconcile_s=args.reconcile, extra_config=extra)
         self.kubelet, self.api = self.env.kubelet, self.env.api
         self.daemon = self.env.start_daemon(extra=["--log-level", "info"])
         self.kubelet.wait_registered(harness.BW, timeout=60)
@@ -354,6 +464,46 @@ class Cluster:
         for res, lst in ids.items():
             self.kubelet.prestart(res, lst)
 
+    def admit_ungranted(self, pod, phase="Pending"):
+        """A pod that asks for nothing, as kubelet knows it: the pod object on
+        the node with no ioqos resources and an entry in the pod resources List
+        with no devices; never through Allocate or PreStartContainer."""
+        self.api.put_pod(self.h.pod_object(pod.name, pod.uid, ns=NS, qos=pod.qos, phase=phase))
+        self.kubelet.set_pod(NS, pod.name, {"app": {}})
+
+    def forget(self, pods):
+        """Pods gone from kubelet and the API server (no grant to release)."""
+        for p in pods:
+            self.kubelet.remove_pod(NS, p.name)
+            self.api.delete_pod(NS, p.name)
+
+    def log_offset(self):
+        try:
+            return os.path.getsize(self.daemon.log_path)
+        except OSError:
+            return 0
+
+    def log_since(self, offset):
+        try:
+            with open(self.daemon.log_path, errors="replace") as f:
+                f.seek(offset)
+                return f.read()
+        except OSError:
+            return ""
+
+    def metrics(self, names):
+        """{name: value} of the plugin's /metrics (disk-labelled ones for our disk)."""
+        out = {}
+        for n in names:
+            try:
+                v = self.daemon.metric(n, disk=self.disk.name)
+                if v is None:
+                    v = self.daemon.metric(n)
+            except OSError:
+                v = None
+            out[n] = v
+        return out
+
     def release(self, pods):
         for p in pods:
             self.kubelet.remove_pod(NS, p.name)
@@ -371,6 +521,11 @@ class Cluster:
 
     def close(self):
         rc = self.daemon.terminate()
+        if self.args_plugin_log:  # before Env.close removes its directory
+            try:
+                shutil.copyfile(self.daemon.log_path, self.args_plugin_log)
+            except OSError as e:
+                log("warning: plugin log not kept: %s" % e)
         self.env.close()
         return rc
 
@@ -385,6 +540,41 @@ def ctl_apply(args, cgdir, disk, **kv):
     return r.stdout
 
 
+def kv_fields(text):
+    """key=value pairs of a log line (values may be double-quoted)."""
+    out = {}
+    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', text):
+        out[m.group(1)] = m.group(2).strip('"')
+    return out
+
+
+def ungranted_log(text):
+    """The plugin's ungranted-pod lines: bounds placed (one per pod cgroup and
+    disk, with bytes_before = what io.stat showed just before) and removed."""
+    placed, removed = [], []
+    for line in text.splitlines():
+        i = line.find("ungranted bound placed")
+        if i >= 0:
+            f = kv_fields(line[i + len("ungranted bound placed"):])
+            for k in ("bytes_before", "ios_before"):
+                if k in f:
+                    try:
+                        f[k] = int(f[k])
+                    except ValueError:
+                        pass
+            placed.append(f)
+            continue
+        i = line.find("ungranted bounds removed")
+        if i >= 0:
+            removed.append(kv_fields(line[i + len("ungranted bounds removed"):]))
+    return {"placed": placed, "removed": removed}
+
+
+UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_pool_iops",
+                     "ioqos_ungranted_pods", "ioqos_ungranted_bytes_before_bound_max",
+                     "ioqos_ungranted_writes_total", "ioqos_ungranted_failures_total")
+
+
 # -------------------------------------------------------------------- fio --
 
 def fio_db(args, disk, rw, qd, out, rate_iops=0):
@@ -395,15 +585,16 @@ def fio_db(args, disk, rw, qd, out, rate_iops=0):
             "--randrepeat=0", "--output-format=json", "--output=" + out] + disk.db_target()
 
 
-def fio_writers(disk, mode, files, seconds, out, name="backup"):
+def fio_writers(disk, mode, files, seconds, out, name="backup", target=None):
     """1 MiB sequential writers, one job per file/region in `files`, reported
-    as one group."""
+    as one group. target(k): fio's file options of job k (default: the
+    backup's file k)."""
     io = (["--direct=1", "--ioengine=libaio", "--iodepth=4"] if mode == "direct"
           else ["--direct=0", "--ioengine=psync"])
     argv = ["fio", "--rw=write", "--bs=1M", "--group_reporting", "--time_based",
             "--runtime=%g" % seconds, "--output-format=json", "--output=" + out] + io
     for k in files:
-        argv += ["--name=%s%d" % (name, k)] + disk.backup_file(k)
+        argv += ["--name=%s%d" % (name, k)] + (target or disk.backup_file)(k)
     return argv
 
 
@@ -442,6 +633,10 @@ class Scenario:
     def setup(self):
         a = self.args
         mkcg(BURSTABLE)
+        mkcg(BESTEFFORT)  # kubelet creates both QoS cgroups before any pod
+        nmax = max([len(NEIGHBOUR_STAGES[s]) for s in a.stage_list if s in NEIGHBOUR_STAGES] or [0])
+        nctl = max([len(NEIGHBOUR_STAGES[s]) for s in a.stage_list if s in NEIGHBOUR_STAGES
+                    and s in CONTROL_STAGES] or [0])
         for d in (self.disk, self.ctl):
             if a.nonrot and os.path.exists("/sys/block/%s/queue/rotational" % d.name):
                 write("/sys/block/%s/queue/rotational" % d.name, "0")
@@ -450,8 +645,8 @@ class Scenario:
             write("/proc/sys/vm/dirty_bytes", str(a.dirty_bytes))
         setup_pod = Pod("setup").create()
         log("preparing disks: laying out the db and backup files")
-        for d in (self.disk, self.ctl) if "control" in a.stage_list else (self.disk,):
-            d.layout(setup_pod.container_dir())
+        for d in (self.disk, self.ctl) if any(s in CONTROL_STAGES for s in a.stage_list) else (self.disk,):
+            d.layout(setup_pod.container_dir(), neighbours=nmax if d is self.disk else nctl)
         setup_pod.remove()
         log("starting ioqos-plugin (kubelet and API server stand-ins)")
         t = time.monotonic()
@@ -475,6 +670,9 @@ class Scenario:
             "db_grant_factor": a.db_grant_factor, "backup_jobs": BACKUP_JOBS,
             "db_demand_fraction": a.db_demand, "db_demand_iops": a.db_demand_iops,
             "iocost_qos": IOCOST_QOS, "weights": [WEIGHT_DB, WEIGHT_BACKUP],
+            "ungranted": {"config": self.cluster.config_extra.get("nodePolicy"),
+                          "sandbox_delay_s": a.sandbox_delay,
+                          "neighbours": {s: NEIGHBOUR_STAGES[s] for s in a.stage_list if s in NEIGHBOUR_STAGES}},
             "dirty_bytes": a.dirty_bytes, "fio": subprocess.run(["fio", "--version"], stdout=subprocess.PIPE,
                                                                 text=True).stdout.strip(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -485,13 +683,21 @@ class Scenario:
         a, cl = self.args, self.cluster
         rw, qd = DB_WORKLOADS[case["db"]]
         mode = case["backup"]
-        disk = self.ctl if stage == "control" else self.disk
+        disk = self.ctl if stage in CONTROL_STAGES else self.disk
         db, backup = Pod("db"), Pod("backup")
         pods = [db] if stage == "solo" else [db, backup]
+        granted = stage in GRANTED_STAGES
+        # the pods without a grant (only in their own stages)
+        nspec = [(q, m if (m == "direct" or disk.mount) else "direct")
+                 for q, m in NEIGHBOUR_STAGES.get(stage, ())]
+        nbs = [Pod("nb%d" % i, qos=q) for i, (q, _) in enumerate(nspec)]
+        idle = stage == "neighbours"  # db and backup granted, their containers never start
         g = case["grants"]
         res = {"stage": stage, "round": rnd, "disk": disk.name}
+        log_off = cl.log_offset() if cl else 0
+        procs, samp = [], None
         try:
-            if stage == "ioqos":
+            if granted:
                 t_adm = time.monotonic()
                 ids = {}
                 ids[db.name], env_db = cl.admit(db, g["db_bw_units"], g["db_iops_units"])
@@ -522,27 +728,74 @@ class Scenario:
                     ctl_apply(a, db.dir, disk, weight=WEIGHT_DB)
                     ctl_apply(a, backup.dir, disk, weight=WEIGHT_BACKUP)
                     res["io_weight"] = {p.name: read(os.path.join(p.dir, "io.weight")).strip() for p in pods}
-                if stage == "control":
+                if stage in CONTROL_STAGES:
                     ctl_apply(a, db.dir, disk, rbps=g["db_bw_units"] * BW_UNIT, wbps=g["db_bw_units"] * BW_UNIT,
                               riops=g["db_iops_units"] * IOPS_UNIT, wiops=g["db_iops_units"] * IOPS_UNIT)
                     ctl_apply(a, backup.dir, disk, rbps=g["backup_bw_units"] * BW_UNIT,
                               wbps=g["backup_bw_units"] * BW_UNIT)
             res["iomax"] = {p.name: iomax_line(p.dir, disk.devno) for p in pods}
 
+            # the pods without a grant, as kubelet runs a pod that asks for
+            # nothing: pod object, pod cgroup, the sandbox's delay, the container
+            if nbs:
+                res["neighbours"] = []
+                res["pool_bytes"] = a.ungranted_pool or (
+                    a.capacity_bw - (g["db_bw_units"] + g["backup_bw_units"]) * BW_UNIT)
+                res["pool_iops"] = a.capacity_iops - g["db_iops_units"] * IOPS_UNIT
+                for i, (nb, (qos, nmode)) in enumerate(zip(nbs, nspec)):
+                    t0 = time.monotonic()
+                    cl.admit_ungranted(nb)
+                    nb.create()
+                    if stage in CONTROL_STAGES:
+                        share = res["pool_bytes"] // len(nbs)
+                        ctl_apply(a, nb.dir, disk, rbps=share, wbps=share)
+                    time.sleep(a.sandbox_delay)
+                    st = iostat(nb.dir, disk.devno)
+                    line = iomax_line(nb.dir, disk.devno)
+                    out = os.path.join(self.tmp, "nb%d.log" % i)
+                    procs.append(spawn_in(nb.container_dir(), fio_writers(
+                        disk, nmode, range(BACKUP_JOBS), a.ramp + a.runtime + 60, "/dev/null", name=nb.name,
+                        target=lambda k, i=i: disk.neighbour_file(i, k)), open(out, "w")))
+                    cl.admit_ungranted(nb, phase="Running")
+                    res["neighbours"].append({
+                        "name": nb.name, "qos": qos, "mode": nmode, "cgroup": nb.rel,
+                        "iomax_at_start": line, "bytes_at_start": st[0] + st[1],
+                        "start_ms": (time.monotonic() - t0) * 1000.0})
+
+                # fio takes seconds to start under TCG: the granted pods' containers
+                # (and the clock of the neighbours stage) start once every pod
+                # without a grant is writing
+                t0 = time.monotonic()
+                waiting = list(zip(nbs, res["neighbours"]))
+                while waiting and time.monotonic() - t0 < 60:
+                    time.sleep(0.1)
+                    for nb, r in list(waiting):
+                        if iostat(nb.dir, disk.devno)[1] > 0:
+                            r["first_io_s"] = time.monotonic() - t0
+                            waiting.remove((nb, r))
+                res["neighbours_started_s"] = time.monotonic() - t0
+                if waiting:
+                    log("warning: %s wrote nothing within 60 s" % ", ".join(nb.name for nb, _ in waiting))
+
             # the containers
-            samp = Sampler({p.name: p.dir for p in pods}, disk.devno)
+            samp = Sampler({p.name: p.dir for p in pods + nbs}, disk.devno, caps=[nb.name for nb in nbs])
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
-            procs = []
             t_start = time.monotonic()
-            if stage != "solo":
+            if stage != "solo" and not idle:
                 bk = spawn_in(backup.container_dir(), fio_backup(a, disk, mode, os.path.join(self.tmp, "bk.json")),
                               open(os.path.join(self.tmp, "bk.log"), "w"))
                 procs.append(bk)
-            dbp = spawn_in(db.container_dir(), fio_db(a, disk, rw, qd, dbjson, g["db_rate_iops"]),
-                           open(os.path.join(self.tmp, "db.log"), "w"))
-            rc = dbp.wait(timeout=a.ramp + a.runtime + 120)
+            if idle:
+                time.sleep(a.ramp + a.runtime)
+                rc = 0
+            else:
+                dbp = spawn_in(db.container_dir(), fio_db(a, disk, rw, qd, dbjson, g["db_rate_iops"]),
+                               open(os.path.join(self.tmp, "db.log"), "w"))
+                rc = dbp.wait(timeout=a.ramp + a.runtime + 120)
             t_end = time.monotonic()
+            if nbs:  # while they still write
+                res["metrics"] = cl.metrics(UNGRANTED_METRICS)
             for p in procs:
                 if p.poll() is None:
                     p.send_signal(signal.SIGTERM)
@@ -555,44 +808,91 @@ class Scenario:
             samp.stop()
             if rc != 0:
                 raise RuntimeError("db fio failed (%d): %s" % (rc, read(os.path.join(self.tmp, "db.log"))[-2000:]))
-            res["db"] = parse_db(dbjson, rw)
-            # the db's measured window: the last `runtime` seconds of its I/O
-            iof = 3 if rw == "randread" else 4
-            w1 = min(t_end, samp.last_change("db", iof))
-            w0 = w1 - a.runtime
-            res["window_s"] = [w0 - t_start, w1 - t_start]
-            res["db"]["iostat_iops"] = samp.rate("db", w0, w1, iof)
-            if stage != "solo":
+            if idle:
+                # no db: the measured window is the last `runtime` seconds
+                w1 = t_end
+                w0 = w1 - a.runtime
+                res["window_s"] = [w0 - t_start, w1 - t_start]
                 res["backup"] = {"bw_bytes": samp.rate("backup", w0, w1, 2)}
-                if stage == "ioqos":
+                res["db_idle"] = {"bytes": sum(samp.at("db", w1, f) - samp.at("db", w0, f) for f in (1, 2))}
+            else:
+                res["db"] = parse_db(dbjson, rw)
+                # the db's measured window: the last `runtime` seconds of its I/O
+                iof = 3 if rw == "randread" else 4
+                w1 = min(t_end, samp.last_change("db", iof))
+                w0 = w1 - a.runtime
+                res["window_s"] = [w0 - t_start, w1 - t_start]
+                res["db"]["iostat_iops"] = samp.rate("db", w0, w1, iof)
+            if stage != "solo" and not idle:
+                res["backup"] = {"bw_bytes": samp.rate("backup", w0, w1, 2)}
+                if granted:
                     # the backup's first second of I/O, against what its grant allows
                     t0 = samp.first_change("backup", 2)
                     res["enforce"]["backup"]["first_second_bytes"] = (
                         samp.at("backup", t0 + 1.0, 2) - samp.at("backup", t0, 2))
+            for nb, r in zip(nbs, res.get("neighbours", [])):
+                r["bw_bytes"] = samp.rate(nb.name, w0, w1, 2)
+                r["cap_mean_bytes"] = samp.cap_mean(nb.name, w0, w1)
+                r["iomax_end"] = iomax_line(nb.dir, disk.devno)
+            if nbs:
+                res["neighbours_bw_bytes"] = sum(r["bw_bytes"] for r in res["neighbours"])
+                res["caps_sum_max_bytes"] = samp.caps_sum_max(w0, w1)
             return res
         finally:
+            for p in procs:  # a failed run: no writer may outlive its stage
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            if samp:
+                samp.stop()
             # limits off first, so leftover dirty pages of a buffered backup
             # drain at disk speed before the next stage
-            if stage == "ioqos" and cl:
-                res["released"] = cl.release(pods)
-            if stage == "control":
-                for p in pods:
+            if granted and cl:
+                res["released"] = cl.release(pods + nbs)
+            elif nbs and cl:
+                cl.forget(nbs)
+            if nbs:
+                # the last grant went: every bound on the disk must be gone
+                res["neighbours_iomax_after_release"] = [iomax_line(nb.dir, disk.devno) for nb in nbs
+                                                        if os.path.isdir(nb.dir)]
+            if stage in CONTROL_STAGES:
+                for p in pods + nbs:
                     if os.path.isdir(p.dir):
                         ctl_apply(a, p.dir, disk, clear=True)
             if stage == "weight":
                 res["iocost_off"] = iocost_set(disk, "enable=0")
-            for p in pods:
+            for p in pods + nbs:
                 p.remove()
+            if cl:
+                # what the plugin's ungranted-pod bounds did during this stage
+                # (in a stage without such pods: nothing, or a bound on a granted
+                # pod's cgroup in the moment before its PreStartContainer)
+                ul = ungranted_log(cl.log_since(log_off))
+                names = {os.path.basename(p.dir): p.name for p in pods + nbs}
+                for f in ul["placed"]:
+                    cg = f.get("cgroup", "")
+                    f["pod"] = next((n for b, n in names.items() if b in cg), None)
+                res["ungranted_log"] = ul
             settle()
 
     def report_stage(self, label, r):
-        db = r["db"]
         def us(v):
             return "–" if v is None else "%.0f us" % v
-        line = "%s %-12s db %s IOPS, lat mean %s, p99 %s" % (
-            label, r["stage"] + ":", si(db["iops"]), us(db["lat_mean_us"]), us(db["lat_p99_us"]))
+        if "db" in r:
+            db = r["db"]
+            line = "%s %-12s db %s IOPS, lat mean %s, p99 %s" % (
+                label, r["stage"] + ":", si(db["iops"]), us(db["lat_mean_us"]), us(db["lat_p99_us"]))
+        else:
+            line = "%s %-12s db and backup granted, idle" % (label, r["stage"] + ":")
         if "backup" in r:
             line += "; backup %.0f MiB/s" % (r["backup"]["bw_bytes"] / MIB)
+        if r.get("neighbours"):
+            bb = [f.get("bytes_before") for f in r.get("ungranted_log", {}).get("placed", [])
+                  if f.get("pod", "") and f["pod"].startswith("nb")]
+            line += "; %d without a grant: %s MiB/s (together %.0f, pool %.0f)" % (
+                len(r["neighbours"]), "/".join("%.0f" % (n["bw_bytes"] / MIB) for n in r["neighbours"]),
+                r["neighbours_bw_bytes"] / MIB, r["pool_bytes"] / MIB)
+            line += "; bytes before their bound: %s" % (max(bb) if bb else "no bound logged")
         log(line)
 
     # -- sizing: what the db needs --
@@ -782,6 +1082,15 @@ def main():
     ap.add_argument("--db-demand", type=float, default=0.25,
                     help="the db's demand: at most this fraction of the disk's IOPS (fio rate_iops); 0 = unbounded")
     ap.add_argument("--reconcile", type=int, default=10, help="plugin reconcile interval (s)")
+    ap.add_argument("--ungranted", choices=("auto", "on", "off", "default"), default="auto",
+                    help="the plugin's bounds for pods without a grant (config nodePolicy.ungranted.enable): "
+                         "on/off write it, default leaves it out (the plugin's default), auto = on when a stage "
+                         "has pods without a grant, else default")
+    ap.add_argument("--ungranted-pool", type=int, default=0,
+                    help="bytes/s: a fixed pool for pods without a grant (devices[].ungrantedPool); "
+                         "0 = the plugin's default (capacity minus held units)")
+    ap.add_argument("--sandbox-delay", type=float, default=0.2,
+                    help="seconds between an ungranted pod's cgroup and its container (the sandbox start)")
     ap.add_argument("--dirty-bytes", type=int, default=64 * MIB,
                     help="vm.dirty_bytes during the run (background = 1/4); 0 keeps the kernel's ratios")
     ap.add_argument("--nonrot", action="store_true", help="mark the disks non-rotational (iocost SSD model)")
@@ -791,6 +1100,7 @@ def main():
     ap.add_argument("--ioqosctl", required=True)
     ap.add_argument("--proto-py", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--plugin-log", help="keep the plugin's log here")
     a = ap.parse_args()
     if not os.environ.get("IOQOS_E2E_VM"):
         sys.exit("isolation.py runs inside the VM (tests/bench/run.sh starts it)")
@@ -800,6 +1110,8 @@ def main():
     for s in stages:
         if s not in ALL_STAGES:
             sys.exit("unknown stage " + s)
+    if a.ungranted == "auto":
+        a.ungranted = "on" if any(s in NEIGHBOUR_STAGES for s in stages) else "default"
     if a.cases:
         cases = [tuple(c.split("+")) for c in a.cases.split(",") if c]
     else:

@@ -13,6 +13,16 @@ Definitions (docs/benchmark.md explains how to read them):
   satisfaction      = backup achieved / granted bandwidth (ioqos stage)
 Targets (shared/DESIGN.md): ioqos / ceiling >= 0.95 and above weight-only;
 satisfaction 0.95..1.10; io.max accuracy within 5 %; 0 bytes before the limit.
+
+Pods without a grant (stages ioqos+1u, ioqos+4u, neighbours; issue 11):
+  +Nu / ceiling     = (ioqos+Nu - contended) / (control - contended), target >= 0.9
+  backup            achieved / granted in ioqos+Nu, target 0.95..1.10
+  pool              = capacity - held grant bytes (the plugin's
+                      ioqos_ungranted_pool_bytes_per_second beside it)
+  neighbours / pool = the ungranted pods' aggregate / pool, target >= 0.9 (ioqos+4u)
+  neighbours / disk = their aggregate / capacity with the granted pods idle
+                      (neighbours stage); >= 0.8 needs work conservation: not built
+  bytes before bound  the plugin's bytes_before= of each bound it placed, target 0
 """
 import argparse
 import json
@@ -24,8 +34,15 @@ import sys
 import time
 
 MIB = 1024 * 1024
-STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "control")
+STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "control",
+               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
+NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u"}
+GRANTED_STAGES = ("ioqos", "ioqos+1u", "ioqos+4u", "neighbours")
+NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours")
 TARGET_CEILING = 0.95
+TARGET_CEILING_UNGRANTED = 0.9
+TARGET_NB_POOL = 0.9
+TARGET_WORK_CONSERVING = 0.8
 SAT_LO, SAT_HI = 0.95, 1.10
 ACC_TOL = 0.05
 
@@ -63,7 +80,63 @@ def fmt_sp(sp, f):
     return "" if not sp or sp[0] == sp[1] else " (%s–%s)" % (f(sp[0]), f(sp[1]))
 
 
-def summarize_case(case):
+def summarize_neighbours(rs, case, meta):
+    """The pods without a grant in one stage's runs: medians over rounds of
+    their aggregate and its ratio to the pool (and to the disk), each pod's
+    bandwidth (by position: same QoS class and writer every round), the bytes
+    each did before its bound (the plugin's log), whether the bound was in
+    place when its container started, and whether every bound went with the
+    last grant."""
+    cap = meta.get("capacity_bw_bytes")
+    agg = [r["neighbours_bw_bytes"] for r in rs if "neighbours_bw_bytes" in r]
+    pools = [r["pool_bytes"] for r in rs if "pool_bytes" in r]
+    mpool = [r.get("metrics", {}).get("ioqos_ungranted_pool_bytes_per_second") for r in rs]
+    vs_pool = [r["neighbours_bw_bytes"] / r["pool_bytes"] for r in rs
+               if r.get("pool_bytes") and "neighbours_bw_bytes" in r]
+    vs_disk = [x / cap for x in agg] if cap else []
+    each, vs_cap = {}, {}
+    starts = bounded = not_logged = 0
+    before, unbounded_after = [], 0
+    for r in rs:
+        placed = {}
+        for f in r.get("ungranted_log", {}).get("placed", []):
+            if f.get("pod"):
+                placed.setdefault(f["pod"], f)
+        for i, n in enumerate(r.get("neighbours", [])):
+            key = "%d %s %s" % (i, n["qos"], n["mode"])
+            each.setdefault(key, []).append(n.get("bw_bytes"))
+            if n.get("cap_mean_bytes"):
+                vs_cap.setdefault(key, []).append(n["bw_bytes"] / n["cap_mean_bytes"])
+            starts += 1
+            bounded += 1 if n.get("iomax_at_start") else 0
+            f = placed.get(n["name"])
+            if f is None or not isinstance(f.get("bytes_before"), int):
+                not_logged += 1
+            else:
+                before.append(f["bytes_before"])
+        unbounded_after += sum(1 for l in r.get("neighbours_iomax_after_release", []) if l)
+    gauge = [r.get("metrics", {}).get("ioqos_ungranted_bytes_before_bound_max") for r in rs]
+    fails = [r.get("metrics", {}).get("ioqos_ungranted_failures_total") for r in rs]
+    caps_sum = [r["caps_sum_max_bytes"] / r["pool_bytes"] for r in rs
+                if r.get("caps_sum_max_bytes") and r.get("pool_bytes")]
+    return {
+        "nb_count": max([len(r.get("neighbours", [])) for r in rs] or [0]),
+        "nb_aggregate_bytes": med(agg), "nb_aggregate_spread": spread(agg),
+        "pool_bytes": med(pools), "pool_metric_bytes": med(mpool),
+        "nb_vs_pool": med(vs_pool), "nb_vs_pool_spread": spread(vs_pool),
+        "nb_vs_disk": med(vs_disk), "nb_vs_disk_spread": spread(vs_disk),
+        "nb_each_bytes": {k: med(v) for k, v in each.items()},
+        "nb_each_vs_cap": {k: med(v) for k, v in vs_cap.items()},
+        "nb_starts": starts, "nb_bound_at_start": bounded, "nb_bound_not_logged": not_logged,
+        "nb_bytes_before_max": max(before) if before else None,
+        "nb_bytes_before_gauge_max": max([x for x in gauge if x is not None] or [None]),
+        "nb_failures_total_max": max([x for x in fails if x is not None] or [None]),
+        "nb_bounds_left_after_release": unbounded_after,
+        "nb_caps_sum_vs_pool_max": max(caps_sum) if caps_sum else None,
+    }
+
+
+def summarize_case(case, meta=None):
     failed = [r for r in case["runs"] if "error" in r]
     runs = [r for r in case["runs"] if "error" not in r]
     by = {}
@@ -71,30 +144,38 @@ def summarize_case(case):
         by.setdefault(r["stage"], []).append(r)
     st = {}
     for s, rs in by.items():
+        dbs = [r["db"] for r in rs if "db" in r]  # the neighbours stage has no db job
         st[s] = {
             "n": len(rs),
-            "db_iops": med([r["db"]["iops"] for r in rs]),
-            "db_iops_spread": spread([r["db"]["iops"] for r in rs]),
-            "db_lat_mean_us": med([r["db"]["lat_mean_us"] for r in rs]),
-            "db_lat_p99_us": med([r["db"]["lat_p99_us"] for r in rs]),
-            "db_lat_p99_spread": spread([r["db"]["lat_p99_us"] for r in rs]),
+            "db_iops": med([d["iops"] for d in dbs]),
+            "db_iops_spread": spread([d["iops"] for d in dbs]),
+            "db_lat_mean_us": med([d["lat_mean_us"] for d in dbs]),
+            "db_lat_p99_us": med([d["lat_p99_us"] for d in dbs]),
+            "db_lat_p99_spread": spread([d["lat_p99_us"] for d in dbs]),
             "backup_bw_bytes": med([r.get("backup", {}).get("bw_bytes") for r in rs]),
             "backup_bw_spread": spread([r.get("backup", {}).get("bw_bytes") for r in rs]),
         }
-    iops = {s: v["db_iops"] for s, v in st.items()}
+        if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
+            st[s].update(summarize_neighbours(rs, case, meta or {}))
+    iops = {s: v["db_iops"] for s, v in st.items() if v["db_iops"] is not None}
     solo, cont = iops.get("solo"), iops.get("contended")
-    prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "control")
+    prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "control",
+                                                        "ioqos+1u", "ioqos+4u", "control+1u", "control+4u")
             if s in iops}
     # per-round ratios (each round's own solo and contended): the spread
     rounds = sorted(set(r["round"] for r in runs))
     per_round = {s: [] for s in prot}
     per_round_ceiling = []
+    per_round_nb_ceiling = {}
     for rd in rounds:
-        ri = {r["stage"]: r["db"]["iops"] for r in runs if r["round"] == rd}
+        ri = {r["stage"]: r["db"]["iops"] for r in runs if r["round"] == rd and "db" in r}
         for s in prot:
             per_round[s].append(ratio(ri.get(s), ri.get("contended"), ri.get("solo")))
         if "ioqos" in ri and "control" in ri:
             per_round_ceiling.append(ratio(ri["ioqos"], ri.get("contended"), ri["control"]))
+        for s in ("ioqos+1u", "ioqos+4u"):
+            if s in ri and "control" in ri:
+                per_round_nb_ceiling.setdefault(s, []).append(ratio(ri[s], ri.get("contended"), ri["control"]))
     g = case["grants"]
     granted_backup = g["backup_bw_units"] * MIB
     out = {
@@ -114,6 +195,27 @@ def summarize_case(case):
         out["weight_backup_vs_grant"] = st["weight"]["backup_bw_bytes"] / granted_backup
     if "control" in st and st["control"]["backup_bw_bytes"] is not None:
         out["control_satisfaction"] = st["control"]["backup_bw_bytes"] / granted_backup
+    # pods without a grant
+    ung = {}
+    for s in ("ioqos+1u", "ioqos+4u"):
+        if s not in st:
+            continue
+        u = ung[s] = {}
+        if s in iops and "control" in iops:
+            u["vs_ceiling"] = ratio(iops[s], cont, iops["control"])
+            u["vs_ceiling_spread"] = spread(per_round_nb_ceiling.get(s, []))
+        cs = NB_CONTROL[s]
+        if s in iops and cs in iops:
+            # against the harness ceiling with the same pods without a grant
+            # running (their CPU cost under TCG), on the control disk
+            u["ceiling_with_pods"] = ratio(iops[cs], cont, solo)
+            u["vs_ceiling_with_pods"] = ratio(iops[s], cont, iops[cs])
+        if st[s]["backup_bw_bytes"] is not None:
+            u["satisfaction"] = st[s]["backup_bw_bytes"] / granted_backup
+            u["satisfaction_spread"] = [x / granted_backup for x in st[s]["backup_bw_spread"]]
+    if "neighbours" in st:
+        ung["neighbours"] = {}
+    out["ungranted"] = ung
     # verdicts: None = not measured
     v = {}
     if out.get("ioqos_vs_ceiling") is not None:
@@ -122,17 +224,48 @@ def summarize_case(case):
         v["above_weight"] = prot["ioqos"] > prot["weight"]
     if out.get("satisfaction") is not None:
         v["satisfaction"] = SAT_LO <= out["satisfaction"] <= SAT_HI
+    for s, tag in (("ioqos+1u", "1u"), ("ioqos+4u", "4u")):
+        u = ung.get(s, {})
+        if u.get("vs_ceiling") is not None:
+            v["db_%s_ceiling_0.9" % tag] = u["vs_ceiling"] >= TARGET_CEILING_UNGRANTED
+        if u.get("satisfaction") is not None:
+            v["satisfaction_%s" % tag] = SAT_LO <= u["satisfaction"] <= SAT_HI
+    if st.get("ioqos+4u", {}).get("nb_vs_pool") is not None:
+        v["neighbours_pool_4u"] = st["ioqos+4u"]["nb_vs_pool"] >= TARGET_NB_POOL
+    bb = [st[s]["nb_bytes_before_max"] for s in NEIGHBOUR_STAGES
+          if s in st and st[s].get("nb_bytes_before_max") is not None]
+    if bb:
+        out["ungranted_bytes_before_max"] = max(bb)
+        v["bytes_before_bound"] = max(bb) == 0
+    nb_missing = sum(st[s].get("nb_bound_not_logged", 0) for s in NEIGHBOUR_STAGES if s in st)
+    if any(s in st for s in NEIGHBOUR_STAGES):
+        out["ungranted_bound_not_logged"] = nb_missing
+        if nb_missing:
+            v["bytes_before_bound"] = False
     out["targets"] = v
-    # enforcement facts of the ioqos runs
-    enf = [r["enforce"] for r in runs if r["stage"] == "ioqos" and "enforce" in r]
+    # what the ungranted-pod bounds did in stages WITHOUT such pods (must be
+    # nothing but the moment before a granted pod's PreStartContainer)
+    other = {}
+    for r in runs:
+        if r["stage"] in NEIGHBOUR_STAGES:
+            continue
+        for f in r.get("ungranted_log", {}).get("placed", []):
+            o = other.setdefault(r["stage"], {"bounds": 0, "pods": set(), "bytes_before_max": 0})
+            o["bounds"] += 1
+            o["pods"].add(f.get("pod") or f.get("cgroup", "?"))
+            o["bytes_before_max"] = max(o["bytes_before_max"], f.get("bytes_before") or 0)
+    out["ungranted_in_other_stages"] = {s: dict(o, pods=sorted(o["pods"]), runs=len(by.get(s, [])))
+                                        for s, o in other.items()}
+    # enforcement facts of the runs granted through the plugin
+    enf = [r["enforce"] for r in runs if r["stage"] in GRANTED_STAGES and "enforce" in r]
     out["enforce"] = {
         "runs": len(enf),
         "bytes_before_limit_max": max([e[p]["bytes_before_limit"] for e in enf for p in e] or [None]),
         "limit_in_place_at_return": all(e[p]["iomax_at_return"] for e in enf for p in e),
         "procs_at_return_max": max([e[p]["procs_at_return"] for e in enf for p in e] or [None]),
         "prestart_ms_median": med([e[p]["prestart_ms"] for e in enf for p in e]),
-        "backup_first_second_vs_grant": med([e["backup"].get("first_second_bytes", 0) / granted_backup
-                                             for e in enf if "backup" in e]),
+        "backup_first_second_vs_grant": med([e["backup"]["first_second_bytes"] / granted_backup
+                                             for e in enf if "first_second_bytes" in e.get("backup", {})]),
     }
     return out
 
@@ -167,6 +300,168 @@ def summarize_overhead(raw):
 
 def yes_no(v):
     return "–" if v is None else ("yes" if v else "**no**")
+
+
+def fmt_mib(x):
+    return "–" if x is None else "%.0f" % (x / MIB)
+
+
+def nb_short(key):
+    """'2 BestEffort buffered' -> 'BE buf'"""
+    _, qos, mode = key.split()
+    return "%s %s" % ({"BestEffort": "BE", "Burstable": "Bu", "Guaranteed": "G"}.get(qos, qos),
+                      "buf" if mode == "buffered" else "dir")
+
+
+def markdown_ungranted(summary):
+    L = []
+    cases = [c for c in summary["cases"] if any(s in c["stages"] for s in NEIGHBOUR_STAGES)]
+    L.append("")
+    L.append("## Pods without a grant")
+    L.append("")
+    L.append("ioqos+1u: the ioqos stage plus one ungranted pod (Burstable, the backup's writer, direct); "
+             "ioqos+4u: plus four (2 BestEffort: buffered writers on a filesystem disk, else direct; 2 Burstable: "
+             "direct); neighbours: db and backup granted but idle, the four ungranted pods writing. Ungranted "
+             "pods are never admitted through the device plugin: the plugin's node policy bounds them inside the "
+             "pool = capacity − held grants. Targets: +Nu / ceiling = (stage − contended) / (control − "
+             "contended) ≥ %.1f; backup %.2f–%.2f of its grant; the ungranted pods together ≥ %.1f of the pool "
+             "while the granted pods are busy (ioqos+4u); 0 bytes before a bound." % (
+                 TARGET_CEILING_UNGRANTED, SAT_LO, SAT_HI, TARGET_NB_POOL))
+    L.append("")
+    L.append("db IOPS (median, min–max) and latency (mean / p99, ms):")
+    L.append("")
+    withc = any(s in c["stages"] for c in cases for s in NB_CONTROL.values())
+    L.append("| device | db | backup | ioqos | ioqos+1u | ioqos+4u | control | +1u / ceiling | ≥ 0.9 "
+             "| +4u / ceiling | ≥ 0.9 | latency ioqos | ioqos+1u | ioqos+4u |" +
+             (" control+1u | control+4u | +1u / ceiling with 1u | +4u / ceiling with 4u |" if withc else ""))
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if withc else ""))
+    for c in cases:
+        st, u, t = c["stages"], c.get("ungranted", {}), c["targets"]
+
+        def cell(s):
+            if s not in st or st[s]["db_iops"] is None:
+                return "–"
+            return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops)
+
+        def lat(s):
+            if s not in st or st[s]["db_iops"] is None:
+                return "–"
+            m, p = st[s]["db_lat_mean_us"], st[s]["db_lat_p99_us"]
+            return "%s / %s" % ("–" if m is None else "%.2f" % (m / 1000), "–" if p is None else "%.1f" % (p / 1000))
+
+        def vc(s):
+            x = u.get(s, {})
+            return fmt_r(x.get("vs_ceiling")) + fmt_sp(x.get("vs_ceiling_spread"), fmt_r)
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c["device"], c["db"], c["backup"], cell("ioqos"), cell("ioqos+1u"), cell("ioqos+4u"), cell("control"),
+            vc("ioqos+1u"), yes_no(t.get("db_1u_ceiling_0.9")), vc("ioqos+4u"), yes_no(t.get("db_4u_ceiling_0.9")),
+            lat("ioqos"), lat("ioqos+1u"), lat("ioqos+4u")) +
+            (" %s | %s | %s | %s |" % (cell("control+1u"), cell("control+4u"),
+                                       fmt_r(u.get("ioqos+1u", {}).get("vs_ceiling_with_pods")),
+                                       fmt_r(u.get("ioqos+4u", {}).get("vs_ceiling_with_pods"))) if withc else ""))
+    if withc:
+        L.append("")
+        L.append("control+1u / control+4u: the control stage plus the same pods without a grant, each held at "
+                 "pool / N by `ioqosctl apply`, on the control disk (throttle doubled, never the bottleneck): the "
+                 "harness ceiling with their CPU cost. ioqos+Nu / ceiling with Nu = (ioqos+Nu − contended) / "
+                 "(control+Nu − contended): below 1 by what the disk itself (its headroom given to the pool) "
+                 "costs the db. Reported; the target is judged against the control stage.")
+    L.append("")
+    L.append("Backup and ungranted pods, MiB/s (medians; the ungranted pods' io.stat over the db's measured "
+             "window). Pool = capacity − held grants (the plugin's `ioqos_ungranted_pool_bytes_per_second` "
+             "in parentheses when it differs). Each pod: BE/Bu = BestEffort/Burstable, buf/dir = buffered/direct "
+             "writes; achieved / its mean io.max bound over the window in brackets.")
+    L.append("")
+    L.append("| device | db | backup | grant | backup +1u (/ grant) | 0.95–1.10 | backup +4u (/ grant) | 0.95–1.10 "
+             "| pool | +1u pod | +4u each | +4u together / pool | ≥ 0.9 |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in cases:
+        st, u, t = c["stages"], c.get("ungranted", {}), c["targets"]
+
+        def bk(s):
+            if s not in st or st[s]["backup_bw_bytes"] is None:
+                return "–"
+            return "%s (%s)" % (fmt_mib(st[s]["backup_bw_bytes"]), fmt_r(u.get(s, {}).get("satisfaction")))
+
+        def pool(s):
+            x = st.get(s, {})
+            p, m = x.get("pool_bytes"), x.get("pool_metric_bytes")
+            if p is None:
+                return "–"
+            return fmt_mib(p) + ("" if m is None or abs(m - p) < MIB / 2 else " (%s)" % fmt_mib(m))
+
+        def each(s):
+            x = st.get(s, {})
+            e, vc = x.get("nb_each_bytes") or {}, x.get("nb_each_vs_cap") or {}
+            if not e:
+                return "–"
+            return ", ".join("%s %s%s" % (nb_short(k), fmt_mib(v),
+                                          " [%s]" % fmt_r(vc[k]) if vc.get(k) is not None else "")
+                             for k, v in sorted(e.items()))
+        x4 = st.get("ioqos+4u", {})
+        L.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c["device"], c["db"], c["backup"], c["grants"]["backup_bw_units"],
+            bk("ioqos+1u"), yes_no(t.get("satisfaction_1u")), bk("ioqos+4u"), yes_no(t.get("satisfaction_4u")),
+            pool("ioqos+4u" if "ioqos+4u" in st else "ioqos+1u"), each("ioqos+1u"), each("ioqos+4u"),
+            "%s / %s = %s" % (fmt_mib(x4.get("nb_aggregate_bytes")), fmt_mib(x4.get("pool_bytes")),
+                              fmt_r(x4.get("nb_vs_pool")) + fmt_sp(x4.get("nb_vs_pool_spread"), fmt_r))
+            if x4 else "–", yes_no(t.get("neighbours_pool_4u"))))
+    L.append("")
+    L.append("The neighbours stage (db and backup granted, idle) and the ungranted pods' starts in all three "
+             "stages. Work conservation (ungranted pods using what idle grants leave, target ≥ %.1f of the "
+             "disk) is not built: the figure is reported, not judged. Bytes before bound = the largest "
+             "`bytes_before=` of the plugin's `ungranted bound placed` lines for these pods (I/O done before "
+             "their bound was in place; target 0)." % TARGET_WORK_CONSERVING)
+    L.append("")
+    L.append("| device | db | backup | pool | each | together | / pool | / disk | work-conserving ≥ 0.8 "
+             "| ungranted starts | bound in place at container start | bytes before bound (max) | = 0 |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in cases:
+        st, t = c["stages"], c["targets"]
+        n = st.get("neighbours", {})
+        starts = sum(st[s].get("nb_starts", 0) for s in NEIGHBOUR_STAGES if s in st)
+        at_start = sum(st[s].get("nb_bound_at_start", 0) for s in NEIGHBOUR_STAGES if s in st)
+        bb = c.get("ungranted_bytes_before_max")
+        nl = c.get("ungranted_bound_not_logged", 0)
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d of %d | %s%s | %s |" % (
+            c["device"], c["db"], c["backup"], fmt_mib(n.get("pool_bytes")),
+            ", ".join("%s %s" % (nb_short(k), fmt_mib(v)) for k, v in sorted((n.get("nb_each_bytes") or {}).items()))
+            or "–", fmt_mib(n.get("nb_aggregate_bytes")),
+            fmt_r(n.get("nb_vs_pool")) + fmt_sp(n.get("nb_vs_pool_spread"), fmt_r),
+            fmt_r(n.get("nb_vs_disk")) + fmt_sp(n.get("nb_vs_disk_spread"), fmt_r),
+            "not built" if n else "–", starts, at_start, starts,
+            "–" if bb is None else "%d" % bb, " (%d not logged)" % nl if nl else "",
+            yes_no(t.get("bytes_before_bound"))))
+    notes = []
+    for c in cases:
+        st = c["stages"]
+        for s in NEIGHBOUR_STAGES:
+            x = st.get(s)
+            if not x:
+                continue
+            if x.get("nb_bounds_left_after_release"):
+                notes.append("%s %s + %s, %s: %d ungranted bound(s) still in io.max after the last grant went "
+                             "(the plugin should clear them)." % (c["device"], c["db"], c["backup"], s,
+                                                                  x["nb_bounds_left_after_release"]))
+            if x.get("nb_failures_total_max"):
+                notes.append("%s %s + %s, %s: ioqos_ungranted_failures_total = %d." % (
+                    c["device"], c["db"], c["backup"], s, x["nb_failures_total_max"]))
+            if x.get("nb_caps_sum_vs_pool_max") is not None and x["nb_caps_sum_vs_pool_max"] > 1.001:
+                notes.append("%s %s + %s, %s: the sampled bounds summed to %.2f × the pool at one instant "
+                             "(sampled one cgroup after another, so a re-split between two reads can show "
+                             "here)." % (c["device"], c["db"], c["backup"], s, x["nb_caps_sum_vs_pool_max"]))
+        for s, o in sorted(c.get("ungranted_in_other_stages", {}).items()):
+            notes.append("%s %s + %s, %s (no ungranted pod): %d ungranted bound(s) placed over %d run(s), on %s, "
+                         "bytes before max %d%s." % (
+                             c["device"], c["db"], c["backup"], s, o["bounds"], o["runs"], ", ".join(o["pods"]),
+                             o["bytes_before_max"],
+                             " (a granted pod's cgroup in the moment between its creation and its "
+                             "PreStartContainer; the grant replaces it)" if s in GRANTED_STAGES
+                             else " — **a stage without grants must not be bounded**"))
+    if notes:
+        L.append("")
+        L += ["- " + n for n in notes]
+    return L
 
 
 def markdown(summary):
@@ -259,6 +554,8 @@ def markdown(summary):
             fmt_iops(g.get("db_rate_iops")) if g.get("db_rate_iops") else "not paced",
             fmt_iops(g["db_need_iops"]), g["db_bw_units"],
             g["db_iops_units"] * 100, g["backup_bw_units"]))
+    if any(s in c["stages"] for c in summary["cases"] for s in NEIGHBOUR_STAGES):
+        L += markdown_ungranted(summary)
     if summary["accuracy"]:
         L.append("")
         L.append("## io.max accuracy (one backup pod alone, grant through the plugin)")
@@ -289,6 +586,16 @@ def markdown(summary):
     if te.get("first_second_vs_grant") is not None:
         L.append("- The backup's first second of I/O, relative to its grant: %.2f (≤ 1 means throttled "
                  "from the first I/O)." % te["first_second_vs_grant"])
+    if te.get("ungranted_starts"):
+        L.append("- Pods without a grant: max **%s** bytes before their bound (the plugin's `bytes_before=`) over "
+                 "%d starts%s (target 0); the bound was in io.max when the container started (%s s after the "
+                 "pod cgroup) in %d of %d." % (
+                     "–" if te["ungranted_bytes_before_max"] is None else te["ungranted_bytes_before_max"],
+                     te["ungranted_starts"],
+                     ", %d with no `ungranted bound placed` line" % te["ungranted_not_logged"]
+                     if te["ungranted_not_logged"] else "",
+                     summary["meta"].get("sandbox_delay_s", "?"),
+                     te["ungranted_bound_at_start"], te["ungranted_starts"]))
     if summary["overhead"]:
         L.append("")
         L.append("## Overhead (two writers, grants summing to the capacity vs no QoS)")
@@ -323,6 +630,23 @@ def markdown(summary):
                 fmt_r(c["protection"].get("ioqos")), fmt_r(c["protection"].get("weight"))))
         if t.get("satisfaction") is False:
             what.append("backup satisfaction %s outside 0.95–1.10" % fmt_r(c.get("satisfaction")))
+        u, cst = c.get("ungranted", {}), c["stages"]
+        for s, tag in (("ioqos+1u", "1u"), ("ioqos+4u", "4u")):
+            if t.get("db_%s_ceiling_0.9" % tag) is False:
+                wp = u[s].get("vs_ceiling_with_pods")
+                what.append("%s / ceiling %s < 0.9%s" % (
+                    s, fmt_r(u[s].get("vs_ceiling")), "" if wp is None else
+                    " (%s against the ceiling with the same pods, %s)" % (fmt_r(wp), NB_CONTROL[s])))
+            if t.get("satisfaction_%s" % tag) is False:
+                what.append("backup in %s %s of its grant, outside 0.95–1.10" % (s, fmt_r(u[s].get("satisfaction"))))
+        if t.get("neighbours_pool_4u") is False:
+            what.append("ungranted pods together %s of the pool in ioqos+4u (< 0.9)" % fmt_r(
+                cst["ioqos+4u"].get("nb_vs_pool")))
+        if t.get("bytes_before_bound") is False:
+            what.append("ungranted pods: %s bytes before their bound%s" % (
+                c.get("ungranted_bytes_before_max"),
+                ", %d start(s) with no `ungranted bound placed` line" % c["ungranted_bound_not_logged"]
+                if c.get("ungranted_bound_not_logged") else ""))
         if what:
             cs = c["stages"]
             p, cl = c["protection"], c["protection"].get("control")
@@ -422,7 +746,11 @@ def main():
         if not os.path.exists(p):
             print("report: %s missing (that run failed or was skipped)" % p, file=sys.stderr)
             continue
-        raws.append(json.load(open(p)))
+        raw = json.load(open(p))
+        if "units" not in raw.get("meta", {}):
+            print("report: %s has no results (the scenario failed before its first case)" % p, file=sys.stderr)
+            continue
+        raws.append(raw)
     if not raws:
         sys.exit("report: no results")
     m0 = raws[0]["meta"]
@@ -452,8 +780,9 @@ def main():
                             "/".join(map(str, rounds)), m0.get("runtime_s"), m0.get("ramp_s"),
                             m0.get("allocatable_fraction"), m0.get("iocost_qos")),
             "raw": {r["meta"]["kind"]: r["meta"] for r in raws},
+            "sandbox_delay_s": m0.get("ungranted", {}).get("sandbox_delay_s"),
         },
-        "cases": [summarize_case(c) for r in raws for c in r["cases"]],
+        "cases": [summarize_case(c, r["meta"]) for r in raws for c in r["cases"]],
         "accuracy": {r["meta"]["kind"]: summarize_accuracy(r) for r in raws if r.get("accuracy")},
         "overhead": {r["meta"]["kind"]: summarize_overhead(r) for r in raws if r.get("overhead")},
     }
@@ -471,6 +800,16 @@ def main():
         "first_second_vs_grant": med([e["backup_first_second_vs_grant"] for e in enf_cases] +
                                      [v.get("first_second_vs_grant") for v in summary["accuracy"].values()]),
     }
+    nbst = [c["stages"][s] for c in summary["cases"] for s in NEIGHBOUR_STAGES if s in c["stages"]]
+    if nbst:
+        ub = [c["ungranted_bytes_before_max"] for c in summary["cases"]
+              if c.get("ungranted_bytes_before_max") is not None]
+        summary["time_to_enforce"].update({
+            "ungranted_starts": sum(x.get("nb_starts", 0) for x in nbst),
+            "ungranted_bound_at_start": sum(x.get("nb_bound_at_start", 0) for x in nbst),
+            "ungranted_not_logged": sum(x.get("nb_bound_not_logged", 0) for x in nbst),
+            "ungranted_bytes_before_max": max(ub) if ub else None,
+        })
     os.makedirs(a.out, exist_ok=True)
     md = markdown(summary)
     with open(os.path.join(a.out, "isolation.md"), "w") as f:

@@ -1,9 +1,12 @@
 #!/bin/bash
 # The isolation benchmark: a db pod next to a backup pod on one finite disk, on a real
 # kernel (cgroup v2 VM, tests/e2e/vm-run), solo / contended / weight-only / ioqos /
-# control side by side. One VM per device kind; results in OUT (default bench-results/,
+# control side by side, and ioqos with 1 and 4 pods without a grant next to them
+# (ioqos+1u, ioqos+4u) and those 4 pods alone beside idle grants (neighbours).
+# One VM per device kind; results in OUT (default bench-results/,
 # bench-results/demo/ for --demo):
 #   isolation-raw-<kind>.json   every run, as measured (written by isolation.py in the VM)
+#   isolation-plugin-<kind>.log the plugin's log of that VM
 #   isolation.json              medians, spreads and ratios (report.py)
 #   isolation.md                the table
 #   isolation.png               the plot (gnuplot)
@@ -15,10 +18,12 @@
 #            [--arg ARG]...      (extra isolation.py options, also env BENCH_SCENARIO_ARGS)
 #
 #   (default)  the full run: both device kinds, every db workload with a direct backup,
-#              two with a buffered one (virtio), 6 stages, 3 rounds, accuracy and
-#              overhead (about 40-50 min on 2 cores)
-#   --demo     one short round of the most telling cases (a few minutes)
-#   --ctest    the demo's virtio case only (what tests/bench/CMakeLists.txt runs)
+#              two with a buffered one (virtio), 9 stages, 3 rounds, accuracy and
+#              overhead (about 60-75 min on 2 cores)
+#   --demo     one short round of the most telling cases, with one pod without a
+#              grant (ioqos+1u) (a few minutes)
+#   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u
+#              (what tests/bench/CMakeLists.txt runs)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -31,7 +36,7 @@ devices=nullb,virtio
 rounds=3
 runtime=8
 ramp=2
-stages=solo,contended,weight,weight-plain,ioqos,control
+stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
 # data, so it holds no filesystem, and buffered writes to its raw device share one
@@ -51,12 +56,12 @@ for a in "$@"; do
 done
 case $mode in
     demo)
-        rounds=1; runtime=6; stages=solo,contended,weight,ioqos,control
+        rounds=1; runtime=6; stages=solo,contended,weight,ioqos,control,ioqos+1u
         cases_nullb="randwrite-qd1+direct"
         cases_virtio="randread-qd16+direct"
         extra=() ;;
     ctest)
-        rounds=1; runtime=5; devices=virtio; stages=solo,contended,ioqos
+        rounds=1; runtime=5; devices=virtio; stages=solo,contended,ioqos,ioqos+1u
         cases_virtio="randread-qd16+direct"
         extra=() ;;
 esac
@@ -108,8 +113,13 @@ run_kind() {
                     --nullb "nb1:mbps=$((2 * CAP_BW / MiB)):size_gb=8")
             inargs=(--disk /dev/e2e/nb0 --control-disk /dev/e2e/nb1) ;;
         virtio)
-            vmargs=(--virtio-disk "vd0:size=2G:bps=$CAP_BW:iops=$CAP_IOPS:mkfs=ext4:mount=/mnt/vd0"
-                    --virtio-disk "vd1:size=2G:bps=$((2 * CAP_BW)):iops=$((2 * CAP_IOPS)):mkfs=ext4:mount=/mnt/vd1")
+            # the pods without a grant (stages ioqos+Nu, neighbours) write files of
+            # their own: 4 pods x 4 writers x 64 MiB beside the db's and backup's 1.5 GiB
+            local vsize=2G csize=2G
+            case ,$stages, in *,ioqos+[0-9]u,*|*,neighbours,*) vsize=4G ;; esac
+            case ,$stages, in *,control+[0-9]u,*) csize=4G ;; esac
+            vmargs=(--virtio-disk "vd0:size=$vsize:bps=$CAP_BW:iops=$CAP_IOPS:mkfs=ext4:mount=/mnt/vd0"
+                    --virtio-disk "vd1:size=$csize:bps=$((2 * CAP_BW)):iops=$((2 * CAP_IOPS)):mkfs=ext4:mount=/mnt/vd1")
             # qemu's virtio-blk says rotational=1; the backing is RAM, and iocost picks its
             # cost model from that flag: non-rotational gives weight-only the SSD model
             # (measured: far stronger than the HDD model there)
@@ -127,7 +137,7 @@ run_kind() {
         --capacity-bw "$CAP_BW" --capacity-iops "$CAP_IOPS" --control-factor 2 \
         --cases "$cases" --stages "$stages" --rounds "$rounds" --runtime "$runtime" --ramp "$ramp" \
         "${extra[@]}" "${sc_extra[@]}" --plugin "$plugin" --ioqosctl "$ctl" --proto-py "$proto_py" \
-        --out "$out/isolation-raw-$kind.json" || rc=$?
+        --out "$out/isolation-raw-$kind.json" --plugin-log "$out/isolation-plugin-$kind.log" || rc=$?
     loads+=("$kind end $(cut -d' ' -f1-3 /proc/loadavg)")
     return $rc
 }
