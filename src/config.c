@@ -46,6 +46,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->node_policy.iocost_max = 100.0;
   c->node_policy.ungranted_enable = true;
   c->node_policy.ungranted_interval_ms = IOQ_DEFAULT_UNGRANTED_INTERVAL_MS;
+  c->node_policy.ungranted_headroom_share = IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE;
   return 0;
 }
 
@@ -346,11 +347,13 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
       return -1;
     if (ug) {
-      static const char *const ukeys[] = {"enable", "intervalMs", NULL};
+      static const char *const ukeys[] = {"enable", "intervalMs", "headroomShare", NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms;
       if (check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
           get_bool(x, ug, "enable", "nodePolicy.ungranted.enable", &c->node_policy.ungranted_enable) < 0 ||
-          get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0)
+          get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
+          get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
+                     &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0)
         return -1;
       c->node_policy.ungranted_interval_ms = (unsigned)iv;
     }

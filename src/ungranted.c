@@ -69,7 +69,7 @@ void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in,
     free(w);
 }
 
-void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
                  const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]) {
   const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,
                                        [IOQ_RES_IOPS] = d->capacity_iops};
@@ -84,12 +84,15 @@ void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
       pool[r] = 0;
       continue;
     }
-    /* held units can exceed the capacity after it was lowered (recalibrated
-     * while pods keep their units): the pool is then empty, and the floor
-     * of each cap is what the pods get */
-    uint64_t h = held[r] > cap[r] / u->size[r] ? cap[r] : held[r] * u->size[r];
-    pool[r] = cap[r] - h;
-    if (pool[r] < 2)
-      pool[r] = 2;
+    double adv = (double)d->units[r] * (double)u->size[r];
+    double headroom = (double)cap[r] > adv ? (double)cap[r] - adv : 0;
+    /* units held beyond those advertised (the capacity was lowered while
+     * pods keep their units) come out of the headroom */
+    double unheld = ((double)d->units[r] - (double)held[r]) * (double)u->size[r];
+    double p = headroom * headroom_share + unheld;
+    if (p > (double)cap[r])
+      p = (double)cap[r];
+    /* an empty pool: the floor of each cap is what the pods get */
+    pool[r] = p < 2 ? 2 : (uint64_t)p;
   }
 }

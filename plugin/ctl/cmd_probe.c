@@ -59,7 +59,7 @@ static void human_rate(char *out, size_t outsz, uint64_t bps) {
 /* The pool of pods without a grant once every advertised unit is held (the
  * smallest it gets; units nobody holds add to it). */
 static void full_pool(const struct ioq_config *cfg, const struct ioq_disk *d, uint64_t pool[IOQ_RES_COUNT]) {
-  ioq_ug_pool(d, &cfg->units, d->units, pool);
+  ioq_ug_pool(d, &cfg->units, cfg->node_policy.ungranted_headroom_share, d->units, pool);
 }
 
 static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
@@ -83,6 +83,12 @@ static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
   printf("  no grant:      pods without a grant share %s, %s %s, while any pod holds units of this disk\n",
          pool[IOQ_RES_BANDWIDTH] ? bw : "bandwidth not bounded", iops,
          fixed ? "(devices[].ungrantedPool)" : "when every unit is held (plus the units nobody holds)");
+  if (!fixed)
+    printf("                 = %.0f%% of what the disk does not advertise (nodePolicy.ungranted.headroomShare); "
+           "the rest stays free\n",
+           cfg->node_policy.ungranted_headroom_share * 100);
+  if (!(d->caps & IOQ_CAP_BUFFERED_WRITES))
+    printf("                 direct I/O only: their buffered writes are not bounded here (see buffered-writes)\n");
   if (d->ungranted_note[0])
     printf("                 %s\n", d->ungranted_note);
 }

@@ -27,7 +27,8 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     enforcer_allocated(p->enf, d->name, d->allocated);
     /* the pool the ungranted pass uses: bounds apply while units are held */
     if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
-      ioq_ug_pool(&cd[i].disk, &p->cfg.units, d->allocated, d->ungranted_pool);
+      ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, d->allocated,
+                  d->ungranted_pool);
   }
   free(cd);
   return n;

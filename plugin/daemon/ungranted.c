@@ -469,7 +469,7 @@ static void pass_locked(struct ungranted *u) {
       continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;
     dk->active = held[0] || held[1];
-    ioq_ug_pool(&cd[i].disk, &p->cfg.units, held, dk->pool);
+    ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, held, dk->pool);
     if (dk->active && !dk->pool[0] && !dk->pool[1]) {
       char m[160];
       snprintf(m, sizeof m, "disk %s has grants but no known capacity: pods without a grant are not bounded there",

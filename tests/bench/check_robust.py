@@ -9,7 +9,7 @@ machine: no ratios, no targets.
   - the backup never exceeds its grant by more than 15 % (the cap holds)
   - with a pod without a grant next to them (stage ioqos+1u, when run): db IOPS
     > 2 x contended, the backup >= 0.9 of its grant, the ungranted pod <= 1.1 x
-    the pool (capacity - held grants), and its bound in io.max when its
+    the pool (headroomShare x what the disk does not advertise + unheld units), and its bound in io.max when its
     container started
 
 usage: check_robust.py ISOLATION_JSON

@@ -27,7 +27,7 @@ backup workload) it runs rounds of stages in rotated order:
                 a filesystem disk, else direct) and 2 Burstable (direct)
   neighbours    db and backup granted but idle (no container started), the 4
                 ungranted pods of ioqos+4u writing: what pods without a grant get
-                (their aggregate against the pool = capacity - held grants)
+                (their aggregate against the pool: headroomShare x what the disk does not advertise + unheld units)
   control+1u, control+4u  (optional) the control stage plus the pods of
                 ioqos+1u / ioqos+4u, each held at pool/N by `ioqosctl apply`:
                 the harness ceiling with those writers' CPU cost under TCG
@@ -413,6 +413,8 @@ class Cluster:
         # on): written explicitly when asked for or when a stage has such pods
         if args.ungranted != "default":
             extra["nodePolicy"] = {"ungranted": {"enable": args.ungranted == "on"}}
+            if args.headroom_share != 0.5:  # the plugin's default
+                extra["nodePolicy"]["ungranted"]["headroomShare"] = args.headroom_share
         if args.ungranted_pool:
             # a fixed pool for the pods without a grant (devices[].ungrantedPool)
             extra["devices"] = [{"select": disk.dev,
@@ -739,8 +741,12 @@ class Scenario:
             # nothing: pod object, pod cgroup, the sandbox's delay, the container
             if nbs:
                 res["neighbours"] = []
-                res["pool_bytes"] = a.ungranted_pool or (
-                    a.capacity_bw - (g["db_bw_units"] + g["backup_bw_units"]) * BW_UNIT)
+                # the plugin's pool (ioqos/ungranted.h): a share of what the
+                # disk does not advertise plus the units nobody holds
+                adv = int(a.capacity_bw * a.fraction // BW_UNIT)
+                res["pool_bytes"] = a.ungranted_pool or int(
+                    (a.capacity_bw - adv * BW_UNIT) * a.headroom_share
+                    + (adv - g["db_bw_units"] - g["backup_bw_units"]) * BW_UNIT)
                 res["pool_iops"] = a.capacity_iops - g["db_iops_units"] * IOPS_UNIT
                 for i, (nb, (qos, nmode)) in enumerate(zip(nbs, nspec)):
                     t0 = time.monotonic()
@@ -1086,6 +1092,9 @@ def main():
                     help="the plugin's bounds for pods without a grant (config nodePolicy.ungranted.enable): "
                          "on/off write it, default leaves it out (the plugin's default), auto = on when a stage "
                          "has pods without a grant, else default")
+    ap.add_argument("--headroom-share", type=float, default=0.5,
+                    help="nodePolicy.ungranted.headroomShare: the part of what the disk does not advertise "
+                         "that pods without a grant share (the plugin's default is 0.5)")
     ap.add_argument("--ungranted-pool", type=int, default=0,
                     help="bytes/s: a fixed pool for pods without a grant (devices[].ungrantedPool); "
                          "0 = the plugin's default (capacity minus held units)")

@@ -17,7 +17,7 @@ satisfaction 0.95..1.10; io.max accuracy within 5 %; 0 bytes before the limit.
 Pods without a grant (stages ioqos+1u, ioqos+4u, neighbours; issue 11):
   +Nu / ceiling     = (ioqos+Nu - contended) / (control - contended), target >= 0.9
   backup            achieved / granted in ioqos+Nu, target 0.95..1.10
-  pool              = capacity - held grant bytes (the plugin's
+  pool              = headroomShare x unadvertised + unheld units (the plugin's
                       ioqos_ungranted_pool_bytes_per_second beside it)
   neighbours / pool = the ungranted pods' aggregate / pool, target >= 0.9 (ioqos+4u)
   neighbours / disk = their aggregate / capacity with the granted pods idle
@@ -323,7 +323,7 @@ def markdown_ungranted(summary):
              "ioqos+4u: plus four (2 BestEffort: buffered writers on a filesystem disk, else direct; 2 Burstable: "
              "direct); neighbours: db and backup granted but idle, the four ungranted pods writing. Ungranted "
              "pods are never admitted through the device plugin: the plugin's node policy bounds them inside the "
-             "pool = capacity − held grants. Targets: +Nu / ceiling = (stage − contended) / (control − "
+             "pool = headroomShare × what the disk does not advertise + the units nobody holds. Targets: +Nu / ceiling = (stage − contended) / (control − "
              "contended) ≥ %.1f; backup %.2f–%.2f of its grant; the ungranted pods together ≥ %.1f of the pool "
              "while the granted pods are busy (ioqos+4u); 0 bytes before a bound." % (
                  TARGET_CEILING_UNGRANTED, SAT_LO, SAT_HI, TARGET_NB_POOL))
@@ -368,7 +368,7 @@ def markdown_ungranted(summary):
                  "costs the db. Reported; the target is judged against the control stage.")
     L.append("")
     L.append("Backup and ungranted pods, MiB/s (medians; the ungranted pods' io.stat over the db's measured "
-             "window). Pool = capacity − held grants (the plugin's `ioqos_ungranted_pool_bytes_per_second` "
+             "window). Pool = headroomShare × what the disk does not advertise + the units nobody holds (the plugin's `ioqos_ungranted_pool_bytes_per_second` "
              "in parentheses when it differs). Each pod: BE/Bu = BestEffort/Burstable, buf/dir = buffered/direct "
              "writes; achieved / its mean io.max bound over the window in brackets.")
     L.append("")

@@ -24,6 +24,16 @@ DEV = "250:0"
 DISK = "fakedisk0"
 CAP_BW = 1000 * MIB
 CAP_IOPS = 100000
+# The harness advertises the whole capacity (allocatableFraction 1.0): no
+# headroom, so the pool is the units nobody holds.
+def pool_bw(held_units):
+    return CAP_BW - held_units * MIB
+
+
+def pool_iops(held_units):
+    return CAP_IOPS - held_units * 100
+
+
 QOS_NAME = {"guaranteed": "Guaranteed", "burstable": "Burstable", "besteffort": "BestEffort"}
 
 
@@ -93,7 +103,7 @@ class UngrantedTest(PluginTest):
         wait_for(lambda: all(self.bounded(c) for c in cgs), timeout,
                  "ungranted bounds on %s" % [os.path.basename(c) for c in cgs])
 
-    def assert_split(self, cgs, pool_bw, pool_iops=CAP_IOPS, floor_share=True):
+    def assert_split(self, cgs, pool_bw, pool_iops=pool_iops(0), floor_share=True):
         """Every cgroup has a line with rbps = wbps <= pool (and riops = wiops
         <= the IOPS pool), the caps sum to at most the pool, and none is below
         pool/(4N), the least the spec gives any pod."""
@@ -155,7 +165,7 @@ class Classes(UngrantedTest):
         self.assertTrue(os.path.basename(cgs["guaranteed"]).startswith("kubepods-pod"))
         self.assertEqual(os.path.basename(os.path.dirname(cgs["guaranteed"])), "kubepods.slice")
         _, _, gcg = self.grant("db", bw=200)
-        pool = CAP_BW - 200 * MIB
+        pool = pool_bw(200)
         self.wait_bounded(list(cgs.values()))
         self.assert_split(list(cgs.values()), pool)
         for q, cg in cgs.items():
@@ -198,7 +208,7 @@ class FirstAndLastGrant(UngrantedTest):
         self.assertEqual(d.metric("ioqos_ungranted_pool_bytes_per_second", disk=DISK), 0)
         # the first grant: bounded by the time its PreStart answered
         self.grant("db", bw=200)
-        self.assert_split(cgs, CAP_BW - 200 * MIB)
+        self.assert_split(cgs, pool_bw(200))
         # the last grant goes: every bound placed on the disk is removed
         self.release("db")
         d.wait_log(r'ungranted bounds removed disk=%s pods=3 reason="[^"]+"' % DISK, timeout=10)
@@ -222,7 +232,7 @@ class Inotify(UngrantedTest):
         k = self.env.kubelet
         k.wait_list(BW, lambda l: len(l) == 1000)
         self.grant("db", bw=200)
-        pool = CAP_BW - 200 * MIB
+        pool = pool_bw(200)
         cgs = []
         # one per QoS directory, apart in time; none known to the API or kubelet
         for q in ("burstable", "guaranteed", "besteffort"):
@@ -256,13 +266,13 @@ class GainsGrant(UngrantedTest):
         want = {"rbps": 50 * MIB, "wbps": 50 * MIB, "riops": None, "wiops": None}
         self.assertEqual(iomax_of(cg, DEV), want, read(os.path.join(cg, "io.max")))
         # its PreStart re-split the pool before answering: the pool lost 50 MiB/s
-        self.assert_split([other], CAP_BW - 250 * MIB)
+        self.assert_split([other], pool_bw(250))
         # later intervals leave the grant alone
         time.sleep(5 * self.interval_ms / 1000)
         self.assertEqual(iomax_of(cg, DEV), want, read(os.path.join(cg, "io.max")))
-        self.assert_split([other], CAP_BW - 250 * MIB)
+        self.assert_split([other], pool_bw(250))
         self.wait_metric(d, 1, "ioqos_ungranted_pods", disk=DISK)
-        self.wait_metric(d, CAP_BW - 250 * MIB, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, pool_bw(250), "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
 
 
 class Demand(UngrantedTest):
@@ -271,7 +281,7 @@ class Demand(UngrantedTest):
         k = self.env.kubelet
         k.wait_list(BW, lambda l: len(l) == 1000)
         self.grant("db", bw=200)
-        pool = CAP_BW - 200 * MIB
+        pool = pool_bw(200)
         busy, idle = self.ungranted("burstable", "busy"), self.ungranted("besteffort", "idle")
         self.wait_bounded([busy, idle])
         # busy: does I/O at its cap all the time (as a throttled pod does);
@@ -315,7 +325,7 @@ class Restart(UngrantedTest):
         k = self.env.kubelet
         k.wait_list(BW, lambda l: len(l) == 1000)
         self.grant("db", bw=200)
-        pool = CAP_BW - 200 * MIB
+        pool = pool_bw(200)
         cgs = [self.ungranted("burstable"), self.ungranted("guaranteed")]
         self.wait_bounded(cgs)
         time.sleep(3 * self.interval_ms / 1000)
@@ -403,12 +413,12 @@ class VanishingCgroup(UngrantedTest):
         # a pod cgroup that went away is no failure (the kernel dropped its limits)
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
         self.assertNotIn("ungranted bound not in place", d.text())
-        self.assert_split([keep], CAP_BW - 200 * MIB)
+        self.assert_split([keep], pool_bw(200))
         self.wait_metric(d, 1, "ioqos_ungranted_pods", disk=DISK)
         # and a new pod is still bounded
         late = self.ungranted("besteffort")
         self.wait_bounded([late])
-        self.assert_split([keep, late], CAP_BW - 200 * MIB, floor_share=False)
+        self.assert_split([keep, late], pool_bw(200), floor_share=False)
 
 
 class MissingQosDir(UngrantedTest):
@@ -420,7 +430,7 @@ class MissingQosDir(UngrantedTest):
         cgs = [self.ungranted("guaranteed"), self.ungranted("burstable")]
         self.grant("db", bw=200)
         self.wait_bounded(cgs)
-        self.assert_split(cgs, CAP_BW - 200 * MIB)
+        self.assert_split(cgs, pool_bw(200))
         time.sleep(2 * self.interval_ms / 1000)
         self.assertIsNone(d.proc.poll())
         lines = [l for l in d.text().splitlines() if
@@ -465,10 +475,10 @@ class Metrics(UngrantedTest):
         self.assertEqual(d.metric("ioqos_ungranted_pool_bytes_per_second", disk=DISK), 0)
         self.assertIn(d.metric("ioqos_ungranted_pods", disk=DISK), (None, 0))
         self.grant("db", bw=200, iops=10)  # 10 x 100 IOPS
-        pool_bw, pool_iops = CAP_BW - 200 * MIB, CAP_IOPS - 1000
-        self.assert_split([first] + others, pool_bw, pool_iops)
-        self.wait_metric(d, pool_bw, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
-        self.wait_metric(d, pool_iops, "ioqos_ungranted_pool_iops", disk=DISK)
+        pool_bw_, pool_iops_ = pool_bw(200), pool_iops(10)
+        self.assert_split([first] + others, pool_bw_, pool_iops_)
+        self.wait_metric(d, pool_bw_, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, pool_iops_, "ioqos_ungranted_pool_iops", disk=DISK)
         self.wait_metric(d, 3, "ioqos_ungranted_pods", disk=DISK)
         p = wait_for(lambda: self.placed(d, first), 5, "bound placed log")
         self.assertEqual((p["bytes_before"], p["ios_before"]), ("12345", "3"), p)
@@ -497,6 +507,28 @@ class ConfiguredPool(UngrantedTest):
         self.wait_metric(d, 3, "ioqos_ungranted_pods", disk=DISK)
         time.sleep(3 * self.interval_ms / 1000)
         self.assert_split(cgs, 100 * MIB, 500)
+
+
+class HeadroomShare(UngrantedTest):
+    # the disk advertises 0.8 of its capacity: 800 bandwidth units and 800
+    # IOPS units; pods without a grant share half of the rest (the default
+    # headroomShare) plus the units nobody holds
+    env_args = {"extra_config": dict(ug_config(300), allocatableFraction=0.8)}
+
+    def test_half_of_the_headroom_plus_unheld_units(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 800)
+        cgs = [self.ungranted(q) for q in ("guaranteed", "burstable")]
+        self.grant("db", bw=200)
+        pool_b = 100 * MIB + (800 - 200) * MIB
+        pool_i = 10000 + 80000
+        self.assert_split(cgs, pool_b, pool_i)
+        self.wait_metric(d, pool_b, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, pool_i, "ioqos_ungranted_pool_iops", disk=DISK)
+        # two new pods: an equal share each, the reserve never given out
+        for lim in self.limits(cgs):
+            self.assertEqual(lim["wbps"], pool_b // 2, lim)
 
 
 class TinyPool(UngrantedTest):
@@ -533,10 +565,10 @@ class NoIopsCapacity(UngrantedTest):
         cgs = [self.ungranted("burstable"), self.ungranted("besteffort")]
         self.grant("db", bw=200)
         self.wait_bounded(cgs)
-        lims = self.assert_split(cgs, CAP_BW - 200 * MIB, pool_iops=None)
+        lims = self.assert_split(cgs, pool_bw(200), pool_iops=None)
         for lim in lims:
             self.assertEqual((lim["riops"], lim["wiops"]), (None, None), lim)
-        self.wait_metric(d, CAP_BW - 200 * MIB, "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
+        self.wait_metric(d, pool_bw(200), "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
         self.assertIn(d.metric("ioqos_ungranted_pool_iops", disk=DISK), (None, 0))
 
 

@@ -19,6 +19,7 @@ Test(config, defaults) {
   cr_assert(c.enforcement.io_weight);
   cr_assert(c.node_policy.ungranted_enable, "pods without a grant are bounded by default");
   cr_assert_eq(c.node_policy.ungranted_interval_ms, 1000);
+  cr_assert_float_eq(c.node_policy.ungranted_headroom_share, 0.5, 1e-9);
   ioq_config_free(&c);
 }
 
@@ -27,12 +28,13 @@ Test(config, ungranted) {
   ioq_err e = {0};
   const char *j = "{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 209715200},"
                   " \"ungrantedPool\": {\"bandwidthBytesPerSec\": 41943040, \"iops\": 2000}}],"
-                  " \"nodePolicy\": {\"ungranted\": {\"enable\": false, \"intervalMs\": 250}}}";
+                  " \"nodePolicy\": {\"ungranted\": {\"enable\": false, \"intervalMs\": 250, \"headroomShare\": 0.25}}}";
   cr_assert_eq(ioq_config_parse(j, "c.json", &c, &e), 0, "%s", e.msg);
   cr_assert_eq(c.devices[0].ungranted_pool_bw_bytes, 41943040ull);
   cr_assert_eq(c.devices[0].ungranted_pool_iops, 2000);
   cr_assert_not(c.node_policy.ungranted_enable);
   cr_assert_eq(c.node_policy.ungranted_interval_ms, 250);
+  cr_assert_float_eq(c.node_policy.ungranted_headroom_share, 0.25, 1e-9);
   ioq_config_free(&c);
 }
 
@@ -118,7 +120,9 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"nodePolicy\": {\"iocost\": {\"min\": 200, \"max\": 100}}}", "c.json: nodePolicy.iocost.min: must not exceed nodePolicy.iocost.max"},
       {"{\"nodePolicy\": {\"ungranted\": {\"enable\": 1}}}", "c.json: nodePolicy.ungranted.enable: must be true or false"},
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
-      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs)"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare)"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 0}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 1.5}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bandwidthBytesPerSec\": 1}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: must be an integer in [2, "},
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bw\": 1}}]}", "c.json: devices[0].ungrantedPool: unknown field 'bw'"},
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 100}, \"ungrantedPool\": {\"iops\": 101}}]}", "c.json: devices[0].ungrantedPool.iops: is larger than the disk (capacity.iops)"},

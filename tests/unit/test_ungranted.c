@@ -111,52 +111,61 @@ Test(ug_split, many_pods_sum_within_pool) {
 
 /* ---- pool ---- */
 
-static struct ioq_disk disk(uint64_t bw, uint64_t iops) {
+/* a disk as the inventory leaves it: capacity and advertised units */
+static struct ioq_disk disk(uint64_t bw, uint64_t iops, uint64_t bw_units, uint64_t iops_units) {
   struct ioq_disk d;
   memset(&d, 0, sizeof d);
   d.capacity_bw_bytes = bw;
   d.capacity_iops = iops;
+  d.units[IOQ_RES_BANDWIDTH] = bw_units;
+  d.units[IOQ_RES_IOPS] = iops_units;
   return d;
 }
 
-Test(ug_pool, capacity_minus_held) {
+Test(ug_pool, share_of_the_headroom_plus_unheld_units) {
   struct ioq_unit_sizes u;
   ioq_unit_sizes_default(&u);
-  struct ioq_disk d = disk(200 * MiB, 51200);
+  /* 200 MiB/s, 51200 IOPS, fraction 0.8: 160 bandwidth and 409 IOPS units */
+  struct ioq_disk d = disk(200 * MiB, 51200, 160, 409);
   uint64_t held[IOQ_RES_COUNT] = {160, 12}, pool[IOQ_RES_COUNT];
-  ioq_ug_pool(&d, &u, held, pool);
-  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 40 * MiB);
-  cr_assert_eq(pool[IOQ_RES_IOPS], 51200 - 1200);
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 20 * MiB, "half of the 40 MiB/s not advertised");
+  cr_assert_eq(pool[IOQ_RES_IOPS], (51200 - 40900) / 2 + (409 - 12) * 100);
+  ioq_ug_pool(&d, &u, 1.0, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 40 * MiB, "all of it");
+  held[IOQ_RES_BANDWIDTH] = 60;
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 120 * MiB, "20 + the 100 units nobody holds");
 }
 
 Test(ug_pool, no_iops_capacity_no_iops_pool) {
   struct ioq_unit_sizes u;
   ioq_unit_sizes_default(&u);
-  struct ioq_disk d = disk(200 * MiB, 0);
+  struct ioq_disk d = disk(200 * MiB, 0, 160, 0);
   uint64_t held[IOQ_RES_COUNT] = {10, 0}, pool[IOQ_RES_COUNT];
-  ioq_ug_pool(&d, &u, held, pool);
-  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 190 * MiB);
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 170 * MiB);
   cr_assert_eq(pool[IOQ_RES_IOPS], 0);
 }
 
 Test(ug_pool, configured_pool_wins) {
   struct ioq_unit_sizes u;
   ioq_unit_sizes_default(&u);
-  struct ioq_disk d = disk(200 * MiB, 50000);
+  struct ioq_disk d = disk(200 * MiB, 50000, 160, 400);
   d.ungranted_pool_bw_bytes = 20 * MiB;
   uint64_t held[IOQ_RES_COUNT] = {10, 0}, pool[IOQ_RES_COUNT];
-  ioq_ug_pool(&d, &u, held, pool);
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
   cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 20 * MiB);
-  cr_assert_eq(pool[IOQ_RES_IOPS], 50000);
+  cr_assert_eq(pool[IOQ_RES_IOPS], 5000 + 40000);
 }
 
-Test(ug_pool, more_held_than_capacity) {
+Test(ug_pool, more_held_than_advertised) {
   /* capacity lowered (recalibrated) while pods keep their units */
   struct ioq_unit_sizes u;
   ioq_unit_sizes_default(&u);
-  struct ioq_disk d = disk(100 * MiB, 0);
+  struct ioq_disk d = disk(100 * MiB, 0, 80, 0);
   uint64_t held[IOQ_RES_COUNT] = {150, 0}, pool[IOQ_RES_COUNT];
-  ioq_ug_pool(&d, &u, held, pool);
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
   cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 2, "empty pool: the floor per pod is what they get");
 }
 

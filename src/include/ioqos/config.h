@@ -24,6 +24,7 @@
 #define IOQ_DEFAULT_ALLOCATABLE_FRACTION 0.8
 #define IOQ_CLASS_NAME_MAX 63
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
+#define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -80,6 +81,7 @@ struct ioq_config {
      * (ungranted.h); on by default */
     bool ungranted_enable;
     unsigned ungranted_interval_ms; /* demand measured and pool re-split this often */
+    double ungranted_headroom_share; /* (0, 1]: of the part a disk does not advertise */
   } node_policy;
 };
 
