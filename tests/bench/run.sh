@@ -19,7 +19,7 @@
 #
 #   (default)  the full run: both device kinds, every db workload with a direct backup,
 #              two with a buffered one (virtio), 9 stages, 3 rounds, accuracy and
-#              overhead (about 60-75 min on 2 cores)
+#              overhead (about 80-90 min on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
 #              grant (ioqos+1u) (a few minutes)
 #   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u
@@ -36,7 +36,7 @@ devices=nullb,virtio
 rounds=3
 runtime=8
 ramp=2
-stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours
+stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,control+1u,control+4u
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
 # data, so it holds no filesystem, and buffered writes to its raw device share one
