@@ -12,10 +12,10 @@
  * or the pool configured for the disk (devices[].ungrantedPool). The other
  * (1 - headroomShare) of the headroom is never given to anyone: measured on
  * a token-bucket disk (null_blk), pods without a grant using all of it ran
- * the disk at 100 % and the latency-bound granted pod lost most of its
- * protection (0.38 of the harness ceiling, p99 40 ms vs 21 ms); with half of
- * it the granted pod did as well as with no such pod at all. Grants plus
- * pool stay below the capacity by that reserve.
+ * the disk at 100 % and the latency-bound granted pod kept 0.38 of the
+ * harness ceiling (p99 40 ms vs 21 ms); with half of it 0.59-0.65, close to
+ * the grants alone (docs/ungranted.md). Grants plus pool stay below the
+ * capacity by that reserve.
  *
  * Per-pod caps are what blk-throttle enforces per cgroup (a cap on a parent
  * is shared by its children in turns, not by grant, and Guaranteed pods sit
