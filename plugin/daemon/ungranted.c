@@ -44,6 +44,7 @@
 struct ug_slot { /* one pod on one disk */
   bool bounded;                  /* a cap of ours is in place */
   bool granted;                  /* a grant is in place on this disk */
+  bool after_grant;              /* bounded again after a grant ended: its I/O was the grant's */
   uint64_t cap[IOQ_RES_COUNT];   /* in place (0 = none) */
   double rate[IOQ_RES_COUNT];    /* last interval; < 0 = not measured */
   bool have_sample;
@@ -315,14 +316,21 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     metrics_inc(u->p->metrics, C_UG_WRITES);
   if (first) {
     uint64_t bytes = before.rbytes + before.wbytes, ios = before.rios + before.wios;
-    if (bytes > u->max_bytes_before)
+    /* after a grant, io.stat holds what the pod did under it: not unbounded */
+    if (!s->after_grant && bytes > u->max_bytes_before)
       u->max_bytes_before = bytes;
     char b[24], i[24];
-    ioq_info("ungranted bound placed cgroup=%s qos=%s disk=%s rbps=%s wbps=%s riops=%s wiops=%s "
-             "bytes_before=%llu ios_before=%llu",
-             pp->cg.dir, ioq_qos_name(pp->cg.qos), dk->name, num(cap[0], b, sizeof b),
-             num(cap[0], b, sizeof b), num(cap[1], i, sizeof i), num(cap[1], i, sizeof i),
-             (unsigned long long)bytes, (unsigned long long)ios);
+    if (s->after_grant)
+      ioq_info("ungranted bound placed cgroup=%s qos=%s disk=%s rbps=%s wbps=%s riops=%s wiops=%s "
+               "reason=\"its grant on the disk ended\"",
+               pp->cg.dir, ioq_qos_name(pp->cg.qos), dk->name, num(cap[0], b, sizeof b),
+               num(cap[0], b, sizeof b), num(cap[1], i, sizeof i), num(cap[1], i, sizeof i));
+    else
+      ioq_info("ungranted bound placed cgroup=%s qos=%s disk=%s rbps=%s wbps=%s riops=%s wiops=%s "
+               "bytes_before=%llu ios_before=%llu",
+               pp->cg.dir, ioq_qos_name(pp->cg.qos), dk->name, num(cap[0], b, sizeof b),
+               num(cap[0], b, sizeof b), num(cap[1], i, sizeof i), num(cap[1], i, sizeof i),
+               (unsigned long long)bytes, (unsigned long long)ios);
   }
   s->bounded = cap[0] || cap[1];
   memcpy(s->cap, cap, sizeof s->cap);
@@ -508,8 +516,10 @@ static void pass_locked(struct ungranted *u) {
         g = strcmp(ap[j].uid, pp->cg.uid) == 0 && ioq_grant_find(&ap[j].grant, u->disks[d].name);
       /* the grant writer owns the line while there is a grant (it replaced
        * our bound), and cleared it when the grant went: start afresh */
-      if (g != pp->s[d].granted)
+      if (g != pp->s[d].granted) {
         slot_reset(&pp->s[d]);
+        pp->s[d].after_grant = !g;
+      }
       pp->s[d].granted = g;
     }
     if (!pp->adopted)
