@@ -421,21 +421,32 @@ static void balance_disk(struct ungranted *u, size_t d) {
       ioq_warn("ungranted bound drift corrected cgroup=%s disk=%s", pp[i]->cg.dir, dk->name);
   }
   /* cuts (and new bounds: a cut from no limit) before raises, so the caps
-   * together never exceed the pool */
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < n; i++) {
-      if (!todo[i])
-        continue;
-      const struct ug_slot *s = &pp[i]->s[d];
-      bool cut = !s->bounded;
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        if (out[r][i] && (!s->cap[r] || out[r][i] < s->cap[r]))
-          cut = true;
-      if (cut != (pass == 0))
-        continue;
+   * together never exceed the pool: new pods first, then every other pod
+   * gets the lower of its old and new cap in each resource, then the new
+   * caps */
+  for (size_t i = 0; i < n; i++) {
+    const struct ug_slot *s = &pp[i]->s[d];
+    if (todo[i] && !s->bounded) { /* new: any bound is a cut */
       uint64_t cap[IOQ_RES_COUNT] = {out[0][i], out[1][i]};
       write_caps(u, pp[i], d, cap, NULL);
     }
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct ug_slot *s = &pp[i]->s[d];
+    if (!todo[i] || !s->bounded)
+      continue;
+    uint64_t lo[IOQ_RES_COUNT];
+    for (int r = 0; r < IOQ_RES_COUNT; r++) /* 0 = no limit, the highest */
+      lo[r] = s->cap[r] && (!out[r][i] || s->cap[r] < out[r][i]) ? s->cap[r] : out[r][i];
+    if (memcmp(lo, s->cap, sizeof lo) != 0)
+      write_caps(u, pp[i], d, lo, NULL);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct ug_slot *s = &pp[i]->s[d];
+    uint64_t cap[IOQ_RES_COUNT] = {out[0][i], out[1][i]};
+    if (todo[i] && s->bounded && memcmp(cap, s->cap, sizeof cap) != 0)
+      write_caps(u, pp[i], d, cap, NULL);
+  }
   for (size_t i = 0; i < n; i++)
     if (pp[i]->s[d].bounded)
       dk->bounded++;
