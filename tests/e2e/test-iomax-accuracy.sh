@@ -80,9 +80,15 @@ echo "$VD rbps=max" > "$POD/io.max"
 LB=$((40 * MiB))
 SZ=$((LB / MiB * (RT + 2)))
 echo "$VD wbps=$LB" > "$POD/io.max"
-sync; echo 3 > /proc/sys/vm/drop_caches
 echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
 echo $((64 * MiB)) > /proc/sys/vm/dirty_bytes
+# Under TCG every buffered byte is copied by emulated guest code: when the host is busy the
+# writer may not dirty pages as fast as the limit lets them out, and the steady rate comes out
+# below the limit with nothing wrong in the kernel. Such a run (below 0.80 of the limit) is
+# measured once more; a run above the limit is never retried, so an overshoot always fails.
+for attempt in 1 2; do
+rm -f /mnt/vd0/buf.dat
+sync; echo 3 > /proc/sys/vm/drop_caches
 $PY - "$POD" "$VD" $((SZ * MiB)) > /tmp/buffered.txt <<'EOF'
 import subprocess, sys, time
 pod, dev, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -112,6 +118,9 @@ with open("/tmp/buffered-samples.txt", "w") as f:
         f.write("%.2f %d\n" % (t - t0, b >> 20))
 EOF
 read -r steady whole frc charged < /tmp/buffered.txt
+[ "${steady:-0}" -lt $((LB * 8 / 10)) ] && [ "$attempt" = 1 ] || break
+info "buffered attempt 1: steady writeback $(mib "${steady:-0}") MiB/s, below 0.80 of the limit (the writer did not keep up): measuring again"
+done
 check_eq "buffered writer (dd conv=fsync) succeeded" 0 "${frc:-x}"
 echo "{\"jobs\":[{\"write\":{\"bw_bytes\":${steady:-0}}}]}" > /tmp/virtio-buffered-write.json
 report virtio-buffered-write write $LB
