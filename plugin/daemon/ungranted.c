@@ -82,7 +82,6 @@ struct ungranted {
   bool running;
   int ino; /* inotify fd */
   int wake[2];
-  int wd[3];
 };
 
 static void failed(struct ungranted *u, const ioq_err *e) {
@@ -142,7 +141,6 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
                    qos_dirs[q], strerror(errno));
           note(u, m);
         }
-        u->wd[q] = wd;
       } else if (!qos_dirs[q][0]) {
         char name[PATH_MAX] = "", m[PATH_MAX + 128];
         ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name, sizeof name, NULL);
@@ -595,13 +593,8 @@ static void *ug_main(void *arg) {
       ioq_error("ungranted: poll failed: %s", strerror(errno));
       break;
     }
-    if (r > 0 && (fds[0].revents & POLLIN)) {
-      char c;
-      ssize_t got = read(u->wake[0], &c, 1);
-      if (got <= 0 || c == 'q')
-        break;
-      next = 0; /* kicked */
-    }
+    if (r > 0 && (fds[0].revents & POLLIN))
+      break; /* ungranted_stop */
     if (r > 0 && u->ino >= 0 && (fds[1].revents & POLLIN)) {
       /* a pod cgroup came or went: bound it now, not at the next tick */
       char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -618,7 +611,6 @@ struct ungranted *ungranted_start(struct plugin *p, ioq_err *e) {
   if (!u)
     return ioq_fail(e, ENOMEM, "ungranted: out of memory"), NULL;
   u->p = p;
-  u->wd[0] = u->wd[1] = u->wd[2] = -1;
   pthread_mutex_init(&u->mu, NULL);
   u->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (u->ino < 0)
@@ -647,11 +639,6 @@ fail:
   pthread_mutex_destroy(&u->mu);
   free(u);
   return NULL;
-}
-
-void ungranted_kick(struct ungranted *u) {
-  if (u && u->running && write(u->wake[1], "k", 1) < 0)
-    ioq_debug("ungranted: kick not delivered: %s", strerror(errno));
 }
 
 void ungranted_stop(struct ungranted *u) {

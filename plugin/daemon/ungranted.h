@@ -18,8 +18,6 @@ struct ungranted *ungranted_start(struct plugin *p, ioq_err *e);
 /* A pass now, on the caller's thread (PreStart: the pool shrinks before the
  * grant is used). NULL-safe. */
 void ungranted_sync(struct ungranted *u);
-/* A pass soon, on its thread. NULL-safe. */
-void ungranted_kick(struct ungranted *u);
 void ungranted_stop(struct ungranted *u);
 void ungranted_free(struct ungranted *u);
 
