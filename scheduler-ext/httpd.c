@@ -341,6 +341,8 @@ unsigned ext_httpd_port(struct ext_httpd *h) {
 
 uint64_t ext_httpd_in_flight(struct ext_httpd *h) { return atomic_load(&h->in_flight); }
 
+uint64_t ext_httpd_parse_memory(struct ext_httpd *h) { return atomic_load(&h->budget.used); }
+
 void ext_httpd_quiesce(struct ext_httpd *h) {
   if (h->quiesced == MHD_INVALID_SOCKET)
     h->quiesced = MHD_quiesce_daemon(h->d);

@@ -44,6 +44,8 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
 /* The bound port (useful with port 0). */
 unsigned ext_httpd_port(struct ext_httpd *h);
 uint64_t ext_httpd_in_flight(struct ext_httpd *h);
+/* Estimated bytes the bodies being parsed hold of --max-request-memory. */
+uint64_t ext_httpd_parse_memory(struct ext_httpd *h);
 /* Stops accepting connections; requests in progress continue. */
 void ext_httpd_quiesce(struct ext_httpd *h);
 /* Waits until no request is in progress or grace_ms passed; returns the

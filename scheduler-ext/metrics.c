@@ -152,6 +152,11 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "# TYPE ioqos_extender_in_flight_requests gauge\n"
           "ioqos_extender_in_flight_requests %llu\n",
       (unsigned long long)g->in_flight);
+  fprintf(f, "# HELP ioqos_extender_request_parse_memory_bytes Estimated memory reserved now by "
+          "request bodies being parsed (bounded by --max-request-memory).\n"
+          "# TYPE ioqos_extender_request_parse_memory_bytes gauge\n"
+          "ioqos_extender_request_parse_memory_bytes %llu\n",
+      (unsigned long long)g->parse_memory);
   fprintf(f, "# HELP ioqos_extender_assumed_placements Placements bound by this extender and not yet "
           "reported by the node's plugin (and not expired).\n"
           "# TYPE ioqos_extender_assumed_placements gauge\n"

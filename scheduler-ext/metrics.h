@@ -36,6 +36,7 @@ enum ext_reject {
 /* Values read at render time from the parts that own them. */
 struct ext_gauges {
   uint64_t in_flight;
+  uint64_t parse_memory; /* estimated bytes reserved by request bodies being parsed */
   uint64_t assumed;
   int node_cache_enabled;
   uint64_t node_cache_nodes;

@@ -513,6 +513,14 @@ class BadInput(unittest.TestCase):
         part = b'{"Pod":{},"NodeNames":[' + b"{}," * 5800
         a.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: 60000\r\n\r\n" + part)
+        # A's bytes must be reserved before B starts: else B (first) takes the
+        # memory and A is the one refused (seen under valgrind on a slow machine)
+        held = 5800 * 960
+
+        def a_holds():
+            a.sendall(b" ")  # A stays active (--idle-timeout 2)
+            return self.ext.metric("ioqos_extender_request_parse_memory_bytes") >= held
+        self.ext.wait_until(a_holds, timeout=60, what="A's partial body holding its parse memory")
         # B needs another ~5 MiB: not now
         body_b = b'{"Pod":{},"NodeNames":[' + b"{}," * 5800 + b"{}]}"
         st, res = None, None
@@ -534,6 +542,9 @@ class BadInput(unittest.TestCase):
         except ConnectionResetError:
             pass
         a.close()
+        self.ext.wait_until(
+            lambda: self.ext.metric("ioqos_extender_request_parse_memory_bytes") == 0,
+            timeout=30, what="A's parse memory returned")
         st, res, _ = self.ext.request("POST", "/filter", body_b)
         self.assertEqual(st, 400, res)  # parsed now (and refused for its content)
         self.assertIn("NodeNames[0]", res["Error"])
