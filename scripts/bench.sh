@@ -1,8 +1,8 @@
 #!/bin/sh
 # make bench: every benchmark; results printed and saved under bench-results/.
 #   1. calibration of the disk holding the repository (ioqosctl calibrate)
-#   2. the isolation benchmark on a real kernel (tests/bench/run.sh: both device kinds,
-#      6 stages, 3 rounds in rotated order; about 40-50 min on 2 cores)
+#   2. the isolation benchmark on a real kernel (tests/bench/run.sh: nullb, nullb-closed, virtio,
+#      3 rounds in rotated order; about 1.5 h on 2 cores)
 #   3. the extender benchmark (tests/extender/bench.sh or bench.py), if present
 #   4. the plugin benchmark (tests/plugin/bench*), if present
 # A failing part is reported and the others still run; the exit status is 1 if any failed.

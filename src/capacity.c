@@ -201,7 +201,11 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     snprintf(srcbuf, sizeof srcbuf, "config %s", cfg->source);
     src = srcbuf;
   }
-  if (!src && cost_model && *cost_model && ioq_path_exists(cost_model)) {
+  /* with nodePolicy.iocost.pace the plugin writes the model itself (a fraction
+   * of this capacity): reading it back as the capacity would shrink it on
+   * every probe */
+  bool model_is_ours = cfg->node_policy.iocost_pace > 0;
+  if (!src && !model_is_ours && cost_model && *cost_model && ioq_path_exists(cost_model)) {
     char *content;
     if (ioq_read_file(cost_model, &content, NULL, 0, e) < 0)
       return -1;
@@ -233,7 +237,12 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     }
   }
   if (!src) {
-    if (!d->capacity_source[0])
+    if (!d->capacity_source[0] && model_is_ours)
+      snprintf(d->capacity_source, sizeof d->capacity_source,
+               "none: set devices[].capacity or run 'ioqosctl calibrate' on %s "
+               "(io.cost.model is not read: nodePolicy.iocost.pace writes it)",
+               d->dev.name);
+    else if (!d->capacity_source[0])
       snprintf(d->capacity_source, sizeof d->capacity_source,
                "none: set devices[].capacity in the config or run 'ioqosctl calibrate --dir DIR' "
                "with DIR on %s",

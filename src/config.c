@@ -368,7 +368,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       c->node_policy.weight_besteffort = (unsigned)be;
     }
     if (ic) {
-      static const char *const ikeys[] = {"enable", "ctrl", "min", "max", "latencyTargetUs", NULL};
+      static const char *const ikeys[] = {"enable", "ctrl", "min", "max", "latencyTargetUs", "pace",
+                                          NULL};
       uint64_t lat = 0;
       char *ctrl = NULL;
       if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
@@ -390,6 +391,16 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1, 10000000) < 0)
         return -1;
       c->node_policy.iocost_latency_us = (unsigned)lat;
+      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0, 1.0) < 0)
+        return -1;
+      if (c->node_policy.iocost_pace > 0) {
+        if (!c->node_policy.iocost_enable || !c->node_policy.iocost_ctrl_user)
+          return bad(x, "nodePolicy.iocost.pace", "needs nodePolicy.iocost.enable true and ctrl user");
+        /* the period is twice the latency target: 4 ms spreads a throttled
+         * burst well within a token bucket's refill (measured, benchmark.md) */
+        if (!lat)
+          c->node_policy.iocost_latency_us = IOQ_DEFAULT_IOCOST_PACE_LATENCY_US;
+      }
     }
   }
   return 0;

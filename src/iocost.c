@@ -99,17 +99,26 @@ static int read_state(const char *file, struct ioq_devno dev, struct ioq_iocost_
   return rc;
 }
 
-int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct ioq_iocost_qos *want,
-                         bool *changed, char *written, size_t writtensz, ioq_err *e) {
+/* The root cgroup's iocost file for an apply (which starts as "nothing
+ * written"); IOQ_EUNSUPPORTED when the kernel has none. */
+static int root_file(const char *root, const char *name, char file[PATH_MAX], bool *changed,
+                     char *written, size_t writtensz, ioq_err *e) {
   *changed = false;
   if (written && writtensz)
     written[0] = '\0';
-  char file[PATH_MAX];
-  if (ioq_path_join(file, sizeof file, e, root, "io.cost.qos", NULL) < 0)
+  if (ioq_path_join(file, PATH_MAX, e, root, name, NULL) < 0)
     return -1;
   if (!ioq_path_exists(file))
     return ioq_fail(e, IOQ_EUNSUPPORTED, "%s does not exist: the kernel has no iocost "
                     "(CONFIG_BLK_CGROUP_IOCOST), or %s is not the cgroup v2 root", file, root);
+  return 0;
+}
+
+int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct ioq_iocost_qos *want,
+                         bool *changed, char *written, size_t writtensz, ioq_err *e) {
+  char file[PATH_MAX];
+  if (root_file(root, "io.cost.qos", file, changed, written, writtensz, e) < 0)
+    return -1;
   if (want->enable && want->ctrl_user &&
       (want->min < 1 || want->max > 10000 || want->min > want->max))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "iocost min %.2f / max %.2f: want 1 <= min <= max <= 10000",
@@ -134,5 +143,99 @@ int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct io
   if (!present || !holds(&have, want))
     return ioq_fail(e, IOQ_EMISMATCH, "%s: wrote '%s', read back '%s'", file, line,
                     present ? raw : "(no line for the disk)");
+  return 0;
+}
+
+/* ---- io.cost.model ---- */
+
+static const char *const g_model_keys[6] = {"rbps", "rseqiops", "rrandiops",
+                                            "wbps", "wseqiops", "wrandiops"};
+
+int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_model *out,
+                           bool *user, bool *present, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  *user = *present = false;
+  char line[512], devs[32];
+  ioq_dev_line(content, dev, line, sizeof line);
+  if (!line[0])
+    return 0;
+  *present = true;
+  bool ctrl_user = false;
+  uint64_t v[6] = {0};
+  char *save;
+  for (char *t = strtok_r(line, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+    char *eq = strchr(t, '=');
+    if (!eq)
+      continue; /* the leading MAJ:MIN */
+    *eq = '\0';
+    if (strcmp(t, "ctrl") == 0)
+      ctrl_user = strcmp(eq + 1, "user") == 0;
+    for (int i = 0; i < 6; i++)
+      if (strcmp(t, g_model_keys[i]) == 0 && ioq_parse_u64(eq + 1, &v[i]) < 0)
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad %s '%s'",
+                        ioq_devno_str(dev, devs, sizeof devs), t, eq + 1);
+  }
+  /* ours: both directions the same bandwidth, every IOPS coefficient the same */
+  if (ctrl_user && v[0] && v[0] == v[3] && v[1] && v[1] == v[2] && v[1] == v[4] && v[1] == v[5]) {
+    *user = true;
+    out->bps = v[0];
+    out->iops = v[1];
+  }
+  return 0;
+}
+
+int ioq_iocost_model_format(char *out, size_t outsz, struct ioq_devno dev,
+                            const struct ioq_iocost_model *w, ioq_err *e) {
+  if (!w->bps || !w->iops)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model: bandwidth and IOPS must be > 0");
+  char devs[32];
+  ioq_devno_str(dev, devs, sizeof devs);
+  unsigned long long b = w->bps, i = w->iops;
+  int n = snprintf(out, outsz,
+                   "%s ctrl=user model=linear rbps=%llu rseqiops=%llu rrandiops=%llu wbps=%llu "
+                   "wseqiops=%llu wrandiops=%llu",
+                   devs, b, i, i, b, i, i);
+  if (n < 0 || (size_t)n >= outsz)
+    return ioq_fail(e, ENAMETOOLONG, "io.cost.model line too long");
+  return 0;
+}
+
+static int read_model(const char *file, struct ioq_devno dev, struct ioq_iocost_model *m,
+                      bool *user, char *raw, size_t rawsz, ioq_err *e) {
+  char *content;
+  bool present;
+  if (ioq_read_file(file, &content, NULL, 0, e) < 0)
+    return -1;
+  ioq_dev_line(content, dev, raw, rawsz);
+  int rc = ioq_iocost_model_parse(content, dev, m, user, &present, e);
+  free(content);
+  return rc;
+}
+
+int ioq_iocost_model_apply(const char *root, struct ioq_devno dev,
+                           const struct ioq_iocost_model *want, bool *changed, char *written,
+                           size_t writtensz, ioq_err *e) {
+  char file[PATH_MAX];
+  if (root_file(root, "io.cost.model", file, changed, written, writtensz, e) < 0)
+    return -1;
+  char line[256], raw[512];
+  if (ioq_iocost_model_format(line, sizeof line, dev, want, e) < 0)
+    return -1;
+  struct ioq_iocost_model have;
+  bool user;
+  if (read_model(file, dev, &have, &user, raw, sizeof raw, e) < 0)
+    return -1;
+  if (user && have.bps == want->bps && have.iops == want->iops)
+    return 0;
+  if (ioq_write_file(file, line, e) < 0)
+    return -1;
+  *changed = true;
+  if (written)
+    ioq_copy(written, writtensz, line);
+  if (read_model(file, dev, &have, &user, raw, sizeof raw, e) < 0)
+    return -1;
+  if (!user || have.bps != want->bps || have.iops != want->iops)
+    return ioq_fail(e, IOQ_EMISMATCH, "%s: wrote '%s', read back '%s'", file, line,
+                    raw[0] ? raw : "(no line for the disk)");
   return 0;
 }

@@ -1,7 +1,7 @@
 /* The node policy (config nodePolicy), opt-in and node-wide:
  *  - iocost: io.cost.qos of the root cgroup for every managed disk's leaf
  *    disks (iocost acts on request-based disks), which is what makes
- *    io.weight take effect (cgroup v2 only);
+ *    io.weight take effect (cgroup v2 only); with pace, also io.cost.model;
  *  - weights of the Burstable and BestEffort QoS cgroups on every managed
  *    disk (io.weight and io.bfq.weight on v2, blkio.bfq.weight on v1), e.g. a
  *    low BestEffort weight.
@@ -29,12 +29,54 @@ static void failed(struct plugin *p, const ioq_err *e) {
   ioq_copy(g_last_err, sizeof g_last_err, e->msg);
 }
 
+/* nodePolicy.iocost.pace: iocost's model at pace x the disk's capacity, so
+ * that iocost (vrate pinned) issues no more than that, spread over its
+ * period. A token-bucket disk then never runs dry under the throttled bursts
+ * blk-throttle releases once per slice (100 ms on Debian's 6.1 kernels). */
+static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
+  double pace = p->cfg.node_policy.iocost_pace;
+  ioq_err e;
+  if (d->n_leaves != 1) {
+    ioq_fail(&e, IOQ_EUNSUPPORTED, "nodePolicy.iocost.pace on %s: it sits on %zu disks and a "
+             "per-disk model would need each one's share of the capacity; not paced", d->dev.name,
+             d->n_leaves);
+    failed(p, &e);
+    return 0;
+  }
+  if (!d->capacity_bw_bytes || !d->capacity_iops) {
+    ioq_fail(&e, IOQ_EINVAL_INPUT, "nodePolicy.iocost.pace on %s: no capacity to pace from (%s)",
+             d->dev.name, d->capacity_source);
+    failed(p, &e);
+    return 0;
+  }
+  struct ioq_iocost_model want = {.bps = (uint64_t)(pace * (double)d->capacity_bw_bytes),
+                                  .iops = (uint64_t)(pace * (double)d->capacity_iops)};
+  if (!want.bps || !want.iops)
+    want.bps = want.iops = 1; /* a disk of a few bytes: the kernel needs > 0 */
+  struct ioq_devno dev = {d->leaves[0].major, d->leaves[0].minor};
+  bool changed;
+  char line[256];
+  if (ioq_iocost_model_apply(p->layout.io_root, dev, &want, &changed, line, sizeof line, &e) < 0) {
+    ioq_err_prefix(&e, "nodePolicy.iocost.pace on %s", d->leaves[0].name);
+    failed(p, &e);
+    return 0;
+  }
+  if (!changed)
+    return 0;
+  ioq_info("node policy iocost model set disk=%s pace=%.2f capacity_bytes_per_second=%llu "
+           "capacity_iops=%llu file=%s/io.cost.model wrote='%s'",
+           d->leaves[0].name, pace, (unsigned long long)d->capacity_bw_bytes,
+           (unsigned long long)d->capacity_iops, p->layout.io_root, line);
+  return 1;
+}
+
 static unsigned apply_iocost(struct plugin *p, const struct ioq_disk *d) {
   const struct ioq_config *c = &p->cfg;
   struct ioq_iocost_qos want = {.enable = true, .ctrl_user = c->node_policy.iocost_ctrl_user,
                                 .min = c->node_policy.iocost_min, .max = c->node_policy.iocost_max,
                                 .latency_us = c->node_policy.iocost_latency_us};
-  unsigned writes = 0;
+  /* the model before enabling, so iocost starts at the paced rate */
+  unsigned writes = c->node_policy.iocost_pace > 0 ? apply_pace(p, d) : 0;
   for (size_t i = 0; i < d->n_leaves; i++) {
     struct ioq_devno dev = {d->leaves[i].major, d->leaves[i].minor};
     bool changed;

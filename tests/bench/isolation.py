@@ -16,6 +16,11 @@ backup workload) it runs rounds of stages in rotated order:
   ioqos         grants through the real ioqos-plugin, driven the way kubelet does
                 (pod object, GetPreferredAllocation, Allocate, pod resources entry,
                 pod cgroup, PreStartContainer, then the container)
+  ioqos+pace    the ioqos stage with iocost pacing the whole disk: io.cost.model
+                (ctrl=user, linear) at --pace x the disk's capacity and io.cost.qos with
+                vrate pinned (min=max=100) and a short period (--pace-lat-us): iocost
+                then issues the backup's throttled bursts no faster than its weight's
+                share of that rate (issue 18, token-bucket disks)
   control       the ioqos stage's limits (written with `ioqosctl apply`) on the
                 control disk: the same jobs with the disk never the bottleneck, so
                 the db's IOPS there is what the harness (TCG, 2 cores) allows
@@ -74,12 +79,12 @@ DB_WORKLOADS = {
     "randwrite-qd16": ("randwrite", 16),
 }
 BACKUP_MODES = ("direct", "buffered")
-ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "control",
+ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
 CONTROL_STAGES = ("control", "control+1u", "control+4u")
 BACKUP_JOBS = 4
 # stages whose db and backup are granted through the plugin
-GRANTED_STAGES = ("ioqos", "ioqos+1u", "ioqos+4u", "neighbours")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours")
 # stages with pods WITHOUT a grant next to them: (QoS class, writes) per pod;
 # "buffered" falls back to direct on a disk without a filesystem (see BACKUP_MODES)
 NEIGHBOUR_STAGES = {
@@ -391,6 +396,26 @@ def iocost_set(disk, line):
     return ""
 
 
+def iocost_model_set(disk, line):
+    path = os.path.join(CG, "io.cost.model")
+    write(path, "%s %s" % (disk.devno, line))
+    for l in read(path).splitlines():
+        if l.split()[:1] == [disk.devno]:
+            return l.strip()
+    return ""
+
+
+def iocost_pace(a, disk):
+    """iocost as a pacer of the whole disk: its cost model says the disk does
+    pace x capacity, vrate pinned at 100 %, a period of 2 x the latency target."""
+    bw, iops = int(a.pace * a.capacity_bw), int(a.pace * a.capacity_iops)
+    model = iocost_model_set(disk, "ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d "
+                             "wbps=%d wseqiops=%d wrandiops=%d" % (bw, iops, iops, bw, iops, iops))
+    qos = iocost_set(disk, "enable=1 ctrl=user rpct=95.00 rlat=%d wpct=95.00 wlat=%d min=100.00 max=100.00"
+                     % (a.pace_lat_us, a.pace_lat_us))
+    return model, qos
+
+
 # ------------------------------------------------------------------ plugin --
 
 class Cluster:
@@ -672,6 +697,7 @@ class Scenario:
             "db_grant_factor": a.db_grant_factor, "backup_jobs": BACKUP_JOBS,
             "db_demand_fraction": a.db_demand, "db_demand_iops": a.db_demand_iops,
             "iocost_qos": IOCOST_QOS, "weights": [WEIGHT_DB, WEIGHT_BACKUP],
+            "pace": a.pace, "pace_lat_us": a.pace_lat_us,
             "ungranted": {"config": self.cluster.config_extra.get("nodePolicy"),
                           "sandbox_delay_s": a.sandbox_delay,
                           "neighbours": {s: NEIGHBOUR_STAGES[s] for s in a.stage_list if s in NEIGHBOUR_STAGES}},
@@ -699,6 +725,8 @@ class Scenario:
         log_off = cl.log_offset() if cl else 0
         procs, samp = [], None
         try:
+            if stage == "ioqos+pace":
+                res["iocost_model"], res["iocost_qos"] = iocost_pace(a, disk)
             if granted:
                 t_adm = time.monotonic()
                 ids = {}
@@ -865,8 +893,10 @@ class Scenario:
                 for p in pods + nbs:
                     if os.path.isdir(p.dir):
                         ctl_apply(a, p.dir, disk, clear=True)
-            if stage == "weight":
+            if stage in ("weight", "ioqos+pace"):
                 res["iocost_off"] = iocost_set(disk, "enable=0")
+            if stage == "ioqos+pace":
+                iocost_model_set(disk, "ctrl=auto")
             for p in pods + nbs:
                 p.remove()
             if cl:
@@ -1087,6 +1117,10 @@ def main():
     ap.add_argument("--db-grant-factor", type=float, default=1.1)
     ap.add_argument("--db-demand", type=float, default=0.25,
                     help="the db's demand: at most this fraction of the disk's IOPS (fio rate_iops); 0 = unbounded")
+    ap.add_argument("--pace", type=float, default=0.9,
+                    help="ioqos+pace: iocost's model at this fraction of the disk's capacity")
+    ap.add_argument("--pace-lat-us", type=int, default=2000,
+                    help="ioqos+pace: iocost's latency target (its period is twice this)")
     ap.add_argument("--reconcile", type=int, default=10, help="plugin reconcile interval (s)")
     ap.add_argument("--ungranted", choices=("auto", "on", "off", "default"), default="auto",
                     help="the plugin's bounds for pods without a grant (config nodePolicy.ungranted.enable): "

@@ -34,10 +34,10 @@ import sys
 import time
 
 MIB = 1024 * 1024
-STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "control",
+STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
                "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
 NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u"}
-GRANTED_STAGES = ("ioqos", "ioqos+1u", "ioqos+4u", "neighbours")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours")
 NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours")
 TARGET_CEILING = 0.95
 TARGET_CEILING_UNGRANTED = 0.9
@@ -159,7 +159,7 @@ def summarize_case(case, meta=None):
             st[s].update(summarize_neighbours(rs, case, meta or {}))
     iops = {s: v["db_iops"] for s, v in st.items() if v["db_iops"] is not None}
     solo, cont = iops.get("solo"), iops.get("contended")
-    prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "control",
+    prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "ioqos+pace", "control",
                                                         "ioqos+1u", "ioqos+4u", "control+1u", "control+4u")
             if s in iops}
     # per-round ratios (each round's own solo and contended): the spread
@@ -173,7 +173,7 @@ def summarize_case(case, meta=None):
             per_round[s].append(ratio(ri.get(s), ri.get("contended"), ri.get("solo")))
         if "ioqos" in ri and "control" in ri:
             per_round_ceiling.append(ratio(ri["ioqos"], ri.get("contended"), ri["control"]))
-        for s in ("ioqos+1u", "ioqos+4u"):
+        for s in ("ioqos+1u", "ioqos+4u", "ioqos+pace"):
             if s in ri and "control" in ri:
                 per_round_nb_ceiling.setdefault(s, []).append(ratio(ri[s], ri.get("contended"), ri["control"]))
     g = case["grants"]
@@ -191,6 +191,12 @@ def summarize_case(case, meta=None):
     if "ioqos" in st and st["ioqos"]["backup_bw_bytes"] is not None:
         out["satisfaction"] = st["ioqos"]["backup_bw_bytes"] / granted_backup
         out["satisfaction_spread"] = [x / granted_backup for x in st["ioqos"]["backup_bw_spread"]]
+    if "ioqos+pace" in iops and "control" in iops:
+        # the ioqos stage with iocost pacing the disk (issue 18)
+        out["pace_vs_ceiling"] = ratio(iops["ioqos+pace"], cont, iops["control"])
+        out["pace_vs_ceiling_spread"] = spread(per_round_nb_ceiling.get("ioqos+pace", []))
+    if "ioqos+pace" in st and st["ioqos+pace"]["backup_bw_bytes"] is not None:
+        out["pace_satisfaction"] = st["ioqos+pace"]["backup_bw_bytes"] / granted_backup
     if "weight" in st and st["weight"]["backup_bw_bytes"] is not None:
         out["weight_backup_vs_grant"] = st["weight"]["backup_bw_bytes"] / granted_backup
     if "control" in st and st["control"]["backup_bw_bytes"] is not None:
@@ -509,6 +515,36 @@ def markdown(summary):
                  "cgroup-wide default weight), protection: " + "; ".join(
                      "%s %s + %s: %s" % (c["device"], c["db"], c["backup"], fmt_r(c["protection"].get("weight-plain")))
                      for c in summary["cases"] if "weight-plain" in c["stages"]) + ".")
+    if any("ioqos+pace" in c["stages"] for c in summary["cases"]):
+        L.append("")
+        L.append("### iocost pacing (stage ioqos+pace: the ioqos stage with `nodePolicy.iocost.pace`)")
+        L.append("")
+        L.append("The ioqos stage plus iocost with its model at pace × the disk's capacity and vrate pinned "
+                 "(%s): the disk is fed no faster than that, spread over iocost's period. db IOPS and "
+                 "latency (mean / p99 ms), protection and against the ceiling, backup achieved / granted; "
+                 "medians." % ", ".join(sorted(set("pace %s, latency target %s us" % (
+                     r.get("pace", "?"), r.get("pace_lat_us", "?")) for r in meta.get("raw", {}).values()))))
+        L.append("")
+        L.append("| device | db | backup | ioqos | ioqos+pace | control | ioqos / ceiling | ioqos+pace / ceiling "
+                 "| p99 ioqos | p99 ioqos+pace | p99 solo | backup ioqos+pace / grant |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for c in summary["cases"]:
+            st = c["stages"]
+            if "ioqos+pace" not in st:
+                continue
+
+            def iops_cell(s):
+                return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops) if s in st else "–"
+
+            def p99(s):
+                v = st.get(s, {}).get("db_lat_p99_us")
+                return "–" if v is None else "%.1f" % (v / 1000)
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                c["device"], c["db"], c["backup"], iops_cell("ioqos"), iops_cell("ioqos+pace"),
+                iops_cell("control"),
+                fmt_r(c.get("ioqos_vs_ceiling")) + fmt_sp(c.get("ioqos_vs_ceiling_spread"), fmt_r),
+                fmt_r(c.get("pace_vs_ceiling")) + fmt_sp(c.get("pace_vs_ceiling_spread"), fmt_r),
+                p99("ioqos"), p99("ioqos+pace"), p99("solo"), fmt_r(c.get("pace_satisfaction"))))
     L.append("")
     L.append("## Latency of the db and bandwidth of the backup")
     L.append("")

@@ -12,14 +12,16 @@
 #   isolation.png               the plot (gnuplot)
 #
 # usage: tests/bench/run.sh [--demo | --ctest] [--build DIR] [--out DIR]
-#            [--devices nullb,virtio] [--rounds N] [--runtime S] [--cases LIST]
+#            [--devices nullb,nullb-closed,virtio] [--rounds N] [--runtime S] [--cases LIST]
 #            [--stages LIST] [--no-accuracy] [--no-overhead] [--report-only]
 #            [--vm-arg ARG]...   (extra vm-run options, also env BENCH_VM_ARGS)
 #            [--arg ARG]...      (extra isolation.py options, also env BENCH_SCENARIO_ARGS)
 #
-#   (default)  the full run: both device kinds, every db workload with a direct backup,
-#              two with a buffered one (virtio), 9 stages, 3 rounds, accuracy and
-#              overhead (about 80-90 min on 2 cores)
+#   (default)  the full run: three device kinds, every db workload with a direct backup,
+#              two with a buffered one (virtio), 11 stages, 3 rounds, accuracy and
+#              overhead; nullb-closed (the db closed-loop on the token-bucket disk,
+#              granted its need + 30 %) with the 6 stages without ungranted pods and no
+#              accuracy/overhead (same disk as nullb) (about 1.5 h on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
 #              grant (ioqos+1u) (a few minutes)
 #   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u
@@ -32,16 +34,18 @@ MiB=1048576
 
 build=$REPO/build
 out=
-devices=nullb,virtio
+devices=nullb,nullb-closed,virtio
 rounds=3
 runtime=8
 ramp=2
 stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,control+1u,control+4u
+stages_nullb_closed=solo,contended,weight,weight-plain,ioqos,ioqos+pace,control
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
 # data, so it holds no filesystem, and buffered writes to its raw device share one
 # inode across every stage (see settle() in isolation.py)
 cases_nullb=$direct_cases
+cases_nullb_closed=$direct_cases
 cases_virtio="$direct_cases,randread-qd16+buffered,randwrite-qd1+buffered"
 read -r -a vm_extra <<< "${BENCH_VM_ARGS:-}"
 read -r -a sc_extra <<< "${BENCH_SCENARIO_ARGS:-}"
@@ -56,7 +60,7 @@ for a in "$@"; do
 done
 case $mode in
     demo)
-        rounds=1; runtime=6; stages=solo,contended,weight,ioqos,control,ioqos+1u
+        rounds=1; runtime=6; devices=nullb,virtio; stages=solo,contended,weight,ioqos,control,ioqos+1u
         cases_nullb="randwrite-qd1+direct"
         cases_virtio="randread-qd16+direct"
         extra=() ;;
@@ -75,7 +79,7 @@ while [ $# -gt 0 ]; do
         --rounds) rounds=$2; shift ;;
         --runtime) runtime=$2; shift ;;
         --cases) cases_override=$2; shift ;;
-        --stages) stages=$2; shift ;;
+        --stages) stages=$2; stages_nullb_closed=$2; shift ;;
         --no-accuracy) extra=("${extra[@]/--accuracy}") ;;
         --no-overhead) extra=("${extra[@]/--overhead}") ;;
         --report-only) report_only=1 ;;
@@ -90,7 +94,9 @@ done
 # the demo keeps its results apart, so it never overwrites the full run's
 [ -n "$out" ] || { [ "$mode" = demo ] && out=$REPO/bench-results/demo || out=$REPO/bench-results; }
 # shellcheck disable=SC2034  # read through ${!c} below
-if [ -n "$cases_override" ]; then cases_nullb=$cases_override; cases_virtio=$cases_override; fi
+if [ -n "$cases_override" ]; then
+    cases_nullb=$cases_override; cases_nullb_closed=$cases_override; cases_virtio=$cases_override
+fi
 mapfile -t extra < <(printf '%s\n' "${extra[@]}" | grep . || true)
 
 build=$(cd "$build" && pwd -P)
@@ -106,12 +112,19 @@ CAP_BW=$((200 * MiB))
 CAP_IOPS=51200
 
 run_kind() {
-    local kind=$1 cases=$2 vmargs inargs rc=0
+    local kind=$1 cases=$2 vmargs inargs rc=0 kstages=$stages kextra=("${extra[@]}")
     case $kind in
-        nullb)
+        nullb|nullb-closed)
             vmargs=(--nullb "nb0:mbps=$((CAP_BW / MiB)):size_gb=8"
                     --nullb "nb1:mbps=$((2 * CAP_BW / MiB)):size_gb=8")
-            inargs=(--disk /dev/e2e/nb0 --control-disk /dev/e2e/nb1) ;;
+            inargs=(--disk /dev/e2e/nb0 --control-disk /dev/e2e/nb1)
+            # nullb-closed: the db as a database runs, closed-loop (as much as it can,
+            # never paced) and granted its measured need + 30 %; the backup the rest.
+            # On a token-bucket disk this is the harsh case (issue 18)
+            if [ "$kind" = nullb-closed ]; then
+                inargs+=(--db-demand 0 --db-grant-factor 1.3)
+                kstages=$stages_nullb_closed; kextra=()
+            fi ;;
         virtio)
             # the pods without a grant (stages ioqos+Nu, neighbours) write files of
             # their own: 4 pods x 4 writers x 64 MiB beside the db's and backup's 1.5 GiB
@@ -135,8 +148,8 @@ run_kind() {
     "$REPO/tests/e2e/vm-run" --timing --timeout 7200 "${shares[@]}" "${vm_extra[@]}" "${vmargs[@]}" -- \
         /usr/bin/python3 "$HERE/isolation.py" --kind "$kind" "${inargs[@]}" \
         --capacity-bw "$CAP_BW" --capacity-iops "$CAP_IOPS" --control-factor 2 \
-        --cases "$cases" --stages "$stages" --rounds "$rounds" --runtime "$runtime" --ramp "$ramp" \
-        "${extra[@]}" "${sc_extra[@]}" --plugin "$plugin" --ioqosctl "$ctl" --proto-py "$proto_py" \
+        --cases "$cases" --stages "$kstages" --rounds "$rounds" --runtime "$runtime" --ramp "$ramp" \
+        "${kextra[@]}" "${sc_extra[@]}" --plugin "$plugin" --ioqosctl "$ctl" --proto-py "$proto_py" \
         --out "$out/isolation-raw-$kind.json" --plugin-log "$out/isolation-plugin-$kind.log" || rc=$?
     loads+=("$kind end $(cut -d' ' -f1-3 /proc/loadavg)")
     return $rc
@@ -151,7 +164,7 @@ if [ "$report_only" = 0 ]; then
     raws=()
     for kind in ${devices//,/ }; do
         rm -f "$out/isolation-raw-$kind.json"
-        c=cases_$kind
+        c=cases_${kind//-/_}
         run_kind "$kind" "${!c}" || { status=$?; echo "== $kind: the scenario failed (exit $status)" >&2; }
         raws+=("$out/isolation-raw-$kind.json")
     done

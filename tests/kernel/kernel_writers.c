@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ioqos/enforce.h"
@@ -410,4 +411,54 @@ Test(kernel, v2_iocost_qos, .init = setup, .fini = teardown) {
   struct ioq_iocost_qos off = {.enable = false};
   cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d2, &off, &changed, NULL, 0, &e), 0, "%s", e.msg);
   cr_assert(changed);
+}
+
+/* nodePolicy.iocost.pace on the real root io.cost.model: the model written in
+ * the kernel's format and read back, no second write, and in effect: with
+ * iocost on (vrate pinned at 100 %) a direct writer on a disk that does
+ * 1000 MiB/s gets no more than the modelled 8 MiB/s. Only a lower bound on
+ * the time is checked (a slow machine only makes it slower). */
+Test(kernel, v2_iocost_model_paces_the_disk, .init = setup, .fini = teardown) {
+  if (g_ver != 2)
+    cr_skip_test("cgroup v2 only");
+  ioq_err e = {0};
+  struct ioq_iocost_model m = {.bps = 8u << 20, .iops = 2048};
+  bool changed;
+  char written[256], dv[32];
+  ioq_devno_str(g_d1, dv, sizeof dv);
+  cr_assert_eq(ioq_iocost_model_apply(g_root, g_d1, &m, &changed, written, sizeof written, &e), 0,
+               "%s", e.msg);
+  cr_assert(changed);
+  char *c = slurp(g_root, "io.cost.model");
+  char line[256];
+  snprintf(line, sizeof line, "%s ctrl=user model=linear rbps=8388608 rseqiops=2048 rrandiops=2048 "
+           "wbps=8388608 wseqiops=2048 wrandiops=2048", dv);
+  cr_assert(strstr(c, line), "io.cost.model holds:\n%s", c);
+  free(c);
+  cr_assert_eq(ioq_iocost_model_apply(g_root, g_d1, &m, &changed, NULL, 0, &e), 0, "%s", e.msg);
+  cr_assert_not(changed, "in place: no second write");
+  struct ioq_iocost_qos q = {.enable = true, .ctrl_user = true, .min = 100, .max = 100,
+                             .latency_us = 2000};
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d1, &q, &changed, NULL, 0, &e), 0, "%s", e.msg);
+
+  /* 24 MiB at 8 MiB/s: at least ~3 s (2.4 s allows for iocost's margins) */
+  char sys[64], dev[PATH_MAX], real[PATH_MAX], cmd[2 * PATH_MAX + 256];
+  snprintf(sys, sizeof sys, "/sys/dev/block/%s", dv);
+  cr_assert(realpath(sys, real), "%s: %s", sys, strerror(errno));
+  snprintf(dev, sizeof dev, "/dev/%s", strrchr(real, '/') + 1);
+  snprintf(cmd, sizeof cmd,
+           "sh -c 'echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s bs=1M count=24 "
+           "oflag=direct status=none'", g_cg, dev);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = system(cmd);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  struct ioq_iocost_qos off = {.enable = false};
+  cr_assert_eq(ioq_iocost_qos_apply(g_root, g_d1, &off, &changed, NULL, 0, &e), 0, "%s", e.msg);
+  char autom[64];
+  snprintf(autom, sizeof autom, "%s ctrl=auto", dv);
+  write_root("io.cost.model", autom);
+  cr_assert_eq(rc, 0, "%s failed", cmd);
+  cr_assert_geq(s, 2.4, "24 MiB written in %.2f s: the 8 MiB/s model did not pace the disk", s);
 }

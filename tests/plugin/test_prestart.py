@@ -330,6 +330,34 @@ class NodePolicy(PluginTest):
         self.assertEqual(d.metric("ioqos_node_policy_errors_total"), 0)
 
 
+class NodePolicyPace(PluginTest):
+    env_args = {"extra_config": {"nodePolicy": {"iocost": {"enable": True, "pace": 0.85}}}}
+
+    def test_model_from_capacity_then_qos(self):
+        cg = self.env.cgroup_root
+        write(os.path.join(cg, "io.cost.qos"), "")
+        write(os.path.join(cg, "io.cost.model"), "")
+        d = self.start()
+        bw, iops = int(0.85 * 1000 * MIB), int(0.85 * 100000)
+        model = ("250:0 ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d wbps=%d wseqiops=%d "
+                 "wrandiops=%d" % (bw, iops, iops, bw, iops, iops))
+        qos = "250:0 enable=1 ctrl=user rpct=95.00 rlat=2000 wpct=95.00 wlat=2000 min=100.00 max=100.00"
+        self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.qos")).strip() == qos, what="io.cost.qos written")
+        self.assertEqual(read(os.path.join(cg, "io.cost.model")).strip(), model)
+        d.wait_log(r"node policy iocost model set disk=fakedisk0 pace=0.85 capacity_bytes_per_second=%d "
+                   r"capacity_iops=100000" % (1000 * MIB))
+        # the capacity stays the configured one (the model is not read back as it)
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        d.wait_log(r"reconcile pass")
+        time.sleep(1.5)
+        self.assertEqual(d.metric("ioqos_node_policy_writes_total"), 2)
+        self.assertEqual(d.metric("ioqos_node_policy_errors_total"), 0)
+        # someone rewrites the model: put back on the next pass, said in the log
+        write(os.path.join(cg, "io.cost.model"), "250:0 ctrl=auto")
+        self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.model")).strip() == model,
+                          timeout=30, what="io.cost.model restored")
+
+
 class Annotation(PluginTest):
     def test_publishes_on_change_with_merge_patch_and_retries(self):
         d = self.start()

@@ -115,6 +115,38 @@ Test(probe, pure_v2_with_iocost_and_latency) {
   ioq_config_free(&c);
 }
 
+/* nodePolicy.iocost.pace writes io.cost.model from the capacity: the model
+ * is then never read back as the capacity (it would shrink on every probe) */
+Test(probe, pace_does_not_read_its_own_model_as_capacity) {
+  v2_tree(true, true);
+  struct ioq_config c = config_for(
+      "{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\"}],"
+      "\"nodePolicy\":{\"iocost\":{\"enable\":true,\"pace\":0.85}}}");
+  cr_assert_float_eq(c.node_policy.iocost_pace, 0.85, 1e-9);
+  cr_assert_eq(c.node_policy.iocost_latency_us, 2000); /* pace's default period: 4 ms */
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  struct ioq_disk *nv = ioq_inventory_find(&inv, "nvme0n1");
+  cr_assert(nv);
+  cr_assert_eq(nv->capacity_bw_bytes, 0);
+  cr_assert(strstr(nv->capacity_source, "io.cost.model is not read: nodePolicy.iocost.pace writes it"),
+            "%s", nv->capacity_source);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+  /* with a configured capacity the disk is served as usual */
+  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\",\"capacity\":"
+                 "{\"bandwidthBytesPerSec\":209715200,\"iops\":51200}}],"
+                 "\"nodePolicy\":{\"iocost\":{\"enable\":true,\"pace\":0.85,\"latencyTargetUs\":5000}}}");
+  cr_assert_eq(c.node_policy.iocost_latency_us, 5000); /* a given target is kept */
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  nv = ioq_inventory_find(&inv, "nvme0n1");
+  cr_assert_eq(nv->capacity_bw_bytes, 209715200ull);
+  cr_assert(strstr(nv->capacity_source, "config"), "%s", nv->capacity_source);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
 Test(probe, v2_kernel_without_iocost) {
   v2_tree(false, false);
   struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"nvme0n1\"}]}");

@@ -25,6 +25,7 @@
 #define IOQ_CLASS_NAME_MAX 63
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
+#define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -77,6 +78,10 @@ struct ioq_config {
     bool iocost_ctrl_user;
     double iocost_min, iocost_max;
     unsigned iocost_latency_us;
+    /* (0, 1], 0 = unset: io.cost.model of each managed disk written as this
+     * fraction of its capacity, so iocost paces the disk below what it can
+     * do (token-bucket disks: issue 18); needs enable and ctrl=user */
+    double iocost_pace;
     /* bounds for pods without a grant on a disk where grants exist
      * (ungranted.h); on by default */
     bool ungranted_enable;

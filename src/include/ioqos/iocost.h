@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ioqos/error.h"
 #include "ioqos/iolimit.h"
@@ -37,5 +38,31 @@ int ioq_iocost_qos_format(char *out, size_t outsz, struct ioq_devno dev,
  * NULL) gets the line written. */
 int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct ioq_iocost_qos *want,
                          bool *changed, char *written, size_t writtensz, ioq_err *e);
+
+/* iocost's user cost model (root io.cost.model), written by the node policy
+ * nodePolicy.iocost.pace: the disk is modelled as doing `bps` bytes/s and
+ * `iops` IOs/s in both directions, sequential and random alike, e.g.
+ *   8:16 ctrl=user model=linear rbps=178257920 rseqiops=43520 rrandiops=43520
+ *        wbps=178257920 wseqiops=43520 wrandiops=43520
+ * With vrate pinned (min = max = 100) iocost then issues no more than that
+ * to the disk, spread over its period rather than in bursts. */
+struct ioq_iocost_model {
+  uint64_t bps, iops;
+};
+
+/* The disk's line of io.cost.model content: *user = ctrl=user with all six
+ * linear coefficients equal to out's two values (else out is zeroed);
+ * *present=false without a line. */
+int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_model *out,
+                           bool *user, bool *present, ioq_err *e);
+
+/* The line to write (without newline); bps and iops must be > 0. */
+int ioq_iocost_model_format(char *out, size_t outsz, struct ioq_devno dev,
+                            const struct ioq_iocost_model *want, ioq_err *e);
+
+/* Makes root/io.cost.model hold `want` for dev, like ioq_iocost_qos_apply. */
+int ioq_iocost_model_apply(const char *root, struct ioq_devno dev,
+                           const struct ioq_iocost_model *want, bool *changed, char *written,
+                           size_t writtensz, ioq_err *e);
 
 #endif
