@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -214,6 +215,10 @@ int main(int argc, char **argv) {
    * glibc would give each a malloc arena that keeps its freed memory. Two
    * arenas keep idle RSS flat at a negligible cost in contention. */
   mallopt(M_ARENA_MAX, 2);
+  /* Everything this root daemon creates is its own: above all its gRPC
+   * sockets in kubelet's device-plugins directory, which gRPC binds with the
+   * process umask (a 0755-style socket lets any local user call Allocate). */
+  umask(077);
 
   /* Signals are taken by sigwait on this thread only: block them before any
    * thread exists (gRPC's included) so every thread inherits the mask. */

@@ -29,6 +29,9 @@ class Registration(PluginTest):
                              sorted("fakedisk0-%s-%d" % (tag, n) for n in range(1000)))
             self.assertEqual({h for _, h in lst}, {"Healthy"})
             self.assertTrue(all(len(i) <= 63 for i, _ in lst))
+            # only root (kubelet) may connect to a root daemon's socket
+            mode = os.stat(os.path.join(self.env.dp_dir, sock)).st_mode & 0o777
+            self.assertEqual(mode & 0o077, 0, "%s mode %o: group or others may connect" % (sock, mode))
         self.assertEqual(k.register_errors, [])
         self.assertEqual(d.metric("ioqos_kubelet_registered", resource=BW), 1)
         self.assertIn("registered with kubelet resource=ioqos/bandwidth", d.text())
