@@ -387,17 +387,10 @@ def settle():
     write("/proc/sys/vm/drop_caches", "3")
 
 
-def iocost_set(disk, line):
-    path = os.path.join(CG, "io.cost.qos")
-    write(path, "%s %s" % (disk.devno, line))
-    for l in read(path).splitlines():
-        if l.split()[:1] == [disk.devno]:
-            return l.strip()
-    return ""
-
-
-def iocost_model_set(disk, line):
-    path = os.path.join(CG, "io.cost.model")
+def iocost_set(disk, line, file="io.cost.qos"):
+    """Writes the disk's line of a root iocost file (io.cost.qos or
+    io.cost.model); returns what the kernel then holds for it."""
+    path = os.path.join(CG, file)
     write(path, "%s %s" % (disk.devno, line))
     for l in read(path).splitlines():
         if l.split()[:1] == [disk.devno]:
@@ -409,8 +402,8 @@ def iocost_pace(a, disk):
     """iocost as a pacer of the whole disk: its cost model says the disk does
     pace x capacity, vrate pinned at 100 %, a period of 2 x the latency target."""
     bw, iops = int(a.pace * a.capacity_bw), int(a.pace * a.capacity_iops)
-    model = iocost_model_set(disk, "ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d "
-                             "wbps=%d wseqiops=%d wrandiops=%d" % (bw, iops, iops, bw, iops, iops))
+    model = iocost_set(disk, "ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d wbps=%d wseqiops=%d "
+                       "wrandiops=%d" % (bw, iops, iops, bw, iops, iops), file="io.cost.model")
     qos = iocost_set(disk, "enable=1 ctrl=user rpct=95.00 rlat=%d wpct=95.00 wlat=%d min=100.00 max=100.00"
                      % (a.pace_lat_us, a.pace_lat_us))
     return model, qos
@@ -896,7 +889,7 @@ class Scenario:
             if stage in ("weight", "ioqos+pace"):
                 res["iocost_off"] = iocost_set(disk, "enable=0")
             if stage == "ioqos+pace":
-                iocost_model_set(disk, "ctrl=auto")
+                iocost_set(disk, "ctrl=auto", file="io.cost.model")
             for p in pods + nbs:
                 p.remove()
             if cl:
