@@ -418,6 +418,10 @@ int ioq_config_parse(const char *text, const char *source, struct ioq_config *c,
     ioq_config_free(c);
     return ioq_fail(e, ENOMEM, "%s: out of memory", x.src);
   }
+  /* strict JSON, as the docs promise (without the flag json-c accepts
+   * trailing commas); trailing whitespace is checked below to say what is
+   * wrong */
+  json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
   size_t len = strlen(text);
   json_object *root = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);

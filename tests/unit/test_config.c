@@ -112,6 +112,8 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bw\": 1}}]}", "c.json: devices[0].capacity: unknown field 'bw'"},
       {"{\"devices\": [{\"select\": \"sda\", \"allocatableFraction\": 2}]}", "c.json: devices[0].allocatableFraction: must be a number in (0, 1]"},
       {"{\"enforcement\": {\"failOpen\": \"yes\"}}", "c.json: enforcement.failOpen: must be true or false"},
+      {"{\"devices\": [{\"select\": \"vda\",}]}", "c.json: line 1: invalid JSON: "},
+      {"{\"devices\": [{\"select\": \"vda\"},]}", "c.json: line 1: invalid JSON: "},
       {"{\"enforcement\": {\"reconcileIntervalSeconds\": 0}}", "c.json: enforcement.reconcileIntervalSeconds: must be an integer in [1, 3600]"},
       {"{\"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 0}}}", "c.json: nodePolicy.qosClassWeights.besteffort: must be an integer in [1, 10000]"},
       {"{\"nodePolicy\": {\"iocost\": {\"ctrl\": \"manual\"}}}", "c.json: nodePolicy.iocost.ctrl: must be user or auto"},
