@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/iocost.h"
 #include "ioqos/placement.h"
 
 static int cal_bad(ioq_err *e, const char *file, const char *disk, const char *field) {
@@ -141,46 +142,22 @@ int ioq_calibration_save(const char *file, const struct ioq_calibration *c, ioq_
 
 int ioq_cost_model_parse(const char *content, unsigned major, unsigned minor, uint64_t *bw,
                          uint64_t *iops, ioq_err *e) {
-  char want[32];
-  snprintf(want, sizeof want, "%u:%u", major, minor);
-  char *copy = strdup(content), *save;
-  if (!copy)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  int rc = 1;
-  for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char *s2, *tok = strtok_r(line, " ", &s2);
-    if (!tok || strcmp(tok, want) != 0)
-      continue;
-    bool user = false;
-    uint64_t v[4] = {0};
-    bool have[4] = {false};
-    static const char *const keys[4] = {"rbps=", "wbps=", "rrandiops=", "wrandiops="};
-    while ((tok = strtok_r(NULL, " ", &s2))) {
-      if (strcmp(tok, "ctrl=user") == 0)
-        user = true;
-      for (int i = 0; i < 4; i++)
-        if (strncmp(tok, keys[i], strlen(keys[i])) == 0) {
-          if (ioq_parse_u64(tok + strlen(keys[i]), &v[i]) < 0) {
-            ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad value '%s'", want, tok);
-            free(copy);
-            return -1;
-          }
-          have[i] = true;
-        }
-    }
-    if (!user)
-      break; /* kernel's automatic model: not a measured capacity */
-    if (!have[0] || !have[1] || !have[2] || !have[3]) {
-      free(copy);
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s lacks rbps/wbps/rrandiops/wrandiops", want);
-    }
-    *bw = v[0] < v[1] ? v[0] : v[1];
-    *iops = v[2] < v[3] ? v[2] : v[3];
-    rc = 0;
-    break;
-  }
-  free(copy);
-  return rc;
+  struct ioq_iocost_coefs c;
+  bool present;
+  if (ioq_iocost_coefs_parse(content, (struct ioq_devno){major, minor}, &c, &present, e) < 0)
+    return -1;
+  if (!present || !c.user)
+    return 1; /* no line, or the kernel's automatic model: not a measured capacity */
+  const unsigned need = 1u << IOQ_COST_RBPS | 1u << IOQ_COST_WBPS | 1u << IOQ_COST_RRANDIOPS |
+                        1u << IOQ_COST_WRANDIOPS;
+  if ((c.have & need) != need)
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "io.cost.model line for %u:%u lacks rbps/wbps/rrandiops/wrandiops", major, minor);
+  const uint64_t *v = c.v;
+  *bw = v[IOQ_COST_RBPS] < v[IOQ_COST_WBPS] ? v[IOQ_COST_RBPS] : v[IOQ_COST_WBPS];
+  *iops = v[IOQ_COST_RRANDIOPS] < v[IOQ_COST_WRANDIOPS] ? v[IOQ_COST_RRANDIOPS]
+                                                        : v[IOQ_COST_WRANDIOPS];
+  return 0;
 }
 
 int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_config *devcfg,

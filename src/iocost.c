@@ -148,20 +148,18 @@ int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct io
 
 /* ---- io.cost.model ---- */
 
-static const char *const g_model_keys[6] = {"rbps", "rseqiops", "rrandiops",
-                                            "wbps", "wseqiops", "wrandiops"};
+static const char *const g_model_keys[IOQ_COST_N] = {"rbps", "rseqiops", "rrandiops",
+                                                     "wbps", "wseqiops", "wrandiops"};
 
-int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_model *out,
-                           bool *user, bool *present, ioq_err *e) {
+int ioq_iocost_coefs_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_coefs *out,
+                           bool *present, ioq_err *e) {
   memset(out, 0, sizeof *out);
-  *user = *present = false;
+  *present = false;
   char line[512], devs[32];
   ioq_dev_line(content, dev, line, sizeof line);
   if (!line[0])
     return 0;
   *present = true;
-  bool ctrl_user = false;
-  uint64_t v[6] = {0};
   char *save;
   for (char *t = strtok_r(line, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
     char *eq = strchr(t, '=');
@@ -169,17 +167,34 @@ int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq
       continue; /* the leading MAJ:MIN */
     *eq = '\0';
     if (strcmp(t, "ctrl") == 0)
-      ctrl_user = strcmp(eq + 1, "user") == 0;
-    for (int i = 0; i < 6; i++)
-      if (strcmp(t, g_model_keys[i]) == 0 && ioq_parse_u64(eq + 1, &v[i]) < 0)
-        return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad %s '%s'",
+      out->user = strcmp(eq + 1, "user") == 0;
+    for (int i = 0; i < IOQ_COST_N; i++) {
+      if (strcmp(t, g_model_keys[i]) != 0)
+        continue;
+      if (ioq_parse_u64(eq + 1, &out->v[i]) < 0)
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "io.cost.model line for %s: bad value '%s=%s'",
                         ioq_devno_str(dev, devs, sizeof devs), t, eq + 1);
+      out->have |= 1u << i;
+    }
   }
+  return 0;
+}
+
+int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_model *out,
+                           bool *user, bool *present, ioq_err *e) {
+  memset(out, 0, sizeof *out);
+  *user = false;
+  struct ioq_iocost_coefs c;
+  if (ioq_iocost_coefs_parse(content, dev, &c, present, e) < 0)
+    return -1;
+  const uint64_t *v = c.v;
   /* ours: both directions the same bandwidth, every IOPS coefficient the same */
-  if (ctrl_user && v[0] && v[0] == v[3] && v[1] && v[1] == v[2] && v[1] == v[4] && v[1] == v[5]) {
+  if (c.user && v[IOQ_COST_RBPS] && v[IOQ_COST_RBPS] == v[IOQ_COST_WBPS] && v[IOQ_COST_RSEQIOPS] &&
+      v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_RRANDIOPS] && v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_WSEQIOPS] &&
+      v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_WRANDIOPS]) {
     *user = true;
-    out->bps = v[0];
-    out->iops = v[1];
+    out->bps = v[IOQ_COST_RBPS];
+    out->iops = v[IOQ_COST_RSEQIOPS];
   }
   return 0;
 }

@@ -80,6 +80,13 @@ def fmt_sp(sp, f):
     return "" if not sp or sp[0] == sp[1] else " (%s–%s)" % (f(sp[0]), f(sp[1]))
 
 
+def iops_cell(st, s):
+    """A table cell: the db's median IOPS in stage s (with its spread), or – ."""
+    if s not in st:
+        return "–"
+    return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops)
+
+
 def summarize_neighbours(rs, case, meta):
     """The pods without a grant in one stage's runs: medians over rounds of
     their aggregate and its ratio to the pool (and to the disk), each pod's
@@ -344,11 +351,6 @@ def markdown_ungranted(summary):
     for c in cases:
         st, u, t = c["stages"], c.get("ungranted", {}), c["targets"]
 
-        def cell(s):
-            if s not in st or st[s]["db_iops"] is None:
-                return "–"
-            return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops)
-
         def lat(s):
             if s not in st or st[s]["db_iops"] is None:
                 return "–"
@@ -359,10 +361,11 @@ def markdown_ungranted(summary):
             x = u.get(s, {})
             return fmt_r(x.get("vs_ceiling")) + fmt_sp(x.get("vs_ceiling_spread"), fmt_r)
         L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            c["device"], c["db"], c["backup"], cell("ioqos"), cell("ioqos+1u"), cell("ioqos+4u"), cell("control"),
+            c["device"], c["db"], c["backup"], iops_cell(st, "ioqos"), iops_cell(st, "ioqos+1u"),
+            iops_cell(st, "ioqos+4u"), iops_cell(st, "control"),
             vc("ioqos+1u"), yes_no(t.get("db_1u_ceiling_0.9")), vc("ioqos+4u"), yes_no(t.get("db_4u_ceiling_0.9")),
             lat("ioqos"), lat("ioqos+1u"), lat("ioqos+4u")) +
-            (" %s | %s | %s | %s |" % (cell("control+1u"), cell("control+4u"),
+            (" %s | %s | %s | %s |" % (iops_cell(st, "control+1u"), iops_cell(st, "control+4u"),
                                        fmt_r(u.get("ioqos+1u", {}).get("vs_ceiling_with_pods")),
                                        fmt_r(u.get("ioqos+4u", {}).get("vs_ceiling_with_pods"))) if withc else ""))
     if withc:
@@ -497,16 +500,11 @@ def markdown(summary):
     for c in summary["cases"]:
         st, p, ps = c["stages"], c["protection"], c["protection_spread"]
 
-        def cell(s):
-            if s not in st:
-                return "–"
-            return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops)
-
         def pr(s):
             return fmt_r(p.get(s)) + fmt_sp(ps.get(s), fmt_r) if s in p else "–"
         L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            c["device"], c["db"], c["backup"], cell("solo"), cell("contended"), cell("weight"), cell("ioqos"),
-            cell("control"), pr("weight"), pr("ioqos"), pr("control"),
+            c["device"], c["db"], c["backup"], iops_cell(st, "solo"), iops_cell(st, "contended"),
+            iops_cell(st, "weight"), iops_cell(st, "ioqos"), iops_cell(st, "control"), pr("weight"), pr("ioqos"), pr("control"),
             fmt_r(c.get("ioqos_vs_ceiling")) + fmt_sp(c.get("ioqos_vs_ceiling_spread"), fmt_r),
             yes_no(c["targets"].get("ceiling_0.95")), yes_no(c["targets"].get("above_weight"))))
     if any("weight-plain" in c["stages"] for c in summary["cases"]):
@@ -533,15 +531,12 @@ def markdown(summary):
             if "ioqos+pace" not in st:
                 continue
 
-            def iops_cell(s):
-                return fmt_iops(st[s]["db_iops"]) + fmt_sp(st[s]["db_iops_spread"], fmt_iops) if s in st else "–"
-
             def p99(s):
                 v = st.get(s, {}).get("db_lat_p99_us")
                 return "–" if v is None else "%.1f" % (v / 1000)
             L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                c["device"], c["db"], c["backup"], iops_cell("ioqos"), iops_cell("ioqos+pace"),
-                iops_cell("control"),
+                c["device"], c["db"], c["backup"], iops_cell(st, "ioqos"), iops_cell(st, "ioqos+pace"),
+                iops_cell(st, "control"),
                 fmt_r(c.get("ioqos_vs_ceiling")) + fmt_sp(c.get("ioqos_vs_ceiling_spread"), fmt_r),
                 fmt_r(c.get("pace_vs_ceiling")) + fmt_sp(c.get("pace_vs_ceiling_spread"), fmt_r),
                 p99("ioqos"), p99("ioqos+pace"), p99("solo"), fmt_r(c.get("pace_satisfaction"))))

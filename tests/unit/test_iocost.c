@@ -105,7 +105,7 @@ Test(iocost, model_parse_format) {
   cr_assert_eq(ioq_iocost_model_parse(c, (struct ioq_devno){9, 0}, &m, &user, &present, &e), 0);
   cr_assert_not(present);
   cr_assert_eq(ioq_iocost_model_parse("8:16 ctrl=user rbps=12x\n", D, &m, &user, &present, &e), -1);
-  cr_assert(strstr(e.msg, "io.cost.model line for 8:16: bad rbps '12x'"), "%s", e.msg);
+  cr_assert(strstr(e.msg, "io.cost.model line for 8:16: bad value 'rbps=12x'"), "%s", e.msg);
   w.iops = 0;
   cr_assert_eq(ioq_iocost_model_format(l, sizeof l, D, &w, &e), -1);
   cr_assert(strstr(e.msg, "must be > 0"), "%s", e.msg);

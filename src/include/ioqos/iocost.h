@@ -50,6 +50,29 @@ struct ioq_iocost_model {
   uint64_t bps, iops;
 };
 
+/* The six linear coefficients of a disk's io.cost.model line, in the
+ * kernel's order; bit i of `have` is set when coefficient i is on the line. */
+enum {
+  IOQ_COST_RBPS,
+  IOQ_COST_RSEQIOPS,
+  IOQ_COST_RRANDIOPS,
+  IOQ_COST_WBPS,
+  IOQ_COST_WSEQIOPS,
+  IOQ_COST_WRANDIOPS,
+  IOQ_COST_N
+};
+struct ioq_iocost_coefs {
+  bool user; /* ctrl=user (else the kernel's automatic model) */
+  uint64_t v[IOQ_COST_N];
+  unsigned have;
+};
+
+/* Parses the disk's line of io.cost.model content (the one parser of that
+ * format: the pace writer and the capacity source both use it);
+ * *present=false without a line; -1 on a malformed value. */
+int ioq_iocost_coefs_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_coefs *out,
+                           bool *present, ioq_err *e);
+
 /* The disk's line of io.cost.model content: *user = ctrl=user with all six
  * linear coefficients equal to out's two values (else out is zeroed);
  * *present=false without a line. */
