@@ -1,4 +1,18 @@
-/* /metrics, /healthz and /readyz over libmicrohttpd (its own thread). */
+/* /metrics, /healthz and /readyz over libmicrohttpd.
+ *
+ * Slow clients. MHD's connection timeout is an idle timeout: every byte
+ * resets it, so a client trickling one byte a second keeps its slot for ever.
+ * Each listener therefore drives MHD in external-polling mode from a thread of
+ * its own, and after every MHD_run_wait() round shuts down the socket of each
+ * connection whose request has run past its absolute deadline (accept or the
+ * previous response + --http-request-timeout). Doing it on MHD's own thread
+ * means the socket cannot be closed and its number reused under us; MHD sees
+ * the shut-down socket on its next round and closes the connection.
+ * Connection and per-IP limits (MHD options) bound how many slots exist.
+ *
+ * Probes. With --health-address, /healthz and /readyz get a second listener
+ * with its own thread and its own connection slots, so slow /metrics clients
+ * and scrapes cannot take the probe's place. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -6,12 +20,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "ioqos/log.h"
 #include "plugin.h"
 
-struct httpd {
+/* Longest MHD_run_wait(): how late a deadline or a stop request is noticed. */
+#define TICK_MS 200
+
+struct conn { /* one open connection, on its listener's list */
+  struct conn *prev, *next;
+  struct MHD_Connection *c;
+  double deadline; /* CLOCK_MONOTONIC seconds */
+  bool cut;
+};
+
+struct listener {
+  struct httpd *h;
+  const char *name; /* "metrics" or "health", for logs */
+  bool probes_only;
   struct MHD_Daemon *d;
+  pthread_t thread;
+  bool running;
+  struct conn live; /* list sentinel; touched only by the MHD thread */
+};
+
+struct httpd {
+  struct plugin *p;
+  unsigned timeout_s;
+  atomic_bool stop;
+  struct listener metrics, health;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
@@ -40,7 +79,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_size, void **state) {
   (void)version;
   (void)upload;
-  struct plugin *p = cls;
+  struct listener *l = cls;
+  struct plugin *p = l->h->p;
   if (!*state) { /* first call for this request: headers only */
     *state = (void *)1;
     return MHD_YES;
@@ -54,7 +94,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return b ? reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", b) : MHD_NO;
   }
   char why[512];
-  if (strcmp(url, "/metrics") == 0) {
+  if (strcmp(url, "/metrics") == 0 && !l->probes_only) {
     char *b = metrics_render(p);
     return b ? reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b) : MHD_NO;
   }
@@ -68,30 +108,118 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     char *b = text(ok ? "ok\n" : "not ready: %s\n", why);
     return b ? reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", b) : MHD_NO;
   }
-  char *b = text("not found: %s (try /metrics, /healthz, /readyz)\n", url);
+  char *b = text(l->probes_only ? "not found: %s (this listener serves /healthz, /readyz; "
+                                  "/metrics is on --metrics-address)\n"
+                                : "not found: %s (try /metrics, /healthz, /readyz)\n",
+                 url);
   return b ? reply(c, MHD_HTTP_NOT_FOUND, "text/plain", b) : MHD_NO;
 }
 
-struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
+/* Ends a connection from the MHD thread: MHD reads EOF (or fails to write)
+ * on its next round and closes it. */
+static void cut(struct listener *l, struct MHD_Connection *c, const char *why) {
+  const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!i) {
+    ioq_error("http %s: cannot close a connection (%s): no socket", l->name, why);
+    return;
+  }
+  if (shutdown(i->connect_fd, SHUT_RDWR) < 0 && errno != ENOTCONN)
+    ioq_error("http %s: shutdown of a connection (%s): %s", l->name, why, strerror(errno));
+  else
+    ioq_debug("http %s: connection closed reason=\"%s\"", l->name, why);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  struct listener *l = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    struct conn *k = calloc(1, sizeof *k);
+    if (!k) { /* a connection without a deadline is not served */
+      cut(l, c, "out of memory tracking its deadline");
+      return;
+    }
+    k->c = c;
+    k->deadline = grpcs_now() + l->h->timeout_s;
+    k->next = l->live.next;
+    k->prev = &l->live;
+    k->next->prev = k;
+    l->live.next = k;
+    *socket_context = k;
+    return;
+  }
+  struct conn *k = *socket_context; /* MHD_CONNECTION_NOTIFY_CLOSED */
+  if (!k)
+    return;
+  k->prev->next = k->next;
+  k->next->prev = k->prev;
+  free(k);
+  *socket_context = NULL;
+}
+
+/* A response went out: the next request on this connection gets a full
+ * timeout of its own. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)state;
+  (void)toe;
+  struct listener *l = cls;
+  const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  struct conn *k = i ? i->socket_context : NULL;
+  if (k)
+    k->deadline = grpcs_now() + l->h->timeout_s;
+}
+
+static void sweep(struct listener *l) {
+  double now = grpcs_now();
+  for (struct conn *k = l->live.next; k != &l->live; k = k->next) {
+    if (k->cut || now < k->deadline)
+      continue;
+    k->cut = true;
+    cut(l, k->c, "request deadline exceeded");
+  }
+}
+
+static void *serve(void *arg) {
+  struct listener *l = arg;
+  while (!atomic_load(&l->h->stop)) {
+    if (MHD_run_wait(l->d, TICK_MS) != MHD_YES) {
+      /* not expected with a running daemon; logged, and the tick bounds the rate */
+      ioq_error("http %s: libmicrohttpd event loop failed", l->name);
+      struct timespec ts = {0, TICK_MS * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    sweep(l);
+  }
+  return NULL;
+}
+
+static int listener_start(struct httpd *h, struct listener *l, const char *name,
+                          const char *address, bool probes_only, const struct plugin_opts *o,
+                          ioq_err *e) {
   char host[256];
   unsigned port;
   if (plugin_parse_listen_address(address, host, sizeof host, &port, e) < 0)
-    return NULL;
-  struct httpd *h = calloc(1, sizeof *h);
-  if (!h)
-    return ioq_fail(e, ENOMEM, "out of memory"), NULL;
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    return -1;
+  l->h = h;
+  l->name = name;
+  l->probes_only = probes_only;
+  l->live.next = l->live.prev = &l->live;
+  /* external polling (no MHD thread): our thread runs MHD and the deadline sweep */
+  unsigned flags = MHD_USE_EPOLL;
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof ss);
-  if (host[0]) {
+  if (!host[0]) {
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_ANY);
+    in->sin_port = htons((uint16_t)port);
+  } else {
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
     struct addrinfo *ai = NULL;
     int rc = getaddrinfo(host, NULL, &hints, &ai);
-    if (rc != 0) {
-      free(h);
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "metrics address %s: host must be a numeric IP (%s)",
-                      address, gai_strerror(rc)), NULL;
-    }
+    if (rc != 0)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s address %s: host must be a numeric IP (%s)", name,
+                      address, gai_strerror(rc));
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
     freeaddrinfo(ai);
     if (ss.ss_family == AF_INET6) {
@@ -100,25 +228,58 @@ struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
     } else {
       ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
     }
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, p, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                            MHD_OPTION_END);
-  } else {
-    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, p,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   }
-  if (!h->d) {
-    free(h);
-    return ioq_fail(e, EADDRINUSE, "cannot listen on %s for /metrics (port in use?)", address),
-           NULL;
+  l->d = MHD_start_daemon(
+      flags, (uint16_t)port, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      MHD_OPTION_CONNECTION_TIMEOUT, o->http_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+      o->http_max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->http_max_conns_per_ip,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+      MHD_OPTION_END);
+  if (!l->d)
+    return ioq_fail(e, EADDRINUSE, "cannot listen on %s for %s (port in use?)", address,
+                    probes_only ? "/healthz, /readyz" : "/metrics");
+  int rc = pthread_create(&l->thread, NULL, serve, l);
+  if (rc != 0) {
+    MHD_stop_daemon(l->d);
+    l->d = NULL;
+    return ioq_fail(e, rc, "start %s http thread: %s", name, strerror(rc));
   }
-  ioq_info("metrics listening address=%s paths=/metrics,/healthz,/readyz", address);
+  l->running = true;
+  ioq_info("%s listening address=%s paths=%s max_connections=%u per_ip=%u request_timeout_s=%u",
+           name, address, probes_only ? "/healthz,/readyz" : "/metrics,/healthz,/readyz",
+           o->http_max_conns, o->http_max_conns_per_ip, o->http_timeout_s);
+  return 0;
+}
+
+static void listener_stop(struct listener *l) {
+  if (l->running)
+    pthread_join(l->thread, NULL);
+  if (l->d)
+    MHD_stop_daemon(l->d); /* runs on_connection(CLOSED) for what is still open */
+}
+
+struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
+  const struct plugin_opts *o = &p->opts;
+  struct httpd *h = calloc(1, sizeof *h);
+  if (!h)
+    return ioq_fail(e, ENOMEM, "out of memory"), NULL;
+  h->p = p;
+  h->timeout_s = o->http_timeout_s;
+  atomic_init(&h->stop, false);
+  if (listener_start(h, &h->metrics, "metrics", address, false, o, e) < 0 ||
+      (*o->health_address &&
+       listener_start(h, &h->health, "health", o->health_address, true, o, e) < 0)) {
+    httpd_stop(h);
+    return NULL;
+  }
   return h;
 }
 
 void httpd_stop(struct httpd *h) {
   if (!h)
     return;
-  MHD_stop_daemon(h->d);
+  atomic_store(&h->stop, true);
+  listener_stop(&h->metrics);
+  listener_stop(&h->health);
   free(h);
 }

@@ -8,7 +8,8 @@
 
 enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
-  OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_LOGLEVEL, OPT_HELP, OPT_VERSION,
+  OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
+  OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_HELP, OPT_VERSION,
 };
 
 /* One table drives parsing, environment fallbacks and --help. */
@@ -40,8 +41,20 @@ static const struct flag {
      "kubelet's cgroup driver (auto: detect from the kubepods cgroup)"},
     {"kubelet-cgroup-root", OPT_KCGROOT, "IOQOS_KUBELET_CGROUP_ROOT", "/", "PATH",
      "kubelet's --cgroup-root"},
-    {"metrics-address", OPT_METRICS, "IOQOS_METRICS_ADDRESS", ":9464", "[HOST]:PORT",
+    /* loopback by default: a local run can curl it, and nothing beyond the
+     * host reaches it unless asked (the DaemonSet passes the pod IP) */
+    {"metrics-address", OPT_METRICS, "IOQOS_METRICS_ADDRESS", "127.0.0.1:9464", "[HOST]:PORT",
      "serve /metrics, /healthz, /readyz here; empty disables"},
+    {"health-address", OPT_HEALTH, "IOQOS_HEALTH_ADDRESS", "", "[HOST]:PORT",
+     "also serve /healthz, /readyz on a listener of their own (own thread and connection "
+     "slots: slow /metrics clients cannot starve probes); empty: none"},
+    {"http-request-timeout", OPT_HTTP_TIMEOUT, "IOQOS_HTTP_REQUEST_TIMEOUT", "10", "SECONDS",
+     "absolute time a connection gets per request, from accept or the previous response "
+     "(not reset by each byte)"},
+    {"http-max-connections", OPT_HTTP_CONNS, "IOQOS_HTTP_MAX_CONNECTIONS", "64", "N",
+     "open connections per listener"},
+    {"http-max-connections-per-ip", OPT_HTTP_CONNS_IP, "IOQOS_HTTP_MAX_CONNECTIONS_PER_IP", "4",
+     "N", "open connections per listener and client address"},
     {"log-level", OPT_LOGLEVEL, "IOQOS_LOG_LEVEL", "info", "error|warn|info|debug", "log verbosity"},
     {"help", OPT_HELP, NULL, NULL, NULL, "show this help"},
     {"version", OPT_VERSION, NULL, NULL, NULL, "print the version"},
@@ -162,6 +175,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   o->sysfs_root = VAL(OPT_SYSFS);
   o->kubelet_cgroup_root = VAL(OPT_KCGROOT);
   o->metrics_address = VAL(OPT_METRICS);
+  o->health_address = VAL(OPT_HEALTH);
   if (o->help || o->version)
     return 0;
 
@@ -196,13 +210,40 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
       strncmp(o->kube_api_server, "https://", 8) != 0)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--kube-api-server '%s': must start with http:// or https://",
                     o->kube_api_server);
-  if (*o->metrics_address) {
+  static const struct {
+    int id;
+    const char *name;
+  } addrs[] = {{OPT_METRICS, "--metrics-address"}, {OPT_HEALTH, "--health-address"}};
+  for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
     char host[256];
     unsigned port;
-    if (plugin_parse_listen_address(o->metrics_address, host, sizeof host, &port, e) < 0) {
-      ioq_err_prefix(e, "--metrics-address");
+    const char *a = VAL(addrs[i].id);
+    if (*a && plugin_parse_listen_address(a, host, sizeof host, &port, e) < 0) {
+      ioq_err_prefix(e, addrs[i].name);
       return -1;
     }
+  }
+  if (*o->health_address && !*o->metrics_address)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--health-address needs --metrics-address");
+  if (*o->health_address && strcmp(o->health_address, o->metrics_address) == 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--health-address '%s': same as --metrics-address",
+                    o->health_address);
+  /* bounds keep MHD's option values (unsigned int) and poll timeouts sane */
+  const struct {
+    int id;
+    const char *name;
+    uint64_t max;
+    unsigned *out;
+  } nums[] = {{OPT_HTTP_TIMEOUT, "--http-request-timeout", 3600, &o->http_timeout_s},
+              {OPT_HTTP_CONNS, "--http-max-connections", 65536, &o->http_max_conns},
+              {OPT_HTTP_CONNS_IP, "--http-max-connections-per-ip", 65536,
+               &o->http_max_conns_per_ip}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+    uint64_t n;
+    if (ioq_parse_u64(VAL(nums[i].id), &n) < 0 || n == 0 || n > nums[i].max)
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s '%s': must be 1-%llu", nums[i].name,
+                      VAL(nums[i].id), (unsigned long long)nums[i].max);
+    *nums[i].out = (unsigned)n;
   }
 #undef VAL
   return 0;

@@ -23,6 +23,10 @@ struct plugin_opts {
   enum ioq_cg_driver cgroup_driver;
   const char *kubelet_cgroup_root;  /* kubelet --cgroup-root */
   const char *metrics_address;      /* "" = disabled */
+  const char *health_address;       /* "" = probes only on metrics_address */
+  unsigned http_timeout_s;          /* absolute limit per HTTP request */
+  unsigned http_max_conns;          /* per listener */
+  unsigned http_max_conns_per_ip;   /* per listener and client address */
   enum ioq_log_level log_level;
   bool help, version;
 };

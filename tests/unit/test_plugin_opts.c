@@ -14,6 +14,8 @@ static int parse(struct plugin_opts *o, ioq_err *e, int argc, char **argv) {
 static void clean_env(void) {
   unsetenv("NODE_NAME");
   unsetenv("IOQOS_METRICS_ADDRESS");
+  unsetenv("IOQOS_HEALTH_ADDRESS");
+  unsetenv("IOQOS_HTTP_REQUEST_TIMEOUT");
   unsetenv("IOQOS_CGROUP_DRIVER");
 }
 
@@ -29,7 +31,11 @@ Test(opts, defaults) {
   cr_assert_str_eq(o.cgroup_root, "/sys/fs/cgroup");
   cr_assert_str_eq(o.sysfs_root, "/sys");
   cr_assert_str_eq(o.kubelet_cgroup_root, "/");
-  cr_assert_str_eq(o.metrics_address, ":9464");
+  cr_assert_str_eq(o.metrics_address, "127.0.0.1:9464", "loopback unless told");
+  cr_assert_str_eq(o.health_address, "");
+  cr_assert_eq(o.http_timeout_s, 10);
+  cr_assert_eq(o.http_max_conns, 64);
+  cr_assert_eq(o.http_max_conns_per_ip, 4);
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_AUTO);
   cr_assert_eq(o.log_level, IOQ_LOG_INFO);
   cr_assert_null(o.config);
@@ -46,6 +52,20 @@ Test(opts, env_then_flag_precedence) {
   cr_assert_str_eq(o.node_name, "from-env");
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_CGROUPFS);
   cr_assert_str_eq(o.metrics_address, "", "empty disables metrics");
+}
+
+Test(opts, http_limits_from_env_and_flags) {
+  setenv("IOQOS_HTTP_REQUEST_TIMEOUT", "3", 1);
+  setenv("IOQOS_HEALTH_ADDRESS", "10.0.0.5:9465", 1);
+  char *argv[] = {"ioqos-plugin", "--node-name=n", "--metrics-address=10.0.0.5:9464",
+                  "--http-max-connections=8", "--http-max-connections-per-ip", "2", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 6, argv), 0, "%s", e.msg);
+  cr_assert_eq(o.http_timeout_s, 3);
+  cr_assert_str_eq(o.health_address, "10.0.0.5:9465");
+  cr_assert_eq(o.http_max_conns, 8);
+  cr_assert_eq(o.http_max_conns_per_ip, 2);
 }
 
 struct bad {
@@ -66,6 +86,13 @@ ParameterizedTestParameters(opts, errors) {
       {{"--node-name=n", "--cgroup-root=relative"}, 2, "--cgroup-root 'relative': must be an absolute path"},
       {{"--node-name=n", "--kube-api-server=ftp://x"}, 2, "must start with http:// or https://"},
       {{"--log-level=debug"}, 1, "--node-name (or NODE_NAME) is required"},
+      {{"--node-name=n", "--health-address=127.0.0.1:9464"}, 2, "same as --metrics-address"},
+      {{"--node-name=n", "--health-address=x"}, 2, "--health-address"},
+      {{"--node-name=n", "--metrics-address=", "--health-address=:9465"}, 3,
+       "--health-address needs --metrics-address"},
+      {{"--node-name=n", "--http-request-timeout=0"}, 2, "--http-request-timeout '0': must be 1-3600"},
+      {{"--node-name=n", "--http-max-connections=lots"}, 2, "--http-max-connections 'lots'"},
+      {{"--node-name=n", "--http-max-connections-per-ip=70000"}, 2, "must be 1-65536"},
   };
   return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
 }
