@@ -616,15 +616,26 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, cal)
         if not hp or hp[1].get("readOnly"):
             p.append("%s: calibration directory %s is not a writable host directory" % (where, cal))
-    # health endpoints on the metrics port
-    addr = f.get("metrics-address", ":9464")
-    port = int(addr.rsplit(":", 1)[1]) if addr else None
+    # metrics and probes on the pod IP (downward API), not on every address;
+    # probes on the health listener when there is one, else the metrics port
     ports = {pt.get("name"): pt["containerPort"] for pt in c.get("ports") or []}
+    for flag in ("metrics-address", "health-address"):
+        a = f.get(flag)
+        if not a:
+            continue
+        if a.rsplit(":", 1)[0] != "$(POD_IP)":
+            p.append("%s: --%s=%s does not listen on $(POD_IP)" % (where, flag, a))
+        elif (env.get("POD_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")) != "status.podIP":
+            p.append("%s: --%s uses $(POD_IP) but env POD_IP is not status.podIP" % (where, flag))
+        if int(a.rsplit(":", 1)[1]) not in ports.values():
+            p.append("%s: --%s port is not a containerPort" % (where, flag))
+    addr = f.get("health-address") or f.get("metrics-address", "127.0.0.1:9464")
+    port = int(addr.rsplit(":", 1)[1]) if addr else None
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         hg = (c.get(probe) or {}).get("httpGet") or {}
         pp = ports.get(hg.get("port"), hg.get("port"))
         if hg.get("path") != path or pp != port:
-            p.append("%s: %s is not GET %s on the metrics port %s" % (where, probe, path, port))
+            p.append("%s: %s is not GET %s on the probe port %s" % (where, probe, path, port))
     return p
 
 
@@ -716,6 +727,9 @@ def cmd_workloads():
         return o["spec"]["template"]["spec"]["containers"][0]
     control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroup-root")][0], "--cgroup-root=/sys/fs/cgroup")))
+    control("metrics on every address", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
+        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--metrics-address")][0], "--metrics-address=:9464")))
+    control("probes on the metrics port", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "metrics")))
     control("NODE_NAME missing", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o).__setitem__("env", [])))
     control("kubelet root not mounted", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o).__setitem__(
         "volumeMounts", [m for m in plugin_container(o)["volumeMounts"] if m["mountPath"] != "/var/lib/kubelet"])))
@@ -748,8 +762,12 @@ def used_flags(docs, binary):
                 for a in argv[1:]:
                     if a.startswith("--"):
                         flags.append((where, a[2:].split("=", 1)[0]))
+                # a variable only expanded into the args ($(POD_IP)) is
+                # Kubernetes' business, not the binary's
+                expanded = set(re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", " ".join(argv)))
                 for e in c.get("env") or []:
-                    envs.append((where, e["name"]))
+                    if e["name"] not in expanded:
+                        envs.append((where, e["name"]))
     return flags, envs
 
 
