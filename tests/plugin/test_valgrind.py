@@ -4,11 +4,13 @@ PreStart with enforcement, kubelet restart) then SIGTERM. The run must end
 with exit 0, no memcheck errors and no definitely lost bytes."""
 import re
 import shutil
+import time
 import unittest
 
 import grpc
 
-from harness import BW, IOPS, PluginTest, ids_of
+from harness import BW, IOPS, PluginTest, free_port, ids_of
+from test_http_slow import Trickler, get
 
 VALGRIND = shutil.which("valgrind")
 
@@ -17,7 +19,10 @@ VALGRIND = shutil.which("valgrind")
 class Valgrind(PluginTest):
     def test_no_definite_leaks(self):
         k = self.env.kubelet
-        d = self.env.start_daemon(wrapper=[VALGRIND, "--leak-check=full", "--show-leak-kinds=definite",
+        health_port = free_port()
+        d = self.env.start_daemon(extra=["--health-address", "127.0.0.1:%d" % health_port,
+                                         "--http-request-timeout", "3"],
+                                  wrapper=[VALGRIND, "--leak-check=full", "--show-leak-kinds=definite",
                                            "--errors-for-leak-kinds=definite", "--error-exitcode=99",
                                            "--num-callers=30"])
         k.wait_registered(BW, timeout=120)
@@ -36,6 +41,18 @@ class Valgrind(PluginTest):
             k.prestart(BW, ["fakedisk0-bw-999"], timeout=60)  # not listed: error + event
         self.env.api.wait(lambda: self.env.api.events, timeout=60, what="event")
         self.assertEqual(d.http("/metrics", timeout=30)[0], 200)
+        # slow clients: per-IP refusals, a deadline cut, the probe listener;
+        # one slow socket stays open through shutdown
+        t = Trickler(d.metrics_port, ["127.0.0.1"] * 6, period=0.5)
+        self.addCleanup(t.close)
+        self.assertEqual(get(health_port, "/healthz", timeout=30)[0], 200)
+        until = time.monotonic() + 60
+        while len(t.closed_after) + t.refused < 6 and time.monotonic() < until:
+            time.sleep(0.2)
+        self.assertEqual(len(t.closed_after) + t.refused, 6, "2 refused per IP, 4 cut at the deadline")
+        t.close()
+        t2 = Trickler(health_port, ["127.0.0.1"], period=0.5)
+        self.addCleanup(t2.close)
         k.restart()
         k.wait_registered(BW, count=2, timeout=120)
         k.wait_registered(IOPS, count=2, timeout=120)
