@@ -166,6 +166,42 @@ class SlowClients(PluginTest):
         self.assertLess(t.closed_after[0], 13)
         self.assertEqual(d.http("/healthz")[0], 200)
 
+    def test_keepalive_request_gets_its_own_deadline(self):
+        """On a kept-alive connection the deadline restarts when a response
+        goes out: the next request, trickled, is cut that long after it."""
+        d = self.start(extra=["--http-request-timeout", "3"])
+        s = socket.create_connection(("127.0.0.1", d.metrics_port), timeout=5)
+        self.addCleanup(s.close)
+        time.sleep(2)  # most of the first deadline spent before the first request
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"\r\n\r\nok\n" not in got:
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, "closed before the first response: %r" % got)
+            got += chunk
+        t0 = time.monotonic()  # the response is out: a fresh deadline (3 s) starts now
+        s.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        s.settimeout(0.5)
+        cut = None
+        while time.monotonic() - t0 < 15:
+            try:
+                if not s.recv(4096):
+                    cut = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                cut = time.monotonic() - t0
+                break
+            try:
+                s.send(b"a")
+            except OSError:
+                cut = time.monotonic() - t0
+                break
+        self.assertIsNotNone(cut, "the trickled second request was still served after 15 s")
+        self.assertGreaterEqual(cut, 2.5)
+        self.assertLess(cut, 5)
+
     def test_per_ip_connection_limit(self):
         """Default --http-max-connections-per-ip 4: the fifth and later
         sockets from one address are closed at once; another address is served."""
