@@ -175,6 +175,7 @@ static void sweep(struct listener *l) {
     if (k->cut || now < k->deadline)
       continue;
     k->cut = true;
+    metrics_inc(l->h->p->metrics, C_HTTP_DEADLINE_CUTS);
     cut(l, k->c, "request deadline exceeded");
   }
 }

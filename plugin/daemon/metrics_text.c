@@ -180,6 +180,7 @@ static void counters(FILE *f, struct plugin *p) {
       {C_POLICY_FAIL, "ioqos_node_policy_errors_total", "Node policy settings that could not be put in place.", false},
       {C_UG_WRITES, "ioqos_ungranted_writes_total", "io.max writes that placed or moved a bound of a pod without a grant.", false},
       {C_UG_FAIL, "ioqos_ungranted_failures_total", "Bounds of pods without a grant that could not be put in place.", false},
+      {C_HTTP_DEADLINE_CUTS, "ioqos_http_deadline_closed_total", "HTTP connections closed because a request ran past --http-request-timeout (slow or stuck clients).", false},
       {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},
       {C_REGISTER_FAIL, "ioqos_kubelet_registration_errors_total", "Failed Register calls to kubelet (retried with backoff).", true},
       {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},

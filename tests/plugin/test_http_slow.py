@@ -165,6 +165,7 @@ class SlowClients(PluginTest):
         self.assertGreaterEqual(t.closed_after[0], 9.5)
         self.assertLess(t.closed_after[0], 13)
         self.assertEqual(d.http("/healthz")[0], 200)
+        self.assertEqual(d.metric("ioqos_http_deadline_closed_total"), 1)
 
     def test_keepalive_request_gets_its_own_deadline(self):
         """On a kept-alive connection the deadline restarts when a response
