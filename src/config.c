@@ -184,7 +184,8 @@ bool ioq_class_name_valid(const char *s) {
     if (!ok)
       return false;
   }
-  return s[0] != '-' && s[n - 1] != '-';
+  /* "." and "..": never a name, whatever the name ends up in */
+  return s[0] != '-' && s[n - 1] != '-' && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_device_config *out) {

@@ -154,10 +154,15 @@ int ioq_read_u64(const char *path, uint64_t *out, ioq_err *e) {
 
 int ioq_write_file(const char *path, const char *data, ioq_err *e) {
   /* O_TRUNC: cgroup and sysfs files ignore it, plain files (test trees)
-   * must not keep the tail of a longer earlier value */
-  int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0)
+   * must not keep the tail of a longer earlier value. O_NOFOLLOW: these
+   * files are never symlinks, so one planted in a pod's cgroup directory
+   * must not redirect a privileged write elsewhere (ELOOP instead). */
+  int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ELOOP)
+      return ioq_fail(e, ELOOP, "open %s for writing: it is a symbolic link, refused", path);
     return ioq_fail_errno(e, "open %s for writing", path);
+  }
   size_t len = strlen(data);
   ssize_t w;
   do
@@ -207,7 +212,9 @@ int ioq_write_file_atomic(const char *path, const char *data, ioq_err *e) {
     if (ioq_mkdir_p(dir, e) < 0)
       return -1;
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* O_NOFOLLOW: a symlink planted at the temp name must not redirect the
+   * write (rename then replaces a link at `path` itself, never its target) */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0)
     return ioq_fail_errno(e, "create %s", tmp);
   size_t len = strlen(data), off = 0;

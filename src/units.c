@@ -116,7 +116,8 @@ int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e) {
 
 bool ioq_disk_name_valid(const char *name) {
   size_t n = name ? strlen(name) : 0;
-  if (n == 0 || n > IOQ_DISK_NAME_MAX)
+  /* a disk name becomes a path component under /sys/class/block */
+  if (n == 0 || n > IOQ_DISK_NAME_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
     return false;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)name[i];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/k8sname.h"
 
 enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
@@ -188,8 +189,12 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
                     VAL(OPT_LOGLEVEL));
   if (!o->node_name || !*o->node_name)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-name (or NODE_NAME) is required");
-  if (strlen(o->node_name) > 253)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-name: longer than 253 characters");
+  /* it becomes the URL of the node patch and the pods' field selector */
+  if (!ioq_k8s_subdomain_valid(o->node_name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "--node-name '%.80s': not a Kubernetes node name (DNS-1123 subdomain: a-z, 0-9, "
+                    "'-', '.', at most 253)",
+                    o->node_name);
   static const struct {
     int id;
     const char *name;

@@ -1,6 +1,5 @@
 #include "podcache.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/k8sname.h"
 #include "ioqos/log.h"
 
 struct podcache {
@@ -23,15 +23,6 @@ struct podcache {
   void (*on_change)(void *ud);
   void *ud;
 };
-
-bool podcache_name_ok(const char *s) {
-  if (!s || !*s || strlen(s) > IOQ_POD_NAME_MAX)
-    return false;
-  for (const char *p = s; *p; p++)
-    if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.'))
-      return false;
-  return true;
-}
 
 static const char *str_field(json_object *obj, const char *key) {
   json_object *v = ioq_json_field(obj, key);
@@ -270,8 +261,13 @@ int podcache_get(struct podcache *c, const char *ns, const char *name, struct po
                  ioq_err *e) {
   if (podcache_peek(c, ns, name, out))
     return 0;
-  if (!podcache_name_ok(ns) || !podcache_name_ok(name))
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: not a valid namespace/name", ns, name);
+  /* ns and name come from kubelet (pod resources): checked before they
+   * become a URL path, so ".." cannot make the GET reach another object */
+  if (!ioq_k8s_label_valid(ns) || !ioq_k8s_subdomain_valid(name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "pod %.80s/%.80s: not a valid namespace (DNS-1123 label) and pod name "
+                    "(DNS-1123 subdomain)",
+                    ns, name);
   char path[600];
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
   json_object *obj = NULL;

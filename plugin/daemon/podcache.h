@@ -73,7 +73,4 @@ bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct 
 /* Copy of every cached pod (malloc'd; caller frees). */
 size_t podcache_snapshot(struct podcache *c, struct pod_info **out);
 
-/* Kubernetes object names in paths: DNS-1123 characters only. */
-bool podcache_name_ok(const char *s);
-
 #endif

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ioqos/k8sname.h"
 #include "kube.h"
 
 static void add_str(json_object *o, const char *k, const char *v) {
@@ -16,6 +17,10 @@ static void add_str(json_object *o, const char *k, const char *v) {
 int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e) {
   if (!ev->ns || !ev->kind || !ev->name || !ev->reason || !ev->message)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "event: namespace, kind, name, reason and message are required");
+  /* the namespace becomes the URL path: "..", '/' or '%' would post elsewhere */
+  if (!ioq_k8s_label_valid(ev->ns))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "event on %s %.80s: namespace '%.80s' is not a DNS-1123 label",
+                    ev->kind, ev->name, ev->ns);
   char now[32];
   time_t t = time(NULL);
   struct tm tm;

@@ -183,6 +183,29 @@ Test(kube, event_post) {
   ioq_kube_free(k);
 }
 
+/* The namespace of an event is the URL path: one that kubelet or a pod
+ * reported as "..", "a/b" or "%2e%2e" must not post to another collection
+ * (libcurl removes dot segments). Refused before any request is made. */
+Test(kube, event_namespace_validated_before_the_url) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  static const char *const bad_ns[] = {"..", ".", "a/b", "%2e%2e", "Default", ""};
+  for (size_t i = 0; i < sizeof bad_ns / sizeof *bad_ns; i++) {
+    struct ioq_kube_event ev = {.ns = bad_ns[i], .kind = "Pod", .name = "p", .reason = "R",
+                                .message = "m"};
+    ioq_err e = {0};
+    cr_assert_eq(ioq_kube_post_event(k, &ev, &e), -1, "namespace '%s' accepted", bad_ns[i]);
+    cr_assert_eq(e.code, IOQ_EINVAL_INPUT, "namespace '%s': %s", bad_ns[i], e.msg);
+    cr_assert(strstr(e.msg, "namespace"), "%s", e.msg);
+  }
+  json_object *evs;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_kube_get_json(k, "/_admin/events", &evs, NULL, &e), 0);
+  cr_assert_eq(json_object_array_length(evs), 0, "an event was posted");
+  json_object_put(evs);
+  ioq_kube_free(k);
+}
+
 /* ---- informer ---- */
 struct seen {
   pthread_mutex_t lock;

@@ -4,6 +4,7 @@ configurations, and the image's runtime closure.
 
     check_manifests.py render
     check_manifests.py rbac
+    check_manifests.py admission
     check_manifests.py scheduler
     check_manifests.py workloads
     check_manifests.py flags BINARY PATH     (ioqos-plugin / ioqos-scheduler-ext)
@@ -35,23 +36,26 @@ RESOURCES = ("ioqos/bandwidth", "ioqos/iops")
 BINARIES = ("ioqos-plugin", "ioqos-scheduler-ext", "ioqosctl")
 BIN_DIR = "/usr/local/bin/"
 
-# The issue's least-privilege lists (issue 7), as (apiGroup, resource, verb).
+# The least-privilege lists (issue 7, narrowed by issue 12 item 12), as
+# (apiGroup, resource, verb). code_grants() derives the same sets from the
+# API calls in each binary's sources: RBAC must be exactly what the code uses.
 def _grants(spec):
     return {(g, r, v) for g, r, verbs in spec for v in verbs}
 
 RBAC_EXPECTED = {
     "ioqos-plugin": _grants([
         ("", "pods", ["get", "list", "watch"]),
-        ("", "nodes", ["get", "patch"]),
+        ("", "nodes", ["patch"]),
         ("", "events", ["create"]),
     ]),
     "ioqos-scheduler-ext": _grants([
         ("", "nodes", ["list", "watch"]),
         ("", "pods", ["get", "patch"]),
         ("", "pods/binding", ["create"]),
-        ("", "events", ["create"]),
     ]),
 }
+# where each service account's binary keeps its Kubernetes API calls
+SA_SOURCES = {"ioqos-plugin": ["plugin/daemon"], "ioqos-scheduler-ext": ["scheduler-ext"]}
 # The second kube-scheduler: the built-in roles of a kube-scheduler, plus at
 # most its own leader-election lease.
 SCHEDULER_SA = "ioqos-scheduler"
@@ -305,6 +309,63 @@ def rbac_problems(docs):
     return problems
 
 
+API_CALL = re.compile(r'ioq_kube_(get_json_until|get_json|merge_patch|send_json|do)\s*\(')
+API_PATH = re.compile(r'"(/api/v1/[^"?]*)')
+
+
+def path_resource(path):
+    """'/api/v1/namespaces/%s/pods/%s/binding' -> 'pods/binding'."""
+    parts = [x for x in path.split("/")[3:] if x]
+    if parts[:1] == ["namespaces"] and len(parts) >= 3:
+        parts = parts[2:]
+    res = parts[0]
+    return res + "/" + parts[2] if len(parts) >= 3 else res
+
+
+def call_verb(text, name):
+    """Kubernetes verb of the API call `name` starting at text (the call's
+    own text, arguments included)."""
+    if name in ("get_json", "get_json_until"):
+        return "get"
+    if name == "merge_patch":
+        return "patch"
+    m = re.match(r'ioq_kube_\w+\s*\([^,]+,\s*"(\w+)"', text)
+    method = m.group(1) if m else "?"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete",
+            "GET": "get"}.get(method, "?" + method)
+
+
+def code_grants(text):
+    """(apiGroup, resource, verb) of every API request in C source text: each
+    "/api/v1/..." path literal is paired with the first API call after it
+    (paths are built with snprintf just before the call), informers list and
+    watch their collection, ioq_kube_post_event creates events."""
+    g, probs = set(), []
+    for m in re.finditer(r'ioq_kube_informer_start\s*\([^,]+,\s*"([^"]+)"', text):
+        g |= {("", path_resource(m.group(1)), "list"), ("", path_resource(m.group(1)), "watch")}
+    if re.search(r'\bioq_kube_post_event\s*\(', text):
+        g.add(("", "events", "create"))
+    for m in API_PATH.finditer(text):
+        before = text[max(0, m.start() - 200):m.start()]
+        if re.search(r'ioq_kube_informer_start\s*\([^,]+,\s*$', before):
+            continue
+        call = API_CALL.search(text, m.end())
+        if not call or call.start() - m.end() > 1500:
+            probs.append("path %s is not followed by an API call" % m.group(1))
+            continue
+        v = call_verb(text[call.start():call.start() + 300], call.group(1))
+        g.add(("", path_resource(m.group(1)), v))
+    return g, probs
+
+
+def sa_code_grants(sa):
+    text = ""
+    for d in SA_SOURCES[sa]:
+        for f in sorted(glob.glob(os.path.join(REPO, d, "**", "*.c"), recursive=True)):
+            text += open(f).read() + "\n"
+    return code_grants(text)
+
+
 def fmt_grant(g):
     return "%s %s%s" % (g[2], (g[0] + "/") if g[0] else "", g[1])
 
@@ -323,12 +384,32 @@ def cmd_rbac():
     for sa in RBAC_EXPECTED:
         if sa not in seen_sas:
             fail("no RBAC for %s anywhere" % sa)
+    # the lists are what the code does: no verb without a call, no call without a verb
+    for sa, want in RBAC_EXPECTED.items():
+        used, probs = sa_code_grants(sa)
+        for x in probs:
+            fail("%s sources: %s" % (sa, x))
+        if used != want:
+            fail("%s: the code uses %s, RBAC grants %s" % (
+                sa, sorted(fmt_grant(x) for x in used), sorted(fmt_grant(x) for x in want)))
+        else:
+            ok("%s: RBAC is exactly the API calls of %s: %s" % (
+                sa, ", ".join(SA_SOURCES[sa]), ", ".join(sorted(fmt_grant(x) for x in used))))
+    control("a GET the plugin has no verb for", lambda: [] if code_grants(
+        'snprintf(path, sizeof path, "/api/v1/nodes/%s", n);\n'
+        'ioq_kube_get_json(k, path, &o, NULL, e);')[0] - RBAC_EXPECTED["ioqos-plugin"] == set()
+        else ["nodes get is used but not granted"])
     # controls: one extra verb, one missing verb, a wildcard, an extra binding
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
             o["rules"][1]["verbs"].append("update")
     control("plugin may update nodes", rbac_problems, bad)
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
+            o["rules"][1]["verbs"].append("get")
+    control("plugin may get nodes (unused)", rbac_problems, bad)
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-scheduler-ext":
@@ -344,6 +425,113 @@ def cmd_rbac():
         "metadata": {"name": "x"}, "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"kind": "ServiceAccount", "name": "ioqos-plugin", "namespace": "ioqos-system"}]}]
     control("plugin is cluster-admin", rbac_problems, bad)
+    finish()
+
+
+# ------------------------------------------------- admission policies
+
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+
+
+def c_define(header, name):
+    m = re.search(r'#define %s "([^"]+)"' % name, open(os.path.join(REPO, header)).read())
+    if not m:
+        raise SystemExit("%s: no #define %s" % (header, name))
+    return m.group(1)
+
+
+def admission_problems(docs):
+    """Every patch/update RBAC grants an ioqos service account is narrowed by
+    a ValidatingAdmissionPolicy (bound with Deny, failing closed) that matches
+    that account's user name and keeps it to its own annotation; the plugin's
+    also pins the node to the token's node-name claim. The CEL itself is not
+    evaluated here (no CEL implementation among the test dependencies)."""
+    p = []
+    own = {"ioqos-plugin": c_define("src/include/ioqos/nodeanno.h", "IOQ_NODE_ANNOTATION"),
+           "ioqos-scheduler-ext": c_define("src/include/ioqos/nodeanno.h", "IOQ_POD_DISK_ANNOTATION")}
+    policies = {o["metadata"]["name"]: o for o in docs if o["kind"] == "ValidatingAdmissionPolicy"}
+    bound = {}
+    for b in (o for o in docs if o["kind"] == "ValidatingAdmissionPolicyBinding"):
+        spec = b.get("spec") or {}
+        if spec.get("validationActions") != ["Deny"]:
+            p.append("binding %s: validationActions %s, want [Deny]" % (b["metadata"]["name"], spec.get("validationActions")))
+        if spec.get("paramRef") or spec.get("matchResources"):
+            p.append("binding %s narrows its policy (paramRef/matchResources)" % b["metadata"]["name"])
+        bound[spec.get("policyName")] = b
+    for pol in policies:
+        if pol not in bound:
+            p.append("policy %s has no binding: it is never enforced" % pol)
+    for sa_obj in (o for o in docs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] in own):
+        sa, ns = sa_obj["metadata"]["name"], sa_obj["metadata"].get("namespace")
+        user = "system:serviceaccount:%s:%s" % (ns, sa)
+        writes = {(r, v) for (g, r, v) in sa_grants(docs).get(sa, (set(), set(), []))[0]
+                  if v in ("patch", "update")}
+        for res, verb in sorted(writes):
+            cover = []
+            for name, pol in policies.items():
+                spec = pol.get("spec") or {}
+                conds = " ".join(c.get("expression", "") for c in spec.get("matchConditions") or [])
+                rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+                if user in conds and any(res in (r.get("resources") or []) and "UPDATE" in (r.get("operations") or [])
+                                         for r in rules):
+                    cover.append((name, spec))
+            if not cover:
+                p.append("%s may %s %s but no admission policy matching user %s narrows it" % (sa, verb, res, user))
+                continue
+            for name, spec in cover:
+                text = json.dumps(spec.get("validations") or []) + json.dumps(spec.get("variables") or [])
+                if spec.get("failurePolicy") != "Fail":
+                    p.append("policy %s: failurePolicy %s, want Fail" % (name, spec.get("failurePolicy")))
+                if own[sa] not in text:
+                    p.append("policy %s does not name %s's own annotation %s" % (name, sa, own[sa]))
+                if "oldObject" not in text:
+                    p.append("policy %s never compares with oldObject: it cannot tell what changed" % name)
+                if sa == "ioqos-plugin" and (NODE_NAME_EXTRA not in text or "object.metadata.name" not in text):
+                    p.append("policy %s does not tie the node to the token's %s" % (name, NODE_NAME_EXTRA))
+    return p
+
+
+def cmd_admission():
+    n = 0
+    for d in kustomization_dirs():
+        try:
+            docs = render(d)
+        except Broken as e:
+            fail(str(e))
+            continue
+        if not find(docs, "Namespace", "ioqos-system"):
+            continue  # parts (base/plugin, examples) carry no RBAC to narrow
+        n += 1
+        probs = admission_problems(docs)
+        if not any(o["kind"] == "ValidatingAdmissionPolicy" for o in docs):
+            probs.append("no ValidatingAdmissionPolicy")
+        for x in probs:
+            fail("%s: %s" % (rel(d), x))
+        if not probs:
+            ok("%s: every node/pod patch of the ioqos accounts is held to its own annotation" % rel(d))
+    if not n:
+        fail("no full install rendered")
+    base = render(os.path.join(MANIFESTS, "base"))
+    control("no admission policy", admission_problems,
+            [o for o in base if not o["kind"].startswith("ValidatingAdmissionPolicy")])
+    control("policy not bound", admission_problems,
+            [o for o in base if o["kind"] != "ValidatingAdmissionPolicyBinding"])
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ServiceAccount":
+            o["metadata"]["namespace"] = "elsewhere"
+    control("policy names another namespace's account", admission_problems, bad)
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicy" and "plugin" in o["metadata"]["name"]:
+            o["spec"]["validations"] = [v for v in o["spec"]["validations"] if NODE_NAME_EXTRA not in v["expression"]]
+            o["spec"]["variables"] = []
+    control("plugin may patch any node", admission_problems, bad)
+    bad = copy.deepcopy(base)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicyBinding":
+            o["spec"]["validationActions"] = ["Audit"]
+    control("policy only audits", admission_problems, bad)
     finish()
 
 
@@ -565,8 +753,7 @@ def plugin_problems(ds, docs):
     if not c:
         return ["%s: no container runs %sioqos-plugin" % (where, BIN_DIR)]
     f = flag_values(argv_of(c)[1:])
-    if not (c.get("securityContext") or {}).get("privileged"):
-        p.append("%s: container is not privileged" % where)
+    p += plugin_privilege_problems(where, ps, c)
     if ps.get("priorityClassName") != "system-node-critical":
         p.append("%s: priorityClassName is %r" % (where, ps.get("priorityClassName")))
     if not any(t.get("operator") == "Exists" and not t.get("key") for t in ps.get("tolerations") or []):
@@ -591,7 +778,7 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, v)
         if not hp or hp[0] != host:
             p.append("%s: --%s=%s is not the host's %s (mounted: %s)" % (where, flag, v, host, hp and hp[0]))
-        elif flag in ("device-plugin-dir", "pod-resources-socket", "cgroup-root") and hp[1].get("readOnly"):
+        elif flag in ("device-plugin-dir", "cgroup-root") and hp[1].get("readOnly"):
             p.append("%s: --%s is mounted read-only" % (where, flag))
     # the config file comes from a ConfigMap; the kubelet root dir it names is
     # the host's, at the same path (mountinfo resolution inside the container)
@@ -636,6 +823,66 @@ def plugin_problems(ds, docs):
         pp = ports.get(hg.get("port"), hg.get("port"))
         if hg.get("path") != path or pp != port:
             p.append("%s: %s is not GET %s on the probe port %s" % (where, probe, path, port))
+    return p
+
+
+# Least privilege of the plugin (issue 12 item 12): uid 0 without any
+# capability, and only these host paths, each with the access it needs
+# (docs/operations.md "Security" says what each is for):
+#   "rw" writable, "ro" read-only, "rro" read-only recursively (submounts too)
+PLUGIN_CAPS_ADD = set()  # none: root owns every file it writes (tests/kernel/v1-nocaps.sh)
+PLUGIN_HOST_PATHS = {
+    "/sys/fs/cgroup": "rw",                   # io.max / blkio.throttle.* of pod cgroups
+    "/sys": "rro",                            # block devices, schedulers
+    "/var/lib/kubelet": "rro",                # the kubelet root's disk, via mountinfo
+    "/var/lib/kubelet/device-plugins": "rw",  # kubelet.sock + the plugin's own sockets
+    "/var/lib/kubelet/pod-resources": "ro",   # connect to the pod resources socket
+    "/dev/disk": "ro",                        # /dev/disk/by-* selectors
+    "/var/lib/ioqos": "rw",                   # calibration results, state
+}
+
+
+def mount_access(vm):
+    if not vm.get("readOnly"):
+        return "rw"
+    return "rro" if vm.get("recursiveReadOnly") in ("Enabled", "IfPossible") else "ro"
+
+
+def plugin_privilege_problems(where, ps, c):
+    p = []
+    sc = c.get("securityContext") or {}
+    psc = ps.get("securityContext") or {}
+    if sc.get("privileged"):
+        p.append("%s: container is privileged" % where)
+    if sc.get("allowPrivilegeEscalation") is not False:
+        p.append("%s: allowPrivilegeEscalation is not false" % where)
+    if not sc.get("readOnlyRootFilesystem"):
+        p.append("%s: root filesystem is writable" % where)
+    caps = sc.get("capabilities") or {}
+    if "ALL" not in (caps.get("drop") or []):
+        p.append("%s: capabilities do not drop ALL" % where)
+    extra = set(caps.get("add") or []) - PLUGIN_CAPS_ADD
+    if extra:
+        p.append("%s: adds capabilities %s beyond %s" % (where, sorted(extra), sorted(PLUGIN_CAPS_ADD)))
+    seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        p.append("%s: seccomp profile is %r, not RuntimeDefault" % (where, seccomp))
+    for k in ("hostPID", "hostIPC", "hostNetwork"):
+        if ps.get(k):
+            p.append("%s: %s is set" % (where, k))
+    vols = {v["name"]: v for v in ps.get("volumes") or []}
+    for vm in c.get("volumeMounts") or []:
+        hp = (vols.get(vm["name"]) or {}).get("hostPath")
+        if not hp:
+            continue
+        path = hp["path"].rstrip("/") or "/"
+        want = PLUGIN_HOST_PATHS.get(path)
+        if want is None:
+            p.append("%s: host path %s is not one the plugin needs (%s)" % (where, path, sorted(PLUGIN_HOST_PATHS)))
+        elif mount_access(vm) != want:
+            p.append("%s: host path %s is mounted %s, want %s" % (where, path, mount_access(vm), want))
+        if vm.get("mountPropagation") not in (None, "None"):
+            p.append("%s: host path %s has mountPropagation %s" % (where, path, vm["mountPropagation"]))
     return p
 
 
@@ -735,6 +982,22 @@ def cmd_workloads():
         "volumeMounts", [m for m in plugin_container(o)["volumeMounts"] if m["mountPath"] != "/var/lib/kubelet"])))
     control("extender policy differs", workload_problems, mutate("Deployment", lambda o: o["spec"]["template"]["spec"]["containers"][0]["args"].append("--policy=balanced")))
     control("two extender replicas", workload_problems, mutate("Deployment", lambda o: o["spec"].__setitem__("replicas", 2)))
+    # least privilege of the plugin
+    control("plugin privileged", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["securityContext"].__setitem__("privileged", True)))
+    control("plugin adds SYS_ADMIN", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["securityContext"]["capabilities"].__setitem__("add", ["SYS_ADMIN"])))
+    control("plugin keeps its capabilities", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["securityContext"].pop("capabilities")))
+    control("sysfs mounted writable", workload_problems, mutate("DaemonSet", lambda o: [m.pop("readOnly", None) for m in plugin_container(o)["volumeMounts"] if m["mountPath"] == "/host/sys"]))
+    control("kubelet root not recursively read-only", workload_problems, mutate("DaemonSet", lambda o: [m.pop("recursiveReadOnly", None) for m in plugin_container(o)["volumeMounts"] if m["mountPath"] == "/var/lib/kubelet"]))
+    control("host root mounted", workload_problems, mutate("DaemonSet", lambda o: (
+        o["spec"]["template"]["spec"]["volumes"].append({"name": "host", "hostPath": {"path": "/"}}),
+        plugin_container(o)["volumeMounts"].append({"name": "host", "mountPath": "/host"}))))
+    # no container of any manifest is privileged
+    for d in kustomization_dirs():
+        for o in render(d):
+            for where, ps in pod_specs(o):
+                for _, c in containers(ps):
+                    if (c.get("securityContext") or {}).get("privileged"):
+                        fail("%s: %s container %s is privileged" % (rel(d), where, c.get("name")))
     finish()
 
 
@@ -1163,6 +1426,8 @@ def main():
             cmd_render()
         elif cmd == "rbac":
             cmd_rbac()
+        elif cmd == "admission":
+            cmd_admission()
         elif cmd == "scheduler":
             cmd_scheduler()
         elif cmd == "workloads":

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 char *fx_tmpdir(void) {
@@ -76,6 +77,16 @@ void fx_symlink(const char *root, const char *rel, const char *target) {
   mkparent(full);
   unlink(full);
   cr_assert_eq(symlink(target, full), 0, "symlink %s: %s", full, strerror(errno));
+}
+
+bool fx_swallower(const char *root, const char *rel) {
+  const char *full = fx_path(root, rel);
+  mkparent(full);
+  unlink(full);
+  if (mknod(full, S_IFCHR | 0666, makedev(1, 3)) == 0)
+    return true;
+  cr_assert(errno == EPERM, "mknod %s: %s", full, strerror(errno));
+  return false;
 }
 
 char *fx_read(const char *root, const char *rel) {

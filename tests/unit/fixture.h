@@ -4,6 +4,7 @@
 #ifndef IOQOS_TEST_FIXTURE_H
 #define IOQOS_TEST_FIXTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Creates a fresh temp directory; returns its path (static storage per call
@@ -17,6 +18,11 @@ void fx_write(const char *root, const char *rel, const char *content);
 void fx_mkdir(const char *root, const char *rel);
 /* Creates a symlink root/rel -> target (target taken literally). */
 void fx_symlink(const char *root, const char *rel, const char *target);
+/* A file that swallows writes and reads back empty, as a cgroup file the
+ * kernel ignores: a character device 1:3 (/dev/null's) at root/rel. The
+ * writers refuse symlinks (O_NOFOLLOW), so a link to /dev/null will not do.
+ * false when creating device nodes is not permitted (not root): skip then. */
+bool fx_swallower(const char *root, const char *rel);
 /* Reads root/rel into a malloc'd string (aborts the test on failure). */
 char *fx_read(const char *root, const char *rel);
 /* Formats into a static rotating buffer (8 slots) for short-lived paths. */

@@ -91,7 +91,8 @@ struct ioq_config {
 };
 
 /* Device class names (config devices[].class, pod annotation ioqos.io/class):
- * 1-63 characters of a-z, 0-9, '-' and '.', not starting or ending with '-'. */
+ * 1-63 characters of a-z, 0-9, '-' and '.', not starting or ending with '-',
+ * and neither "." nor "..". */
 bool ioq_class_name_valid(const char *s);
 
 /* Fills *c with defaults (no devices). */

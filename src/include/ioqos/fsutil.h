@@ -26,11 +26,13 @@ int ioq_read_line(const char *path, char *buf, size_t bufsz, ioq_err *e);
 int ioq_read_u64(const char *path, uint64_t *out, ioq_err *e);
 
 /* Writes `data` with one write(2) call (O_WRONLY|O_TRUNC, no O_CREAT: the
- * file must exist, as cgroup files do). Error: "write 'DATA' to PATH: strerror". */
+ * file must exist, as cgroup files do). A symlink as the last component is
+ * refused (O_NOFOLLOW, code ELOOP). Error: "write 'DATA' to PATH: strerror". */
 int ioq_write_file(const char *path, const char *data, ioq_err *e);
 
 /* Creates/truncates a regular file atomically (temp + rename), mode 0644,
- * creating missing parent directories (0755). For state files, not cgroups. */
+ * creating missing parent directories (0755); a symlink at the temp name is
+ * refused. For state files, not cgroups. */
 int ioq_write_file_atomic(const char *path, const char *data, ioq_err *e);
 
 /* mkdir -p (0755). */

@@ -46,7 +46,7 @@ void ioq_unit_sizes_default(struct ioq_unit_sizes *u);
 int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e);
 
 /* True if `name` is a valid disk name for unit IDs: 1..IOQ_DISK_NAME_MAX chars
- * from [A-Za-z0-9._!+] and '-'. */
+ * from [A-Za-z0-9._!+] and '-', and neither "." nor ".." (it is a path component). */
 bool ioq_disk_name_valid(const char *name);
 
 /* Formats a unit ID into out (size >= IOQ_UNIT_ID_MAX + 1). */
