@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 
 #include "assumed.h"
+#include "body.h"
 #include "ioqos/config.h"
 #include "kube.h"
 #include "metrics.h"
@@ -18,6 +19,7 @@ struct extender {
   struct ext_assumed *assumed;
   struct ext_nodecache *cache; /* NULL: no node cache (full-node mode only) */
   struct ioq_kube *kube;       /* NULL: no API access (no bind) */
+  struct ext_budget *budget;   /* parse memory of request bodies and bind's pod GET */
 };
 
 /* POST /filter: ExtenderArgs -> ExtenderFilterResult */

@@ -19,7 +19,7 @@ static const char *const g_pod_kinds[EXT_POD_KIND_COUNT] = {"ioqos", "passthroug
 static const char *const g_node_results[EXT_NODE_RESULT_COUNT] = {"passed", "failed",
                                                                   "unresolvable"};
 static const char *const g_rejects[EXT_REJECT_COUNT] = {"too_large", "invalid_json",
-                                                        "bad_request", "busy"};
+                                                        "bad_request", "busy", "deadline"};
 
 struct code_count {
   unsigned code;

@@ -30,6 +30,7 @@ enum ext_reject {
   EXT_REJECT_INVALID_JSON,
   EXT_REJECT_BAD_REQUEST,
   EXT_REJECT_BUSY, /* parse memory held by other requests */
+  EXT_REJECT_DEADLINE, /* body not received within --request-deadline */
   EXT_REJECT_COUNT
 };
 

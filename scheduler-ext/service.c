@@ -7,6 +7,7 @@
 
 #include "extender.h"
 #include "httpd.h"
+#include "memlimit.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 
@@ -14,6 +15,7 @@ struct ext_service {
   struct extender x;
   struct ioq_kube_informer *informer;
   struct ext_httpd *_Atomic httpd;
+  struct ext_budget budget;
   char *tls_cert, *tls_key;
   struct ext_route routes[6];
 };
@@ -113,6 +115,40 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
   return 0;
 }
 
+/* The parse budget: --max-request-memory, else a share of the container's
+ * memory limit, so hostile bodies are refused (413/503) before the kernel
+ * OOM-kills the only replica (the old fixed 1 GiB exceeded the 512 MiB
+ * limit of the shipped Deployment). */
+static int set_budget(struct ext_service *s, const struct ext_flags *f, ioq_err *e) {
+  s->x.budget = &s->budget;
+  uint64_t limit = 0;
+  char where[512];
+  if (ext_memory_limit("/proc/self/cgroup", "/proc/self/mountinfo", &limit, where, sizeof where,
+                       e) < 0) {
+    ioq_err_prefix(e, "find the container's memory limit (set --max-request-memory to skip)");
+    if (!f->max_request_memory)
+      return -1;
+    ioq_warn("%s", e->msg);
+    *e = (ioq_err){0};
+  }
+  if (f->max_request_memory) {
+    s->budget.max = f->max_request_memory;
+    if (limit && f->max_request_memory > limit / 2)
+      ioq_warn("--max-request-memory=%zu is more than half of the memory limit %llu (%s): hostile "
+               "bodies can get the extender OOM-killed",
+               f->max_request_memory, (unsigned long long)limit, where);
+    ioq_info("parse budget bytes=%zu from=--max-request-memory", s->budget.max);
+  } else {
+    s->budget.max = ext_parse_budget(limit);
+    if (limit)
+      ioq_info("parse budget bytes=%zu from=\"a quarter of the memory limit %llu of %s\"",
+               s->budget.max, (unsigned long long)limit, where);
+    else
+      ioq_info("parse budget bytes=%zu from=\"default: no memory limit found\"", s->budget.max);
+  }
+  return 0;
+}
+
 struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   struct ext_service *s = calloc(1, sizeof *s);
   if (!s) {
@@ -133,7 +169,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       goto fail;
     }
   }
-  if (start_kube(s, f, e) < 0)
+  if (set_budget(s, f, e) < 0 || start_kube(s, f, e) < 0)
     goto fail;
 
   const struct ext_route routes[] = {
@@ -150,10 +186,12 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       .tls_cert = s->tls_cert,
       .tls_key = s->tls_key,
       .max_body = f->max_request_bytes,
-      .max_parse_memory = f->max_request_memory,
+      .budget = &s->budget,
       .threads = f->threads,
       .max_connections = f->max_connections,
       .idle_timeout_s = f->idle_timeout_s,
+      .max_per_ip = f->max_connections_per_ip,
+      .deadline_s = f->request_deadline_s,
   };
   struct ext_httpd *h = ext_httpd_start(&ho, s->routes, sizeof routes / sizeof routes[0],
                                         s->x.metrics, e);
@@ -163,7 +201,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   ioq_info("serving listen=%s port=%u tls=%s policy=%s threads=%u max_request_bytes=%zu "
            "max_request_memory=%zu assume_ttl_s=%u kube=%s node_cache=%s bind=%s",
            f->listen, ext_httpd_port(h), f->tls_cert ? "on" : "off", ioq_policy_name(f->policy),
-           f->threads, f->max_request_bytes, f->max_request_memory, f->assume_ttl_s,
+           f->threads, f->max_request_bytes, s->budget.max, f->assume_ttl_s,
            s->x.kube ? ioq_kube_server(s->x.kube) : "none", s->x.cache ? "on" : "off",
            s->x.kube ? "on" : "off");
   return s;
