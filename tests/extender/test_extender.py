@@ -295,6 +295,25 @@ class Bind(unittest.TestCase):
             self.assertEqual(res["NodeNames"], ["w1"], "counted once, not twice")
             self.assertEqual(ext.metric('ioqos_extender_binds_total{result="bound"}'), 1)
 
+    def test_pod_get_is_charged_to_the_parse_budget(self):
+        # a pod whose object is mostly small JSON objects (a tenant can put
+        # 1.5 MB of managedFields-like data in it): ~40 KB of text is ~13 MB of
+        # json-c tree, more than the whole 8 MiB budget: refused, not parsed
+        self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
+        pod = k8s.ioqos_pod("fat", bw=10)
+        pod["metadata"]["managedFields"] = [{} for _ in range(14000)]
+        self.api.add_pod(pod)
+        small = k8s.ioqos_pod("db", bw=10)
+        self.api.add_pod(small)
+        with Extender("--max-request-memory", "8Mi", api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            st, res, _ = self.bind(ext, pod, "w1")
+            self.assertEqual(st, 200)
+            self.assertIn("needs more than 8388608 bytes of memory to parse", res["Error"])
+            self.assertEqual(self.api.bindings, [])
+            self.assertEqual(ext.metric("ioqos_extender_request_parse_memory_bytes"), 0)
+            self.assertEqual(self.bind(ext, small, "w1")[1], {"Error": ""})
+
     def test_assumption_expires(self):
         self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
         pod = k8s.ioqos_pod("db", bw=600)
