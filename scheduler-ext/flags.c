@@ -72,6 +72,9 @@ void ext_flags_usage(FILE *out) {
       "                              most-allocated (pack) or balanced\n"
       "  --assume-ttl SECONDS        how long a placement made by bind counts against its\n"
       "                              disk before the node's plugin reports it (default 60)\n"
+      "  --annotation-max-age SECONDS  a node annotation published longer ago than this\n"
+      "                              is stale: the node is unknown until its plugin\n"
+      "                              publishes again (default 900; 0 = never stale)\n"
       "\n"
       "Kubernetes API (needed for bind and for nodeCacheCapable: true):\n"
       "  --kube-api-server URL       API server (default: in-cluster service account)\n"
@@ -150,6 +153,7 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
       {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
       {"request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE},
+      {"annotation-max-age", required_argument, NULL, OPT_ANNOTATION_MAX_AGE},
       {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
       {"kube-api-server", required_argument, NULL, OPT_KUBE_API_SERVER},
       {"kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE},
@@ -222,6 +226,9 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       break;
     case OPT_REQUEST_DEADLINE:
       rc = parse_uint("--request-deadline", optarg, 1, 3600, &f->request_deadline_s, e);
+      break;
+    case OPT_ANNOTATION_MAX_AGE:
+      rc = parse_uint("--annotation-max-age", optarg, 0, 30 * 86400, &f->annotation_max_age_s, e);
       break;
     case OPT_SHUTDOWN_GRACE:
       rc = parse_uint("--shutdown-grace", optarg, 0, 3600, &f->shutdown_grace_s, e);

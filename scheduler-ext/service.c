@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide.h"
 #include "extender.h"
 #include "httpd.h"
 #include "memlimit.h"
@@ -156,6 +157,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
     return NULL;
   }
   s->x.policy = f->policy;
+  ext_decide_set_max_age(f->annotation_max_age_s, NULL);
   s->x.metrics = ext_metrics_new();
   s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
   if (!s->x.metrics || !s->x.assumed) {
@@ -199,9 +201,9 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
     goto fail;
   atomic_store(&s->httpd, h);
   ioq_info("serving listen=%s port=%u tls=%s policy=%s threads=%u max_request_bytes=%zu "
-           "max_request_memory=%zu assume_ttl_s=%u kube=%s node_cache=%s bind=%s",
+           "max_request_memory=%zu assume_ttl_s=%u annotation_max_age_s=%u kube=%s node_cache=%s bind=%s",
            f->listen, ext_httpd_port(h), f->tls_cert ? "on" : "off", ioq_policy_name(f->policy),
-           f->threads, f->max_request_bytes, s->budget.max, f->assume_ttl_s,
+           f->threads, f->max_request_bytes, s->budget.max, f->assume_ttl_s, f->annotation_max_age_s,
            s->x.kube ? ioq_kube_server(s->x.kube) : "none", s->x.cache ? "on" : "off",
            s->x.kube ? "on" : "off");
   return s;

@@ -258,6 +258,45 @@ Test(args, bind_args) {
   }
 }
 
+/* ---- freshness of the node annotation (issue 12 item 3) ---- */
+
+static int64_t g_wall = 1796092695; /* 2026-12-01T02:38:15Z */
+static int64_t wall(void) { return g_wall; }
+
+Test(decide, stale_annotation_is_unknown) {
+  ext_decide_set_max_age(900, wall);
+  const char *fresh = "{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":true,"
+                      "\"capacity\":{\"ioqos/bandwidth\":100}}],"
+                      "\"publishedAt\":\"2026-12-01T02:30:00Z\"}";
+  struct ext_nodeinfo ni;
+  info_from(fresh, &ni);
+  cr_assert_eq(ni.status, EXT_NODE_OK, "%s", ni.error);
+  struct ext_assumed *a = ext_assumed_new(60000);
+  struct ioq_need n = need(10, 0, NULL);
+  struct ext_verdict v;
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
+  cr_assert_eq(v.kind, EXT_FITS, "495 s old, bound 900: %s", v.reason);
+  g_wall += 600; /* 1095 s after publishing */
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
+  cr_assert_eq(v.kind, EXT_UNRESOLVABLE);
+  cr_assert(strstr(v.reason, "is stale: published 1095 s ago, more than 900 s"), "%s", v.reason);
+  ext_nodeinfo_free(&ni);
+  /* no publishedAt (a plugin older than the marker): taken as it is */
+  info_from(ANNO_TWO_DISKS, &ni);
+  struct ioq_need f = need(10, 0, "fast");
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &f, NULL, "n1", &ni, &v);
+  cr_assert_eq(v.kind, EXT_FITS, "%s", v.reason);
+  ext_nodeinfo_free(&ni);
+  /* 0 = never stale */
+  ext_decide_set_max_age(0, wall);
+  info_from(fresh, &ni);
+  ext_decide(a, IOQ_POLICY_LEAST_ALLOCATED, &n, NULL, "n1", &ni, &v);
+  cr_assert_eq(v.kind, EXT_FITS, "%s", v.reason);
+  ext_nodeinfo_free(&ni);
+  ext_assumed_free(a);
+  ext_decide_set_max_age(0, NULL);
+}
+
 /* ---- body reading and the parse-memory budget ---- */
 #include "body.h"
 
