@@ -8,6 +8,7 @@
 #include "args.h"
 #include "decide.h"
 #include "extender.h"
+#include "podsync.h"
 #include "ioqos/log.h"
 
 static void fail(struct extender *x, struct ext_reply *r, const char *fmt, const char *a,
@@ -212,6 +213,12 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
   snprintf(key, sizeof key, "%s/%s", b.pod_namespace, b.pod_name);
   const char *assumed_id = pn.uid[0] ? pn.uid : key;
 
+  if (ioqos && !ext_podsync_ready(x->sync)) {
+    fail(x, r, "bind pod %s to node %s", key, b.node,
+         "the extender restarted and is still rebuilding its assumed placements from bound pods; "
+         "retry");
+    return;
+  }
   if (ioqos) {
     if (choose_and_assume(x, &b, &pn, disk, sizeof disk, &score, &e) < 0) {
       fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
@@ -228,8 +235,8 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
   if (post_binding(x, &b, uid, &status, &e) < 0) {
     /* No reply (a timeout, a reset connection): the binding may have been
      * committed, and then the pod will run on this disk. Keep the
-     * assumption until the node reports the pod or the TTL ends, so no
-     * other pod is placed on those units meanwhile. */
+     * assumption until the node reports the pod or the sweep sees it was
+     * not bound, so no other pod is placed on those units meanwhile. */
     if (ioqos && status == 0)
       ioq_warn("binding outcome unknown, keeping the assumed placement until the node reports "
                "the pod or it expires pod=%s node=%s disk=%s error=\"%s\"",

@@ -13,6 +13,7 @@
 #include "nodecache.h"
 #include "reply.h"
 
+struct ext_podsync;
 struct extender {
   enum ioq_policy policy;
   struct ext_metrics *metrics;
@@ -20,6 +21,7 @@ struct extender {
   struct ext_nodecache *cache; /* NULL: no node cache (full-node mode only) */
   struct ioq_kube *kube;       /* NULL: no API access (no bind) */
   struct ext_budget *budget;   /* parse memory of request bodies and bind's pod GET */
+  struct ext_podsync *sync;    /* NULL: no assumed placement sync (no node cache) */
 };
 
 /* POST /filter: ExtenderArgs -> ExtenderFilterResult */

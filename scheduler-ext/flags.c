@@ -70,8 +70,10 @@ void ext_flags_usage(FILE *out) {
       "Decisions:\n"
       "  --policy NAME               disk scoring: least-allocated (default, spread),\n"
       "                              most-allocated (pack) or balanced\n"
-      "  --assume-ttl SECONDS        how long a placement made by bind counts against its\n"
-      "                              disk before the node's plugin reports it (default 60)\n"
+      "  --assume-ttl SECONDS        safety bound on how long a placement made by bind\n"
+      "                              counts against its disk when neither the node's\n"
+      "                              annotation lists the pod nor the pod ends (default\n"
+      "                              3600)\n"
       "  --annotation-max-age SECONDS  a node annotation published longer ago than this\n"
       "                              is stale: the node is unknown until its plugin\n"
       "                              publishes again (default 900; 0 = never stale)\n"
@@ -126,7 +128,7 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
   *f = (struct ext_flags){
       .listen = ":8888",
       .policy = IOQ_POLICY_LEAST_ALLOCATED,
-      .assume_ttl_s = 60,
+      .assume_ttl_s = 3600,
       .max_request_bytes = 256u << 20,
       .max_request_memory = 0,
       .threads = 4,

@@ -9,6 +9,7 @@
 #include "extender.h"
 #include "httpd.h"
 #include "memlimit.h"
+#include "podsync.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 
@@ -43,6 +44,9 @@ static void route_readyz(void *ud, json_object *body, struct ext_reply *r) {
   struct ext_service *s = ud;
   if (s->x.cache && !ext_nodecache_synced(s->x.cache))
     ext_reply_text(r, 503, "text/plain; charset=utf-8", strdup("node cache not synced yet\n"));
+  else if (!ext_podsync_ready(s->x.sync))
+    ext_reply_text(r, 503, "text/plain; charset=utf-8",
+                   strdup("assumed placements not rebuilt from bound pods yet\n"));
   else
     ext_reply_text(r, 200, "text/plain; charset=utf-8", strdup("ok\n"));
 }
@@ -65,6 +69,7 @@ static void route_metrics(void *ud, json_object *body, struct ext_reply *r) {
 }
 
 static void free_parts(struct ext_service *s) {
+  ext_podsync_stop(s->x.sync);
   if (s->informer)
     ioq_kube_informer_stop(s->informer);
   ext_nodecache_free(s->x.cache);
@@ -113,7 +118,9 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
     ioq_err_prefix(e, "start the node cache");
     return -1;
   }
-  return 0;
+  /* sweep every 5 s the placements at least 5 s old (their bind is done) */
+  s->x.sync = ext_podsync_start(&s->x, 5000, 5000, e);
+  return s->x.sync ? 0 : -1;
 }
 
 /* The parse budget: --max-request-memory, else a share of the container's

@@ -42,8 +42,12 @@ class MemoryLimit(unittest.TestCase):
         procs = os.path.join(cls.cg, "cgroup.procs")
         # the shell moves itself into the cgroup, then becomes the extender
         wrapper = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
-        cls.ext = Extender("--request-deadline", "3", "--idle-timeout", "30", "--threads", "4",
-                           "--max-connections-per-ip", "16", wrapper=wrapper)
+        try:
+            cls.ext = Extender("--request-deadline", "3", "--idle-timeout", "30", "--threads", "4",
+                               "--max-connections-per-ip", "16", wrapper=wrapper)
+        except BaseException:
+            os.rmdir(cls.cg)  # tearDownClass does not run after a failed setUpClass
+            raise
         cls.good = k8s.filter_args(k8s.ioqos_pod("db", bw=10),
                                    nodes=[k8s.node("n", [k8s.disk("sda", 100)])])
 
