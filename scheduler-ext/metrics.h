@@ -38,6 +38,7 @@ enum ext_reject {
 struct ext_gauges {
   uint64_t in_flight;
   uint64_t parse_memory; /* estimated bytes reserved by request bodies being parsed */
+  uint64_t parse_budget; /* their bound (--max-request-memory or derived) */
   uint64_t assumed;
   int node_cache_enabled;
   uint64_t node_cache_nodes;

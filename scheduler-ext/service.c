@@ -58,6 +58,7 @@ static void route_metrics(void *ud, json_object *body, struct ext_reply *r) {
   struct ext_gauges g = {
       .in_flight = h ? ext_httpd_in_flight(h) : 0,
       .parse_memory = h ? ext_httpd_parse_memory(h) : 0,
+      .parse_budget = s->budget.max,
       .assumed = ext_assumed_count(s->x.assumed),
       .node_cache_enabled = s->x.cache != NULL,
       .node_cache_nodes = s->x.cache ? ext_nodecache_size(s->x.cache) : 0,

@@ -90,6 +90,7 @@ class MemoryLimit(unittest.TestCase):
         self.assertEqual(int(m.group(1)), LIMIT // 4)
         self.assertEqual(int(m.group(2)), LIMIT)
         self.assertIn(os.path.basename(self.cg), m.group(3))
+        self.assertEqual(self.ext.metric("ioqos_extender_request_parse_memory_limit_bytes"), LIMIT // 4)
 
     def send_raw(self, body, chunk=1 << 16):
         """POST body over a raw socket; returns the reply's status line."""
