@@ -1,4 +1,6 @@
-"""The extender under a real memory limit (issue 12 item 2): a child memory
+"""Memory and time bounds of the extender (issue 12 item 2).
+
+MemoryLimit: the extender under a real memory limit: a child memory
 cgroup of the host's cgroup v1 hierarchy with memory.limit_in_bytes = 96 MiB.
 Hostile bodies (small-object flood, deep nesting, a huge string, memory held
 by a half-sent body, a trickled body) get 413/503/400 or are cut off at the
@@ -160,6 +162,28 @@ class MemoryLimit(unittest.TestCase):
         self.assert_served()
         a.close()
         self.alive()
+
+
+
+class Deadlines(unittest.TestCase):
+    """A trickled body cannot hold its connection and memory past
+    --request-deadline; one address cannot take every connection. No cgroup
+    needed: these run everywhere, sanitizers included."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ext = Extender("--request-deadline", "3", "--idle-timeout", "30", "--threads", "4",
+                           "--max-connections-per-ip", "16")
+        cls.good = k8s.filter_args(k8s.ioqos_pod("db", bw=10),
+                                   nodes=[k8s.node("n", [k8s.disk("sda", 100)])])
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.ext.stop()
+        assert rc == 0, "extender exit code %d" % rc
+
+    alive = MemoryLimit.alive
+    assert_served = MemoryLimit.assert_served
 
     def test_trickled_body_is_cut_off_at_the_deadline(self):
         # one byte every 0.5 s keeps the idle timeout (30 s) from ever firing;
