@@ -19,6 +19,7 @@ struct placement {
   char disk[IOQ_DISK_NAME_MAX + 1];
   uint64_t units[IOQ_RES_COUNT];
   uint64_t added_ms, expires_ms;
+  uint64_t checked_ms; /* last handed to the sweep (0 = never) */
 };
 
 /* One node with placements or bind lockers. */
@@ -269,8 +270,15 @@ size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_
   lh_foreach(a->nodes, ent) {
     struct anode *nd = (struct anode *)lh_entry_v(ent);
     for (size_t i = 0; i < nd->n; i++) {
-      if (now - nd->p[i].added_ms < min_age_ms)
+      struct placement *pl = &nd->p[i];
+      uint64_t age = now - pl->added_ms;
+      /* checked again after a quarter of its age, at most a minute: a pod
+       * kubelet is slow to admit (or on a node whose plugin never lists
+       * pods) costs the API server one GET a minute, not one per sweep */
+      uint64_t again = age / 4 < 60000u ? age / 4 : 60000u;
+      if (age < min_age_ms || (pl->checked_ms && now - pl->checked_ms < again))
         continue;
+      pl->checked_ms = now;
       if (n == cap) {
         size_t nc = cap ? cap * 2 : 16;
         struct ext_assumed_ref *r = realloc(refs, nc * sizeof *r);

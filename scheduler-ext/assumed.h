@@ -71,8 +71,10 @@ struct ext_assumed_ref {
   uint64_t age_ms;
 };
 
-/* The placements recorded at least min_age_ms ago (malloc'd, *out freed by
- * the caller); (size_t)-1 on OOM. */
+/* The placements recorded at least min_age_ms ago that are due for a check
+ * (each is due again after a quarter of its age, at most a minute; this
+ * call marks them checked). *out is malloc'd, freed by the caller;
+ * (size_t)-1 on OOM. */
 size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_assumed_ref **out,
                          ioq_err *e);
 

@@ -163,6 +163,27 @@ Test(assumed, restore_older_and_remove) {
   cr_assert_str_eq(refs[0].key, "ns/db");
   cr_assert_eq(refs[0].age_ms, 5000);
   free(refs);
+  /* just checked: not due again until a quarter of its age has passed */
+  g_now = 7000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 1, "u2 is due now, u1 is not");
+  cr_assert_str_eq(refs[0].uid, "u2");
+  free(refs);
+  g_now = 6000 + 1500; /* u1: 6.5 s old, due 1.6 s after its check */
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 0);
+  free(refs);
+  g_now = 6000 + 1700;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 1);
+  free(refs);
+  /* an old placement is checked once a minute, not every sweep */
+  g_now = 1000 + 3600u * 1000u / 2;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 2);
+  free(refs);
+  g_now += 59000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 0);
+  free(refs);
+  g_now += 1000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 2);
+  free(refs);
   cr_assert(ext_assumed_remove(a, "n1", "u1"));
   cr_assert(!ext_assumed_remove(a, "n1", "u1"), "already gone");
   cr_assert(!ext_assumed_remove(a, "n9", "u2"), "other node");
