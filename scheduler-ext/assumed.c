@@ -18,7 +18,8 @@ struct placement {
   char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2]; /* namespace/name, for logs */
   char disk[IOQ_DISK_NAME_MAX + 1];
   uint64_t units[IOQ_RES_COUNT];
-  uint64_t expires_ms;
+  uint64_t added_ms, expires_ms;
+  uint64_t checked_ms; /* last handed to the sweep (0 = never) */
 };
 
 /* One node with placements or bind lockers. */
@@ -107,9 +108,10 @@ static void remove_at(struct ext_assumed *a, struct anode *n, size_t i) {
 static void expire(struct ext_assumed *a, struct anode *n, uint64_t now) {
   for (size_t i = 0; i < n->n;) {
     if (n->p[i].expires_ms <= now) {
-      /* the TTL is the only bound when the plugin does not list pods */
-      ioq_info("assumed placement expired node=%s pod=%s disk=%s", n->name, n->p[i].key,
-               n->p[i].disk);
+      /* the safety bound: neither the node reported the pod nor did the
+       * sweep see it end (a plugin too old to list pods, API errors) */
+      ioq_warn("assumed placement expired after --assume-ttl node=%s pod=%s disk=%s", n->name,
+               n->p[i].key, n->p[i].disk);
       remove_at(a, n, i);
     } else {
       i++;
@@ -141,6 +143,26 @@ size_t ext_assumed_extra(struct ext_assumed *a, const char *node, const char *se
   return live;
 }
 
+/* The node's entry, created if missing (a->mu held). NULL on OOM. */
+static struct anode *get_or_create(struct ext_assumed *a, const char *node) {
+  struct anode *n = find(a, node);
+  if (n)
+    return n;
+  n = calloc(1, sizeof *n);
+  if (n && !(n->name = strdup(node))) {
+    free(n);
+    return NULL;
+  }
+  if (!n)
+    return NULL;
+  pthread_mutex_init(&n->bind_lock, NULL);
+  if (lh_table_insert(a->nodes, n->name, n) != 0) {
+    anode_free(n);
+    return NULL;
+  }
+  return n;
+}
+
 struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *node, ioq_err *e) {
   struct ext_node_lock *l = calloc(1, sizeof *l);
   if (!l) {
@@ -148,22 +170,12 @@ struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *n
     return NULL;
   }
   pthread_mutex_lock(&a->mu);
-  struct anode *n = find(a, node);
+  struct anode *n = get_or_create(a, node);
   if (!n) {
-    n = calloc(1, sizeof *n);
-    if (n && !(n->name = strdup(node))) {
-      free(n);
-      n = NULL;
-    }
-    if (!n || lh_table_insert(a->nodes, n->name, n) != 0) {
-      if (n)
-        anode_free(n);
-      pthread_mutex_unlock(&a->mu);
-      free(l);
-      ioq_fail(e, ENOMEM, "out of memory");
-      return NULL;
-    }
-    pthread_mutex_init(&n->bind_lock, NULL);
+    pthread_mutex_unlock(&a->mu);
+    free(l);
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
   }
   n->refs++;
   pthread_mutex_unlock(&a->mu);
@@ -185,56 +197,126 @@ void ext_assumed_unlock_node(struct ext_node_lock *l) {
   free(l);
 }
 
-int ext_assumed_add(struct ext_assumed *a, const char *node, const char *pod_uid,
-                    const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e) {
-  struct placement pl = {0};
-  if (snprintf(pl.uid, sizeof pl.uid, "%s", pod_uid) >= (int)sizeof pl.uid ||
-      snprintf(pl.disk, sizeof pl.disk, "%s", disk) >= (int)sizeof pl.disk)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "assumed placement: pod UID or disk name too long");
-  snprintf(pl.key, sizeof pl.key, "%s", pod_key);
-  memcpy(pl.units, units, sizeof pl.units);
-
-  pthread_mutex_lock(&a->mu);
-  pl.expires_ms = a->now_ms() + a->ttl_ms;
-  struct anode *n = find(a, node);
-  if (!n) {
-    pthread_mutex_unlock(&a->mu);
-    return ioq_fail(e, IOQ_ENOTFOUND, "assumed placement on node %s without its bind lock", node);
-  }
+/* Records pl on node n, replacing the pod's earlier one (a->mu held). */
+static int put(struct ext_assumed *a, struct anode *n, const struct placement *pl, ioq_err *e) {
   for (size_t i = 0; i < n->n; i++)
-    if (strcmp(n->p[i].uid, pl.uid) == 0) {
-      n->p[i] = pl;
-      pthread_mutex_unlock(&a->mu);
+    if (strcmp(n->p[i].uid, pl->uid) == 0) {
+      n->p[i] = *pl;
       return 0;
     }
   if (n->n == n->cap) {
     size_t cap = n->cap ? n->cap * 2 : 4;
     struct placement *np = realloc(n->p, cap * sizeof *np);
-    if (!np) {
-      pthread_mutex_unlock(&a->mu);
+    if (!np)
       return ioq_fail(e, ENOMEM, "out of memory");
-    }
     n->p = np;
     n->cap = cap;
   }
-  n->p[n->n++] = pl;
+  n->p[n->n++] = *pl;
   a->total++;
-  pthread_mutex_unlock(&a->mu);
   return 0;
 }
 
-void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid) {
+static int make(struct placement *pl, const char *pod_uid, const char *pod_key, const char *disk,
+                const uint64_t *units, ioq_err *e) {
+  memset(pl, 0, sizeof *pl);
+  if (snprintf(pl->uid, sizeof pl->uid, "%s", pod_uid) >= (int)sizeof pl->uid ||
+      snprintf(pl->disk, sizeof pl->disk, "%s", disk) >= (int)sizeof pl->disk)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "assumed placement: pod UID or disk name too long");
+  snprintf(pl->key, sizeof pl->key, "%s", pod_key);
+  memcpy(pl->units, units, sizeof pl->units);
+  return 0;
+}
+
+int ext_assumed_add(struct ext_assumed *a, const char *node, const char *pod_uid,
+                    const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e) {
+  struct placement pl;
+  if (make(&pl, pod_uid, pod_key, disk, units, e) < 0)
+    return -1;
+  pthread_mutex_lock(&a->mu);
+  pl.added_ms = a->now_ms();
+  pl.expires_ms = pl.added_ms + a->ttl_ms;
+  struct anode *n = find(a, node);
+  int rc = n ? put(a, n, &pl, e)
+             : ioq_fail(e, IOQ_ENOTFOUND, "assumed placement on node %s without its bind lock", node);
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+int ext_assumed_restore(struct ext_assumed *a, const char *node, const char *pod_uid,
+                        const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e) {
+  struct placement pl;
+  if (make(&pl, pod_uid, pod_key, disk, units, e) < 0)
+    return -1;
+  pthread_mutex_lock(&a->mu);
+  pl.added_ms = a->now_ms();
+  pl.expires_ms = pl.added_ms + a->ttl_ms;
+  struct anode *n = get_or_create(a, node);
+  int rc = n ? put(a, n, &pl, e) : ioq_fail(e, ENOMEM, "out of memory");
+  if (n)
+    maybe_drop(a, n);
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_assumed_ref **out,
+                         ioq_err *e) {
+  *out = NULL;
+  pthread_mutex_lock(&a->mu);
+  uint64_t now = a->now_ms();
+  size_t n = 0, cap = 0;
+  struct ext_assumed_ref *refs = NULL;
+  struct lh_entry *ent;
+  lh_foreach(a->nodes, ent) {
+    struct anode *nd = (struct anode *)lh_entry_v(ent);
+    for (size_t i = 0; i < nd->n; i++) {
+      struct placement *pl = &nd->p[i];
+      uint64_t age = now - pl->added_ms;
+      /* checked again after a quarter of its age, at most a minute: a pod
+       * kubelet is slow to admit (or on a node whose plugin never lists
+       * pods) costs the API server one GET a minute, not one per sweep */
+      uint64_t again = age / 4 < 60000u ? age / 4 : 60000u;
+      if (age < min_age_ms || (pl->checked_ms && now - pl->checked_ms < again))
+        continue;
+      pl->checked_ms = now;
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 16;
+        struct ext_assumed_ref *r = realloc(refs, nc * sizeof *r);
+        if (!r) {
+          pthread_mutex_unlock(&a->mu);
+          free(refs);
+          ioq_fail(e, ENOMEM, "out of memory");
+          return (size_t)-1;
+        }
+        refs = r;
+        cap = nc;
+      }
+      struct ext_assumed_ref *r = &refs[n++];
+      snprintf(r->node, sizeof r->node, "%s", nd->name);
+      memcpy(r->uid, nd->p[i].uid, sizeof r->uid);
+      memcpy(r->key, nd->p[i].key, sizeof r->key);
+      r->age_ms = now - nd->p[i].added_ms;
+    }
+  }
+  pthread_mutex_unlock(&a->mu);
+  *out = refs;
+  return n;
+}
+
+bool ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid) {
+  bool found = false;
   pthread_mutex_lock(&a->mu);
   struct anode *n = find(a, node);
   if (n) {
-    for (size_t i = 0; i < n->n; i++)
+    for (size_t i = 0; i < n->n && !found; i++)
       if (strcmp(n->p[i].uid, pod_uid) == 0) {
         remove_at(a, n, i);
-        break;
+        found = true;
       }
     maybe_drop(a, n);
   }
   pthread_mutex_unlock(&a->mu);
+  return found;
 }
 
 size_t ext_assumed_confirm(struct ext_assumed *a, const char *node,

@@ -1,11 +1,18 @@
 /* Placements this extender bound but the node's plugin has not reported yet.
  *
  * bind chooses a disk and records the pod's units against it; until the
- * node annotation lists the pod (its optional "pods" field) or the TTL runs
- * out, filter/prioritize/bind count those units as allocated on that disk.
+ * node annotation lists the pod (its optional "pods" field), the pod ends
+ * (deleted, Succeeded or Failed, bound elsewhere or never bound: podsync.c
+ * checks placements older than a few seconds) or the node goes,
+ * filter/prioritize/bind count those units as allocated on that disk.
+ * There is no short TTL: a placement is what keeps the next pod off those
+ * units, however long kubelet takes to admit the pod. A long safety bound
+ * (--assume-ttl, default 1 h) remains for what nothing else ends: a
+ * plugin too old to list pods, or an API server the sweep cannot reach.
  * Counting a placement twice (assumed + reported) only makes the extender
- * briefly conservative; never counting it could put two pods on units that
- * exist once, so expiry is by TTL when the plugin does not list pods.
+ * conservative; never counting it could put two pods on units that exist
+ * once. After a restart podsync.c rebuilds placements from bound pods that
+ * carry ioqos.io/disk but are not in their node's annotation yet.
  *
  * Binds to one node are serialised by a per-node lock (ext_assumed_lock_node)
  * held from choosing the disk to recording the placement, so concurrent binds
@@ -14,6 +21,7 @@
 #ifndef IOQOS_EXT_ASSUMED_H
 #define IOQOS_EXT_ASSUMED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ioqos/nodeanno.h" /* IOQ_POD_UID_STR_MAX */
@@ -21,11 +29,12 @@
 
 #include "ioqos/error.h"
 #include "ioqos/placement.h"
+#include "ioqos/podneed.h"
 
 struct ext_assumed;
 struct ext_node_lock;
 
-/* ttl_ms: how long a placement counts without being reported. */
+/* ttl_ms: the safety bound on how long a placement counts. */
 struct ext_assumed *ext_assumed_new(uint64_t ttl_ms);
 void ext_assumed_free(struct ext_assumed *a);
 
@@ -45,8 +54,29 @@ void ext_assumed_unlock_node(struct ext_node_lock *l);
 int ext_assumed_add(struct ext_assumed *a, const char *node, const char *pod_uid,
                     const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e);
 
-/* Forgets a placement (bind failed after recording it). */
-void ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid);
+/* Records a placement found after a restart (no bind lock needed: binds
+ * are refused until the rebuild is done). */
+int ext_assumed_restore(struct ext_assumed *a, const char *node, const char *pod_uid,
+                        const char *pod_key, const char *disk, const uint64_t *units, ioq_err *e);
+
+/* Forgets a placement (bind failed, or the pod ended). False if there was
+ * none. */
+bool ext_assumed_remove(struct ext_assumed *a, const char *node, const char *pod_uid);
+
+/* A placement, as the sweep checks it against the API. */
+struct ext_assumed_ref {
+  char node[IOQ_NODE_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2]; /* namespace/name */
+  uint64_t age_ms;
+};
+
+/* The placements recorded at least min_age_ms ago that are due for a check
+ * (each is due again after a quarter of its age, at most a minute; this
+ * call marks them checked). *out is malloc'd, freed by the caller;
+ * (size_t)-1 on OOM. */
+size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_assumed_ref **out,
+                         ioq_err *e);
 
 /* The node's annotation now lists these pods: their placements are reported.
  * Returns how many placements were dropped. */

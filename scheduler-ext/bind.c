@@ -8,6 +8,7 @@
 #include "args.h"
 #include "decide.h"
 #include "extender.h"
+#include "podsync.h"
 #include "ioqos/log.h"
 
 static void fail(struct extender *x, struct ext_reply *r, const char *fmt, const char *a,
@@ -19,13 +20,33 @@ static void fail(struct extender *x, struct ext_reply *r, const char *fmt, const
   ext_reply_error(r, 200, "ioqos extender: %s: %s", head, msg);
 }
 
-/* GET the pod and check it is the one kube-scheduler means. */
-static json_object *get_pod(struct extender *x, const struct ext_bind_args *b, ioq_err *e) {
+/* GET the pod and check it is the one kube-scheduler means. Its tree is
+ * charged to the parse budget like a request body (*held keeps the charge
+ * until ext_body_free, after the pod is put). */
+static json_object *get_pod(struct extender *x, const struct ext_bind_args *b,
+                            struct ext_body *held, ioq_err *e) {
   char path[512];
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", b->pod_namespace, b->pod_name);
-  json_object *pod = NULL;
-  if (ioq_kube_get_json(x->kube, path, &pod, NULL, e) < 0)
+  struct ioq_kube_resp resp;
+  if (ioq_kube_do(x->kube, "GET", path, NULL, NULL, &resp, e) < 0)
     return NULL;
+  if (resp.status < 200 || resp.status > 299) {
+    ioq_fail(e, resp.status == 404 ? IOQ_ENOTFOUND : EIO, "GET %s: HTTP %ld: %.300s", path,
+             resp.status, resp.len ? resp.body : "(empty reply)");
+    ioq_kube_resp_free(&resp);
+    return NULL;
+  }
+  int rc = ext_body_parse_text(held, resp.body, resp.len, x->budget);
+  ioq_kube_resp_free(&resp);
+  if (rc < 0) {
+    ioq_fail(e, ENOMEM, "out of memory");
+    return NULL;
+  }
+  if (held->err_status) {
+    ioq_fail(e, held->err_status == 503 ? EAGAIN : IOQ_EINVAL_INPUT, "GET %s: %s", path, held->err);
+    return NULL;
+  }
+  json_object *pod = ext_body_take(held);
   json_object *uid = ioq_json_field(ioq_json_field(pod, "metadata"), "uid");
   const char *u = uid && json_object_is_type(uid, json_type_string) ? json_object_get_string(uid) : "";
   if (b->pod_uid[0] && strcmp(u, b->pod_uid) != 0) {
@@ -156,8 +177,10 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
          "or give it API access");
     return;
   }
-  json_object *pod = get_pod(x, &b, &e);
+  struct ext_body held = {0};
+  json_object *pod = get_pod(x, &b, &held, &e);
   if (!pod) {
+    ext_body_free(&held);
     fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, e.msg);
     return;
   }
@@ -168,12 +191,14 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
     char msg[320];
     snprintf(msg, sizeof msg, "pod is already bound to node %s", json_object_get_string(bound));
     json_object_put(pod);
+    ext_body_free(&held);
     fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, msg);
     return;
   }
   struct ioq_pod_need pn;
   int rc = ioq_pod_need_from_json(pod, &pn, &e);
   json_object_put(pod);
+  ext_body_free(&held);
   if (rc < 0) {
     ext_metrics_pod(x->metrics, EXT_VERB_BIND, EXT_POD_INVALID);
     fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, e.msg);
@@ -188,6 +213,12 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
   snprintf(key, sizeof key, "%s/%s", b.pod_namespace, b.pod_name);
   const char *assumed_id = pn.uid[0] ? pn.uid : key;
 
+  if (ioqos && !ext_podsync_ready(x->sync)) {
+    fail(x, r, "bind pod %s to node %s", key, b.node,
+         "the extender restarted and is still rebuilding its assumed placements from bound pods; "
+         "retry");
+    return;
+  }
   if (ioqos) {
     if (choose_and_assume(x, &b, &pn, disk, sizeof disk, &score, &e) < 0) {
       fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
@@ -204,8 +235,8 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
   if (post_binding(x, &b, uid, &status, &e) < 0) {
     /* No reply (a timeout, a reset connection): the binding may have been
      * committed, and then the pod will run on this disk. Keep the
-     * assumption until the node reports the pod or the TTL ends, so no
-     * other pod is placed on those units meanwhile. */
+     * assumption until the node reports the pod or the sweep sees it was
+     * not bound, so no other pod is placed on those units meanwhile. */
     if (ioqos && status == 0)
       ioq_warn("binding outcome unknown, keeping the assumed placement until the node reports "
                "the pod or it expires pod=%s node=%s disk=%s error=\"%s\"",

@@ -9,28 +9,59 @@
  * fieldsV1 ...) is well below this; it bounds hostile input. */
 #define JSON_MAX_DEPTH 128
 
-/* json-c 0.16 on x86-64, measured with mallinfo2: an object with its hash
- * table ~784 bytes, an array ~144, a number ~64, a short string ~80; a value
- * follows every ',' and the first one in each container. A real NodeList
- * estimates ~1.25x its actual tree (JSON text inside strings counts too). */
-size_t ext_json_tree_estimate(const char *data, size_t n) {
-  size_t objects = 0, arrays = 0, values = 0;
+/* json-c 0.16 (Debian 12, x86-64), measured with mallinfo2 around parses of
+ * 200000-element arrays (tests/extender/bench_parse.c style), bytes each:
+ *   {} 792 (object + its 16-slot hash table)   [] 152   1 or true 72
+ *   "" 88   null 0   array slot 8 (doubling: up to 16)
+ *   one more member of an object ("k":0) 200 with its value (key copy,
+ *   hash entry, table growth)
+ *   string text: 1x in the tree, and while it is read the tokener's buffer
+ *   holds it again (doubling): a 50 MB string peaked at 97 MB of RSS.
+ * So every byte costs 2 (text twice), every value (first in a container,
+ * then one per ',') COST_VALUE, every ':' COST_MEMBER, every '{' / '['
+ * COST_OBJECT / COST_ARRAY on top. Structure inside strings is text only.
+ * Worst case per byte is "{}," at ~330 estimated (267 real): 2 MB of it
+ * is ~660 MiB, refused by any budget below that. */
+#define COST_BYTE 2u
+#define COST_VALUE 96u
+#define COST_MEMBER 128u
+#define COST_OBJECT 800u
+#define COST_ARRAY 160u
+
+size_t ext_json_tree_estimate(struct ext_json_scan *s, const char *data, size_t n) {
+  size_t cost = n * COST_BYTE;
   for (size_t i = 0; i < n; i++) {
-    switch (data[i]) {
+    char c = data[i];
+    if (s->in_str) {
+      if (s->esc)
+        s->esc = false;
+      else if (c == '\\')
+        s->esc = true;
+      else if (c == '"')
+        s->in_str = false;
+      continue;
+    }
+    switch (c) {
+    case '"':
+      s->in_str = true;
+      break;
     case '{':
-      objects++;
+      cost += COST_OBJECT + COST_VALUE;
       break;
     case '[':
-      arrays++;
+      cost += COST_ARRAY + COST_VALUE;
       break;
     case ',':
-      values++;
+      cost += COST_VALUE;
+      break;
+    case ':':
+      cost += COST_MEMBER;
       break;
     default:
       break;
     }
   }
-  return n + objects * 880 + arrays * 240 + values * 80;
+  return cost;
 }
 
 /* Reserves this chunk's estimated tree from the shared budget. */
@@ -111,7 +142,7 @@ void ext_body_feed(struct ext_body *b, const char *data, size_t n) {
             "request body is larger than %zu bytes (--max-request-bytes)", b->max);
     return;
   }
-  if (!b->complete && !reserve(b, ext_json_tree_estimate(data, n)))
+  if (!b->complete && !reserve(b, ext_json_tree_estimate(&b->scan, data, n)))
     return;
   if (b->complete) {
     if (!all_space(data, n))
@@ -179,4 +210,15 @@ void ext_body_free(struct ext_body *b) {
   if (b->budget && b->reserved)
     atomic_fetch_sub(&b->budget->used, b->reserved);
   b->reserved = 0;
+}
+
+int ext_body_parse_text(struct ext_body *b, const char *text, size_t len,
+                        struct ext_budget *budget) {
+  if (ext_body_init(b, len, budget) < 0)
+    return -1;
+  /* fed in pieces so the tokener never sees more than it was charged for */
+  for (size_t off = 0; off < len && !b->err_status; off += 65536)
+    ext_body_feed(b, text + off, len - off < 65536 ? len - off : 65536);
+  ext_body_finish(b);
+  return 0;
 }

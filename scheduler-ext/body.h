@@ -24,8 +24,14 @@ struct ext_budget {
   size_t max;
 };
 
+/* Where the estimator is in the text: inside a string or not. */
+struct ext_json_scan {
+  bool in_str, esc;
+};
+
 struct ext_body {
   struct ext_budget *budget;
+  struct ext_json_scan scan;
   size_t reserved; /* this body's share of the budget */
   json_tokener *tok;
   json_object *value; /* the parsed value once complete (NULL for JSON null) */
@@ -48,7 +54,14 @@ json_object *ext_body_take(struct ext_body *b);
  * call it once the taken value (and anything sharing it) is gone too. */
 void ext_body_free(struct ext_body *b);
 
-/* Upper estimate of the json-c tree size for these bytes of JSON text. */
-size_t ext_json_tree_estimate(const char *data, size_t n);
+/* Parses a whole text already in memory (a reply from the API server)
+ * under the same budget: check b->err_status, take the value, and
+ * ext_body_free once it is gone. -1 only on OOM. */
+int ext_body_parse_text(struct ext_body *b, const char *text, size_t len,
+                        struct ext_budget *budget);
+
+/* Upper estimate of the json-c tree size for the next bytes of JSON text
+ * (s carries the string state across chunks; start zeroed). */
+size_t ext_json_tree_estimate(struct ext_json_scan *s, const char *data, size_t n);
 
 #endif

@@ -3,10 +3,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ioqos/podneed.h"
 
 #define STACK_DISKS 32
+
+static unsigned g_max_age_s;
+static int64_t (*g_now)(void);
+
+void ext_decide_set_max_age(unsigned max_age_s, int64_t (*now)(void)) {
+  g_max_age_s = max_age_s;
+  g_now = now;
+}
+
+/* Seconds since the annotation was published, -1 if it is fresh enough. */
+static int64_t stale_for(const struct ioq_node_state *st) {
+  if (!g_max_age_s || !st->published_at)
+    return -1;
+  int64_t age = (g_now ? g_now() : (int64_t)time(NULL)) - st->published_at;
+  return age > (int64_t)g_max_age_s ? age : -1;
+}
 
 static bool class_present(const struct ioq_node_state *st, const char *cls) {
   for (size_t i = 0; i < st->n_disks; i++)
@@ -41,6 +58,15 @@ void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_
     return;
   }
   const struct ioq_node_state *st = &ni->st;
+  int64_t age = stale_for(st);
+  if (age >= 0) {
+    out->kind = EXT_UNRESOLVABLE;
+    snprintf(out->reason, sizeof out->reason,
+             "node annotation " IOQ_NODE_ANNOTATION " is stale: published %lld s ago, more than "
+             "%u s (--annotation-max-age); is ioqos-plugin running there?",
+             (long long)age, g_max_age_s);
+    return;
+  }
   uint64_t stack_extra[STACK_DISKS * IOQ_RES_COUNT];
   uint64_t *extra = stack_extra;
   if (st->n_disks > STACK_DISKS) {

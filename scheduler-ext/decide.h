@@ -34,4 +34,14 @@ void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_
                 const char *self, const char *name, const struct ext_nodeinfo *ni,
                 struct ext_verdict *out);
 
+/* A node annotation whose publishedAt is more than max_age_s seconds old is
+ * stale: its plugin stopped publishing (it refreshes every
+ * IOQ_NODE_ANNO_REFRESH_S), so its units say nothing about the node now and
+ * the node is unresolvable. 0 = never stale. now (NULL = time()) is the
+ * wall clock, for tests. Set once before requests are served. An
+ * annotation without publishedAt (a plugin older than the marker) is taken
+ * as it is: refusing it would make every node unschedulable while plugins
+ * are upgraded after the extender. */
+void ext_decide_set_max_age(unsigned max_age_s, int64_t (*now)(void));
+
 #endif

@@ -6,18 +6,22 @@
 #include <json-c/json.h>
 
 #include "assumed.h"
+#include "body.h"
 #include "ioqos/config.h"
 #include "kube.h"
 #include "metrics.h"
 #include "nodecache.h"
 #include "reply.h"
 
+struct ext_podsync;
 struct extender {
   enum ioq_policy policy;
   struct ext_metrics *metrics;
   struct ext_assumed *assumed;
   struct ext_nodecache *cache; /* NULL: no node cache (full-node mode only) */
   struct ioq_kube *kube;       /* NULL: no API access (no bind) */
+  struct ext_budget *budget;   /* parse memory of request bodies and bind's pod GET */
+  struct ext_podsync *sync;    /* NULL: no assumed placement sync (no node cache) */
 };
 
 /* POST /filter: ExtenderArgs -> ExtenderFilterResult */

@@ -18,6 +18,9 @@ enum {
   OPT_THREADS,
   OPT_MAX_CONNECTIONS,
   OPT_IDLE_TIMEOUT,
+  OPT_MAX_CONNECTIONS_PER_IP,
+  OPT_REQUEST_DEADLINE,
+  OPT_ANNOTATION_MAX_AGE,
   OPT_SHUTDOWN_GRACE,
   OPT_KUBE_API_SERVER,
   OPT_KUBE_TOKEN_FILE,
@@ -48,21 +51,32 @@ void ext_flags_usage(FILE *out) {
       "  --tls-key FILE              PEM private key for --tls-cert\n"
       "  --threads N                 worker threads serving requests (default 4)\n"
       "  --max-connections N         open connections at most (default 256)\n"
+      "  --max-connections-per-ip N  open connections from one client address at most\n"
+      "                              (default 32)\n"
       "  --max-request-bytes SIZE    largest request body, e.g. 256Mi (default 256Mi; full\n"
       "                              Node objects are 5-30 KiB each)\n"
       "  --max-request-memory SIZE   memory the parsed bodies of all requests in progress\n"
-      "                              may use, e.g. 2Gi (default 1Gi; a parsed Node takes\n"
-      "                              ~16x its JSON size)\n"
+      "                              may use, e.g. 256Mi (default: a quarter of the\n"
+      "                              container's memory limit, 8Mi..1Gi; 1Gi without a\n"
+      "                              limit; a parsed Node takes ~16x its JSON size)\n"
       "  --idle-timeout SECONDS      close a connection that sends nothing this long\n"
       "                              (default 30; slow clients cannot hold workers)\n"
+      "  --request-deadline SECONDS  a request must be received whole within this time\n"
+      "                              of its start, however steadily it trickles in\n"
+      "                              (default 10)\n"
       "  --shutdown-grace SECONDS    on SIGTERM, stop accepting and let requests in\n"
       "                              progress finish this long (default 10)\n"
       "\n"
       "Decisions:\n"
       "  --policy NAME               disk scoring: least-allocated (default, spread),\n"
       "                              most-allocated (pack) or balanced\n"
-      "  --assume-ttl SECONDS        how long a placement made by bind counts against its\n"
-      "                              disk before the node's plugin reports it (default 60)\n"
+      "  --assume-ttl SECONDS        safety bound on how long a placement made by bind\n"
+      "                              counts against its disk when neither the node's\n"
+      "                              annotation lists the pod nor the pod ends (default\n"
+      "                              3600)\n"
+      "  --annotation-max-age SECONDS  a node annotation published longer ago than this\n"
+      "                              is stale: the node is unknown until its plugin\n"
+      "                              publishes again (default 900; 0 = never stale)\n"
       "\n"
       "Kubernetes API (needed for bind and for nodeCacheCapable: true):\n"
       "  --kube-api-server URL       API server (default: in-cluster service account)\n"
@@ -114,12 +128,15 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
   *f = (struct ext_flags){
       .listen = ":8888",
       .policy = IOQ_POLICY_LEAST_ALLOCATED,
-      .assume_ttl_s = 60,
+      .assume_ttl_s = 3600,
       .max_request_bytes = 256u << 20,
-      .max_request_memory = 1u << 30,
+      .max_request_memory = 0,
       .threads = 4,
       .max_connections = 256,
       .idle_timeout_s = 30,
+      .max_connections_per_ip = 32,
+      .request_deadline_s = 10,
+      .annotation_max_age_s = 900,
       .shutdown_grace_s = 10,
       .kube_timeout_s = 10,
       .node_cache = -1,
@@ -136,6 +153,9 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+      {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
+      {"request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE},
+      {"annotation-max-age", required_argument, NULL, OPT_ANNOTATION_MAX_AGE},
       {"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
       {"kube-api-server", required_argument, NULL, OPT_KUBE_API_SERVER},
       {"kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE},
@@ -202,6 +222,15 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       break;
     case OPT_IDLE_TIMEOUT:
       rc = parse_uint("--idle-timeout", optarg, 1, 3600, &f->idle_timeout_s, e);
+      break;
+    case OPT_MAX_CONNECTIONS_PER_IP:
+      rc = parse_uint("--max-connections-per-ip", optarg, 1, 65536, &f->max_connections_per_ip, e);
+      break;
+    case OPT_REQUEST_DEADLINE:
+      rc = parse_uint("--request-deadline", optarg, 1, 3600, &f->request_deadline_s, e);
+      break;
+    case OPT_ANNOTATION_MAX_AGE:
+      rc = parse_uint("--annotation-max-age", optarg, 0, 30 * 86400, &f->annotation_max_age_s, e);
       break;
     case OPT_SHUTDOWN_GRACE:
       rc = parse_uint("--shutdown-grace", optarg, 0, 3600, &f->shutdown_grace_s, e);

@@ -18,10 +18,13 @@ struct ext_flags {
   enum ioq_policy policy;
   unsigned assume_ttl_s;
   size_t max_request_bytes;
-  size_t max_request_memory;
+  size_t max_request_memory; /* 0 = derived from the container's memory limit */
   unsigned threads;
   unsigned max_connections;
   unsigned idle_timeout_s;
+  unsigned max_connections_per_ip;
+  unsigned request_deadline_s;
+  unsigned annotation_max_age_s; /* 0 = node annotations never go stale */
   unsigned shutdown_grace_s;
   const char *kube_api_server, *kube_token_file, *kube_ca_file;
   unsigned kube_timeout_s;

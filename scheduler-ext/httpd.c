@@ -25,7 +25,9 @@ struct ext_httpd {
   size_t n_routes;
   struct ext_metrics *m;
   size_t max_body;
-  struct ext_budget budget;
+  struct ext_budget *budget;
+  uint64_t deadline_ns;
+  unsigned idle_timeout_s;
   atomic_uint_fast64_t in_flight;
   MHD_socket quiesced;
 };
@@ -213,13 +215,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                           n, h->max_body);
       }
     }
-    if (ext_body_init(&q->body, h->max_body, &h->budget) < 0)
+    if (ext_body_init(&q->body, h->max_body, h->budget) < 0)
       return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     q->reading = true;
+    if (h->deadline_ns / 1000000000u < h->idle_timeout_s)
+      MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+                                (unsigned)(h->deadline_ns / 1000000000u));
     return MHD_YES;
   }
   if (q->status)
     return MHD_YES; /* reply already queued; MHD discards the rest */
+  /* Absolute deadline: a body trickled in a byte at a time resets the idle
+   * timeout forever and would hold its connection and parse memory; past
+   * the deadline the connection is closed (which frees both). */
+  uint64_t now = now_ns();
+  if (now - q->start_ns >= h->deadline_ns) {
+    ioq_warn("request not received within its deadline, closing verb=%s received=%zu "
+             "deadline_s=%llu (--request-deadline)",
+             ext_verb_name(q->verb), q->body.received,
+             (unsigned long long)(h->deadline_ns / 1000000000u));
+    ext_metrics_reject(h->m, EXT_REJECT_DEADLINE);
+    return MHD_NO;
+  }
+  /* and a client that goes silent is dropped at the deadline too, not
+   * only after a full idle timeout counted from its last byte */
+  uint64_t left_s = (h->deadline_ns - (now - q->start_ns) + 999999999u) / 1000000000u;
+  if (left_s < h->idle_timeout_s)
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)left_s);
   if (*size) {
     ext_body_feed(&q->body, data, *size);
     *size = 0;
@@ -244,13 +266,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why) {
-  (void)c;
   struct ext_httpd *h = cls;
   struct req *q = *con_cls;
   if (!q)
     return;
   if (q->status)
     ext_metrics_request(h->m, q->verb, q->status, (double)(now_ns() - q->start_ns) / 1e9);
+  /* the deadline shortened this connection's timeout; a kept-alive
+   * connection waits for its next request with the idle timeout again */
+  if (q->reading && why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->idle_timeout_s);
   if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && why != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
     ioq_debug("http request ended early verb=%s reason=%d status=%u", ext_verb_name(q->verb),
               (int)why, q->status);
@@ -287,7 +312,9 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->n_routes = n_routes;
   h->m = m;
   h->max_body = o->max_body;
-  h->budget.max = o->max_parse_memory;
+  h->budget = o->budget;
+  h->deadline_ns = (uint64_t)(o->deadline_s ? o->deadline_s : 10) * 1000000000u;
+  h->idle_timeout_s = o->idle_timeout_s;
   h->quiesced = MHD_INVALID_SOCKET;
 
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
@@ -309,6 +336,10 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)o->max_connections, NULL};
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->idle_timeout_s, NULL};
+  /* one client (a tenant pod that can reach the port) cannot take every
+   * connection: kube-scheduler needs only a few at once */
+  if (o->max_per_ip)
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)o->max_per_ip, NULL};
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY, NULL};
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
   if (o->threads > 1)
@@ -341,7 +372,9 @@ unsigned ext_httpd_port(struct ext_httpd *h) {
 
 uint64_t ext_httpd_in_flight(struct ext_httpd *h) { return atomic_load(&h->in_flight); }
 
-uint64_t ext_httpd_parse_memory(struct ext_httpd *h) { return atomic_load(&h->budget.used); }
+uint64_t ext_httpd_parse_memory(struct ext_httpd *h) {
+  return h->budget ? atomic_load(&h->budget->used) : 0;
+}
 
 void ext_httpd_quiesce(struct ext_httpd *h) {
   if (h->quiesced == MHD_INVALID_SOCKET)

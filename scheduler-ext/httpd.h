@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ioqos/error.h"
+#include "body.h"
 #include "metrics.h"
 #include "reply.h"
 
@@ -31,10 +32,13 @@ struct ext_httpd_opts {
   const char *tls_cert; /* PEM text (not a path) or NULL */
   const char *tls_key;
   size_t max_body;      /* bytes */
-  size_t max_parse_memory; /* json-c tree memory of all requests in progress */
+  struct ext_budget *budget; /* json-c tree memory of all requests in progress
+                                (shared with bind's pod GET) */
   unsigned threads;     /* worker threads */
   unsigned max_connections;
   unsigned idle_timeout_s; /* a connection silent this long is closed */
+  unsigned max_per_ip;     /* connections from one client address */
+  unsigned deadline_s;     /* a request body must be in within this time */
 };
 
 struct ext_httpd;

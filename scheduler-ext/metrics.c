@@ -19,7 +19,7 @@ static const char *const g_pod_kinds[EXT_POD_KIND_COUNT] = {"ioqos", "passthroug
 static const char *const g_node_results[EXT_NODE_RESULT_COUNT] = {"passed", "failed",
                                                                   "unresolvable"};
 static const char *const g_rejects[EXT_REJECT_COUNT] = {"too_large", "invalid_json",
-                                                        "bad_request", "busy"};
+                                                        "bad_request", "busy", "deadline"};
 
 struct code_count {
   unsigned code;
@@ -157,8 +157,13 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "# TYPE ioqos_extender_request_parse_memory_bytes gauge\n"
           "ioqos_extender_request_parse_memory_bytes %llu\n",
       (unsigned long long)g->parse_memory);
+  fprintf(f, "# HELP ioqos_extender_request_parse_memory_limit_bytes The bound on it: "
+          "--max-request-memory, by default a quarter of the container's memory limit.\n"
+          "# TYPE ioqos_extender_request_parse_memory_limit_bytes gauge\n"
+          "ioqos_extender_request_parse_memory_limit_bytes %llu\n",
+      (unsigned long long)g->parse_budget);
   fprintf(f, "# HELP ioqos_extender_assumed_placements Placements bound by this extender and not yet "
-          "reported by the node's plugin (and not expired).\n"
+          "reported by the node's plugin (nor ended).\n"
           "# TYPE ioqos_extender_assumed_placements gauge\n"
           "ioqos_extender_assumed_placements %llu\n",
       (unsigned long long)g->assumed);

@@ -30,6 +30,7 @@ enum ext_reject {
   EXT_REJECT_INVALID_JSON,
   EXT_REJECT_BAD_REQUEST,
   EXT_REJECT_BUSY, /* parse memory held by other requests */
+  EXT_REJECT_DEADLINE, /* body not received within --request-deadline */
   EXT_REJECT_COUNT
 };
 
@@ -37,6 +38,7 @@ enum ext_reject {
 struct ext_gauges {
   uint64_t in_flight;
   uint64_t parse_memory; /* estimated bytes reserved by request bodies being parsed */
+  uint64_t parse_budget; /* their bound (--max-request-memory or derived) */
   uint64_t assumed;
   int node_cache_enabled;
   uint64_t node_cache_nodes;

@@ -145,7 +145,8 @@ void ext_nodecache_list_end(void *cache, bool complete) {
   pthread_rwlock_unlock(&c->lock);
   ext_nodemap_free(&old);
 
-  /* placements on nodes that are gone are forgotten by TTL; reported ones now */
+  /* reported placements go now; those on nodes deleted while no watch ran
+   * go when the sweep finds their pods gone (podsync.c) */
   pthread_rwlock_rdlock(&c->lock);
   for (size_t i = 0; i < c->nodes.cap; i++)
     if (c->nodes.slots[i].ni)

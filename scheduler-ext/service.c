@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide.h"
 #include "extender.h"
 #include "httpd.h"
+#include "memlimit.h"
+#include "podsync.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 
@@ -14,6 +17,7 @@ struct ext_service {
   struct extender x;
   struct ioq_kube_informer *informer;
   struct ext_httpd *_Atomic httpd;
+  struct ext_budget budget;
   char *tls_cert, *tls_key;
   struct ext_route routes[6];
 };
@@ -40,6 +44,9 @@ static void route_readyz(void *ud, json_object *body, struct ext_reply *r) {
   struct ext_service *s = ud;
   if (s->x.cache && !ext_nodecache_synced(s->x.cache))
     ext_reply_text(r, 503, "text/plain; charset=utf-8", strdup("node cache not synced yet\n"));
+  else if (!ext_podsync_ready(s->x.sync))
+    ext_reply_text(r, 503, "text/plain; charset=utf-8",
+                   strdup("assumed placements not rebuilt from bound pods yet\n"));
   else
     ext_reply_text(r, 200, "text/plain; charset=utf-8", strdup("ok\n"));
 }
@@ -51,6 +58,7 @@ static void route_metrics(void *ud, json_object *body, struct ext_reply *r) {
   struct ext_gauges g = {
       .in_flight = h ? ext_httpd_in_flight(h) : 0,
       .parse_memory = h ? ext_httpd_parse_memory(h) : 0,
+      .parse_budget = s->budget.max,
       .assumed = ext_assumed_count(s->x.assumed),
       .node_cache_enabled = s->x.cache != NULL,
       .node_cache_nodes = s->x.cache ? ext_nodecache_size(s->x.cache) : 0,
@@ -62,6 +70,7 @@ static void route_metrics(void *ud, json_object *body, struct ext_reply *r) {
 }
 
 static void free_parts(struct ext_service *s) {
+  ext_podsync_stop(s->x.sync);
   if (s->informer)
     ioq_kube_informer_stop(s->informer);
   ext_nodecache_free(s->x.cache);
@@ -110,6 +119,42 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
     ioq_err_prefix(e, "start the node cache");
     return -1;
   }
+  /* sweep every 5 s the placements at least 5 s old (their bind is done) */
+  s->x.sync = ext_podsync_start(&s->x, 5000, 5000, e);
+  return s->x.sync ? 0 : -1;
+}
+
+/* The parse budget: --max-request-memory, else a share of the container's
+ * memory limit, so hostile bodies are refused (413/503) before the kernel
+ * OOM-kills the only replica (the old fixed 1 GiB exceeded the 512 MiB
+ * limit of the shipped Deployment). */
+static int set_budget(struct ext_service *s, const struct ext_flags *f, ioq_err *e) {
+  s->x.budget = &s->budget;
+  uint64_t limit = 0;
+  char where[512];
+  if (ext_memory_limit("/proc/self/cgroup", "/proc/self/mountinfo", &limit, where, sizeof where,
+                       e) < 0) {
+    ioq_err_prefix(e, "find the container's memory limit (set --max-request-memory to skip)");
+    if (!f->max_request_memory)
+      return -1;
+    ioq_warn("%s", e->msg);
+    *e = (ioq_err){0};
+  }
+  if (f->max_request_memory) {
+    s->budget.max = f->max_request_memory;
+    if (limit && f->max_request_memory > limit / 2)
+      ioq_warn("--max-request-memory=%zu is more than half of the memory limit %llu (%s): hostile "
+               "bodies can get the extender OOM-killed",
+               f->max_request_memory, (unsigned long long)limit, where);
+    ioq_info("parse budget bytes=%zu from=--max-request-memory", s->budget.max);
+  } else {
+    s->budget.max = ext_parse_budget(limit);
+    if (limit)
+      ioq_info("parse budget bytes=%zu from=\"a quarter of the memory limit %llu of %s\"",
+               s->budget.max, (unsigned long long)limit, where);
+    else
+      ioq_info("parse budget bytes=%zu from=\"default: no memory limit found\"", s->budget.max);
+  }
   return 0;
 }
 
@@ -120,6 +165,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
     return NULL;
   }
   s->x.policy = f->policy;
+  ext_decide_set_max_age(f->annotation_max_age_s, NULL);
   s->x.metrics = ext_metrics_new();
   s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
   if (!s->x.metrics || !s->x.assumed) {
@@ -133,7 +179,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       goto fail;
     }
   }
-  if (start_kube(s, f, e) < 0)
+  if (set_budget(s, f, e) < 0 || start_kube(s, f, e) < 0)
     goto fail;
 
   const struct ext_route routes[] = {
@@ -150,10 +196,12 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       .tls_cert = s->tls_cert,
       .tls_key = s->tls_key,
       .max_body = f->max_request_bytes,
-      .max_parse_memory = f->max_request_memory,
+      .budget = &s->budget,
       .threads = f->threads,
       .max_connections = f->max_connections,
       .idle_timeout_s = f->idle_timeout_s,
+      .max_per_ip = f->max_connections_per_ip,
+      .deadline_s = f->request_deadline_s,
   };
   struct ext_httpd *h = ext_httpd_start(&ho, s->routes, sizeof routes / sizeof routes[0],
                                         s->x.metrics, e);
@@ -161,9 +209,9 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
     goto fail;
   atomic_store(&s->httpd, h);
   ioq_info("serving listen=%s port=%u tls=%s policy=%s threads=%u max_request_bytes=%zu "
-           "max_request_memory=%zu assume_ttl_s=%u kube=%s node_cache=%s bind=%s",
+           "max_request_memory=%zu assume_ttl_s=%u annotation_max_age_s=%u kube=%s node_cache=%s bind=%s",
            f->listen, ext_httpd_port(h), f->tls_cert ? "on" : "off", ioq_policy_name(f->policy),
-           f->threads, f->max_request_bytes, f->max_request_memory, f->assume_ttl_s,
+           f->threads, f->max_request_bytes, s->budget.max, f->assume_ttl_s, f->annotation_max_age_s,
            s->x.kube ? ioq_kube_server(s->x.kube) : "none", s->x.cache ? "on" : "off",
            s->x.kube ? "on" : "off");
   return s;

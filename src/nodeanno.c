@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void ioq_node_state_free(struct ioq_node_state *s) {
   if (!s)
@@ -127,6 +128,17 @@ static int parse_disk(json_object *d, size_t i, struct ioq_disk_state *out, ioq_
   return 0;
 }
 
+/* "2026-12-01T02:38:15Z" (RFC 3339, UTC, whole seconds: what the plugin
+ * writes) to unix seconds; -1 if it is not that. */
+static int64_t parse_utc(const char *s) {
+  struct tm tm = {0};
+  const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end)
+    return -1;
+  time_t t = timegm(&tm);
+  return t <= 0 ? -1 : (int64_t)t;
+}
+
 int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
   if (!text || len == 0)
@@ -227,6 +239,15 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
       out->n_pods = i + 1;
     }
   }
+  if (json_object_object_get_ex(root, "publishedAt", &v)) {
+    out->published_at =
+        json_object_is_type(v, json_type_string) ? parse_utc(json_object_get_string(v)) : -1;
+    if (out->published_at < 0) {
+      out->published_at = 0;
+      bad(e, "publishedAt", "must be a UTC time like \"2026-12-01T02:38:15Z\"");
+      goto out;
+    }
+  }
   rc = 0;
 out:
   json_object_put(root);
@@ -278,6 +299,16 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     for (size_t i = 0; i < s->n_pods; i++)
       json_object_array_add(pods, json_object_new_string(s->pods[i]));
     json_object_object_add(root, "pods", pods);
+  }
+  if (s->published_at > 0) {
+    time_t t = (time_t)s->published_at;
+    struct tm tm;
+    char when[32];
+    if (!gmtime_r(&t, &tm) || strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+      json_object_put(root);
+      return NULL;
+    }
+    json_object_object_add(root, "publishedAt", json_object_new_string(when));
   }
   const char *txt = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   char *copy = txt ? strdup(txt) : NULL;

@@ -30,7 +30,8 @@ struct reconciler {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool kicked, stop;
-  char *published; /* last annotation the API server accepted */
+  char *published; /* last annotation the API server accepted, without publishedAt */
+  time_t published_at; /* when it was (wall clock, as in publishedAt) */
   double publish_due, publish_backoff;
 };
 
@@ -155,11 +156,13 @@ void reconcile_pass(struct plugin *p) {
 
 /* ---- node annotation ---- */
 
-static char *annotation_text(struct plugin *p) {
+/* published_at 0: the content only, to compare with the last one sent */
+static char *annotation_text(struct plugin *p, time_t published_at) {
   struct ioq_node_state st = {0};
   st.version = IOQ_NODE_ANNO_VERSION;
   ioq_copy(st.node, sizeof st.node, p->opts.node_name);
   st.units = p->cfg.units;
+  st.published_at = (int64_t)published_at;
   st.n_disks = plugin_disk_states(p, &st.disks);
   char *text = NULL;
   if (st.disks) {
@@ -177,13 +180,23 @@ static void publish(struct reconciler *rc) {
   /* allocated units come from the List: publish nothing before one worked */
   if (!p->kube || !enforcer_have_list(p->enf) || grpcs_now() < rc->publish_due)
     return;
-  char *text = annotation_text(p);
-  if (!text) {
+  char *content = annotation_text(p, 0);
+  if (!content) {
     ioq_error("node annotation build failed reason=out-of-memory");
     return;
   }
-  if (rc->published && strcmp(rc->published, text) == 0) {
-    free(text);
+  /* unchanged content is sent again every IOQ_NODE_ANNO_REFRESH_S with a
+   * new publishedAt, so the extender can tell this plugin is alive */
+  time_t now = time(NULL);
+  if (rc->published && strcmp(rc->published, content) == 0 &&
+      now - rc->published_at < IOQ_NODE_ANNO_REFRESH_S && now >= rc->published_at) {
+    free(content);
+    return;
+  }
+  char *text = annotation_text(p, now);
+  if (!text) {
+    free(content);
+    ioq_error("node annotation build failed reason=out-of-memory");
     return;
   }
   json_object *patch = json_object_new_object(), *meta = json_object_new_object(),
@@ -201,7 +214,9 @@ static void publish(struct reconciler *rc) {
              IOQ_NODE_ANNOTATION, strlen(text));
     ioq_debug("node annotation value=%s", text);
     free(rc->published);
-    rc->published = text;
+    rc->published = content;
+    rc->published_at = now;
+    free(text);
     rc->publish_backoff = 0;
   } else {
     metrics_inc(p->metrics, C_PUBLISH_FAIL);
@@ -213,6 +228,7 @@ static void publish(struct reconciler *rc) {
     ioq_warn("node annotation publish failed node=%s status=%ld retry_in=%.0fs error=\"%s\"",
              p->opts.node_name, status, rc->publish_backoff, e.msg);
     free(text);
+    free(content);
   }
   json_object_put(patch);
 }

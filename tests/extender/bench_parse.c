@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
   printf("{\"bytes\":%zu,\"nodes\":%zu,\"reps\":%d,\"parse_s\":%.6f,\"parse_mib_s\":%.1f,"
          "\"filter_s\":%.6f,\"reply_bytes\":%zu,\"tree_bytes\":%zu,\"tree_estimate\":%zu}\n",
          len, nodes, reps, p, (double)len / p / 1048576.0, f, reply, tree,
-         ext_json_tree_estimate(text, len));
+         ext_json_tree_estimate(&(struct ext_json_scan){0}, text, len));
   free(tparse);
   free(tfilter);
   free(text);

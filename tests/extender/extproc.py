@@ -15,7 +15,7 @@ TOKEN = "test-token"  # what Extender(api=...) hands the binary; ApiServer(token
 
 
 class Extender:
-    def __init__(self, *args, api=None, token=TOKEN, env=None):
+    def __init__(self, *args, api=None, token=TOKEN, env=None, wrapper=None):
         if not BIN or not os.access(BIN, os.X_OK):
             raise RuntimeError("IOQOS_EXT_BIN does not name the built ioqos-scheduler-ext")
         self.args = list(args)
@@ -34,8 +34,11 @@ class Extender:
         e = dict(os.environ)
         e.pop("KUBERNETES_SERVICE_HOST", None)
         e.update(env or {})
-        wrapper = os.environ.get("IOQOS_EXT_WRAPPER", "").split()
+        # wrapper: a command the binary runs under (a list), e.g. one that
+        # moves it into a memory cgroup first
+        wrapper = (wrapper or []) + os.environ.get("IOQOS_EXT_WRAPPER", "").split()
         self.wrapped = bool(wrapper)
+        self.wrapper = " ".join(wrapper)
         self.proc = subprocess.Popen(wrapper + [BIN] + self.args, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=e)
         self.lines = []
@@ -140,7 +143,7 @@ class Extender:
             # a graceful stop exits 0; under valgrind or ASan a leak or memory
             # error makes it non-zero
             raise AssertionError("extender exited %d on SIGTERM%s; log:\n%s"
-                                 % (rc, " under " + os.environ["IOQOS_EXT_WRAPPER"] if self.wrapped else "",
+                                 % (rc, " under " + self.wrapper if self.wrapped else "",
                                     self.log()[-6000:]))
         return rc
 

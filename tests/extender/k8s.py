@@ -1,6 +1,7 @@
 """Kubernetes objects shaped as client-go marshals them (kube-scheduler sends
 these to the extender): full metadata with managedFields, spec, status."""
 import json
+import time
 import uuid
 
 RES_BW = "ioqos/bandwidth"
@@ -18,11 +19,15 @@ def disk(name, cap_bw=1000, cap_iops=0, alloc_bw=0, alloc_iops=0, cls="default",
     return d
 
 
-def annotation(node, disks, pods=None):
+def annotation(node, disks, pods=None, published=None):
+    """published: seconds since the epoch for publishedAt (None: absent, as
+    from a plugin older than the freshness marker)."""
     a = {"version": 1, "node": node, "units": {RES_BW: 1048576, RES_IOPS: 100},
          "devices": disks}
     if pods is not None:
         a["pods"] = pods
+    if published is not None:
+        a["publishedAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(published))
     return json.dumps(a, separators=(",", ":"))
 
 

@@ -295,6 +295,27 @@ class Bind(unittest.TestCase):
             self.assertEqual(res["NodeNames"], ["w1"], "counted once, not twice")
             self.assertEqual(ext.metric('ioqos_extender_binds_total{result="bound"}'), 1)
 
+    def test_pod_get_is_charged_to_the_parse_budget(self):
+        # a pod whose object is mostly small JSON objects (a tenant can put
+        # 1.5 MB of managedFields-like data in it): ~40 KB of text is ~13 MB of
+        # json-c tree, more than the whole 8 MiB budget: refused, not parsed
+        self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
+        pod = k8s.ioqos_pod("fat", bw=10)
+        pod["metadata"]["managedFields"] = [{} for _ in range(14000)]
+        self.api.add_pod(pod)
+        small = k8s.ioqos_pod("db", bw=10)
+        self.api.add_pod(small)
+        with Extender("--max-request-memory", "8Mi", api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            st, res, _ = self.bind(ext, pod, "w1")
+            self.assertEqual(st, 200)
+            self.assertIn("needs more than 8388608 bytes of memory to parse", res["Error"])
+            self.assertEqual(self.api.bindings, [])
+            # the bind request's own body is returned just after its reply
+            ext.wait_until(lambda: ext.metric("ioqos_extender_request_parse_memory_bytes") == 0,
+                           what="all parse memory returned")
+            self.assertEqual(self.bind(ext, small, "w1")[1], {"Error": ""})
+
     def test_assumption_expires(self):
         self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
         pod = k8s.ioqos_pod("db", bw=600)
@@ -303,7 +324,7 @@ class Bind(unittest.TestCase):
             ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
             self.assertEqual(self.bind(ext, pod, "w1")[1], {"Error": ""})
             ext.wait_until(lambda: ext.metric("ioqos_extender_assumed_placements") == 0, what="expiry")
-            ext.wait_log(r"assumed placement expired node=w1 pod=default/db disk=sda")
+            ext.wait_log(r"assumed placement expired after --assume-ttl node=w1 pod=default/db disk=sda")
 
     def test_concurrent_binds_on_one_node(self):
         # two disks of 500 units; 10 pods of 200: exactly 4 fit (2 per disk)
@@ -434,6 +455,99 @@ class Bind(unittest.TestCase):
             st, res, _ = ext.post("bind", {"PodName": "a", "PodNamespace": "b", "PodUID": "c", "Node": "d"})
             self.assertEqual(st, 200)
             self.assertIn("without Kubernetes API access", res["Error"])
+
+
+class Assumed(unittest.TestCase):
+    """Assumed placements last until the node reports the pod or the pod
+    ends, and are rebuilt after a restart (issue 12 item 3)."""
+
+    def setUp(self):
+        self.api = ApiServer(token=TOKEN).start()
+
+    def tearDown(self):
+        self.api.stop()
+
+    def set_node(self, name, disks, pods=None, published=True):
+        n = k8s.node(name, raw_annotation=k8s.annotation(
+            name, disks, pods=pods, published=time.time() if published else None))
+        self.api.set_node(n)
+
+    def bound_pod(self, name, node, disk, bw, phase="Pending"):
+        pod = k8s.ioqos_pod(name, bw=bw)
+        pod["metadata"].setdefault("annotations", {})["ioqos.io/disk"] = disk
+        pod["spec"]["nodeName"] = node
+        pod["status"]["phase"] = phase
+        self.api.add_pod(pod)
+        return pod
+
+    def free_on(self, ext, node, bw=1):
+        """The free units the extender sees on node's best disk (from the reason)."""
+        st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("probe", bw=10000), names=[node]))
+        return res["FailedNodes"][node]
+
+    def test_rebuilt_after_restart_from_bound_pods(self):
+        self.set_node("w1", [k8s.disk("sda", 1000)], pods=[])
+        self.set_node("old", [k8s.disk("sda", 1000)], published=False)  # plugin without the marker
+        self.set_node("w2", [k8s.disk("sda", 1000, alloc_bw=300)], pods=[])
+        db = self.bound_pod("db", "w1", "sda", 600)            # bound, not counted: rebuilt
+        self.bound_pod("done", "w1", "sda", 100, phase="Succeeded")  # ended: not
+        self.bound_pod("legacy", "old", "sda", 500)            # node cannot say: not
+        counted = self.bound_pod("counted", "w2", "sda", 300)  # already in allocated: not
+        self.set_node("w2", [k8s.disk("sda", 1000, alloc_bw=300)], pods=[counted["metadata"]["uid"]])
+        plain = k8s.ioqos_pod("nodisk", bw=50)                 # no ioqos.io/disk: not
+        plain["spec"]["nodeName"] = "w1"
+        self.api.add_pod(plain)
+        with Extender(api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="ready")
+            ext.wait_log(r"assumed placements rebuilt from bound pods pods=5 placements=1")
+            ext.wait_log(r"assumed placement rebuilt node=w1 pod=default/db disk=sda bandwidth=600")
+            self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
+            self.assertIn("best: sda with 400", self.free_on(ext, "w1"))
+            self.assertIn("best: sda with 1000", self.free_on(ext, "old"))
+            self.assertIn("best: sda with 700", self.free_on(ext, "w2"))
+            # the plugin reports db: counted once, in allocated
+            self.set_node("w1", [k8s.disk("sda", 1000, alloc_bw=600)], pods=[db["metadata"]["uid"]])
+            ext.wait_until(lambda: ext.metric("ioqos_extender_assumed_placements") == 0, what="confirmation")
+            self.assertIn("best: sda with 400", self.free_on(ext, "w1"))
+
+    def test_binds_wait_for_the_rebuild(self):
+        self.set_node("w1", [k8s.disk("sda", 1000)], pods=[])
+        pod = k8s.ioqos_pod("db", bw=100)
+        self.api.add_pod(pod)
+        rule = self.api.inject(path=r"/api/v1/pods$", method="GET", status=500, count=2)
+        with Extender(api=self.api) as ext:
+            ext.wait_log(r"rebuilding assumed placements failed, binds wait")
+            m = pod["metadata"]
+            args = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": "w1"}
+            if ext.get("/readyz")[0] == 503:
+                st, res, _ = ext.post("bind", args)
+                self.assertIn("still rebuilding its assumed placements", res["Error"])
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, timeout=30, what="rebuilt")
+            self.assertEqual(rule["count"], 0)
+            self.assertEqual(ext.post("bind", args)[1], {"Error": ""})
+
+    def test_kept_until_the_pod_ends(self):
+        self.set_node("w1", [k8s.disk("sda", 1000)], pods=[])
+        pods = [k8s.ioqos_pod(n, bw=100) for n in ("a", "b", "c")]
+        for p in pods:
+            self.api.add_pod(p)
+        with Extender(api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="ready")
+            for p in pods:
+                m = p["metadata"]
+                st, res, _ = ext.post("bind", {"PodName": m["name"], "PodNamespace": m["namespace"],
+                                               "PodUID": m["uid"], "Node": "w1"})
+                self.assertEqual(res, {"Error": ""})
+            self.assertIn("best: sda with 700", self.free_on(ext, "w1"))
+            # a is deleted, b fails: their placements go; c stays (no TTL)
+            self.api.delete_pod("default", "a")
+            b = self.api.pod("default", "b")
+            b["status"]["phase"] = "Failed"
+            self.api.put_pod(b)
+            ext.wait_log(r'assumed placement dropped node=w1 pod=default/a reason="pod deleted"', timeout=30)
+            ext.wait_log(r'assumed placement dropped node=w1 pod=default/b reason="pod Failed"', timeout=30)
+            self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
+            self.assertIn("best: sda with 900", self.free_on(ext, "w1"))
 
 
 class BadInput(unittest.TestCase):

@@ -2,6 +2,7 @@
  * reports the pod, and per-node bind locks that serialise binds. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "assumed.h"
@@ -134,4 +135,61 @@ Test(assumed, node_lock_serialises) {
   cr_assert_eq(g_counter, 8000);
   cr_assert_eq(ext_assumed_count(g_a), 0, "lock entries without placements are dropped");
   ext_assumed_free(g_a);
+}
+
+/* issue 12 item 3: placements rebuilt after a restart need no bind lock;
+ * the sweep sees each placement's age and removes the ones whose pod ended */
+Test(assumed, restore_older_and_remove) {
+  struct ext_assumed *a = ext_assumed_new(3600u * 1000u);
+  ext_assumed_set_clock(a, fake_now);
+  g_now = 1000;
+  ioq_err e = {0};
+  uint64_t u[IOQ_RES_COUNT] = {600, 0};
+  cr_assert_eq(ext_assumed_restore(a, "n1", "u1", "ns/db", "sda", u, &e), 0, "%s", e.msg);
+  g_now = 4000;
+  assume(a, "n1", "u2", "nvme0n1", 10, 0);
+  uint64_t extra[2 * IOQ_RES_COUNT];
+  cr_assert_eq(ext_assumed_extra(a, "n1", NULL, disks, 2, extra), 2);
+  cr_assert_eq(extra[2], 600);
+  /* far past the old fixed 60 s TTL, both still count */
+  g_now = 1000 + 600u * 1000u;
+  cr_assert_eq(ext_assumed_count(a), 2);
+  struct ext_assumed_ref *refs;
+  g_now = 6000;
+  size_t n = ext_assumed_older(a, 3000, &refs, &e);
+  cr_assert_eq(n, 1, "only u1 is 3 s old");
+  cr_assert_str_eq(refs[0].node, "n1");
+  cr_assert_str_eq(refs[0].uid, "u1");
+  cr_assert_str_eq(refs[0].key, "ns/db");
+  cr_assert_eq(refs[0].age_ms, 5000);
+  free(refs);
+  /* just checked: not due again until a quarter of its age has passed */
+  g_now = 7000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 1, "u2 is due now, u1 is not");
+  cr_assert_str_eq(refs[0].uid, "u2");
+  free(refs);
+  g_now = 6000 + 1500; /* u1: 6.5 s old, due 1.6 s after its check */
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 0);
+  free(refs);
+  g_now = 6000 + 1700;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 1);
+  free(refs);
+  /* an old placement is checked once a minute, not every sweep */
+  g_now = 1000 + 3600u * 1000u / 2;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 2);
+  free(refs);
+  g_now += 59000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 0);
+  free(refs);
+  g_now += 1000;
+  cr_assert_eq(ext_assumed_older(a, 3000, &refs, &e), 2);
+  free(refs);
+  cr_assert(ext_assumed_remove(a, "n1", "u1"));
+  cr_assert(!ext_assumed_remove(a, "n1", "u1"), "already gone");
+  cr_assert(!ext_assumed_remove(a, "n9", "u2"), "other node");
+  cr_assert_eq(ext_assumed_count(a), 1);
+  /* the safety bound still ends what nothing else does */
+  g_now = 4000 + 3600u * 1000u;
+  cr_assert_eq(ext_assumed_count(a), 0);
+  ext_assumed_free(a);
 }

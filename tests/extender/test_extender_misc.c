@@ -117,7 +117,11 @@ Test(flags, defaults_and_values) {
   cr_assert_str_eq(f.listen, ":8888");
   cr_assert_eq(f.policy, IOQ_POLICY_LEAST_ALLOCATED);
   cr_assert_eq(f.max_request_bytes, 256u << 20);
-  cr_assert_eq(f.max_request_memory, 1u << 30);
+  cr_assert_eq(f.max_request_memory, 0, "derived from the memory limit");
+  cr_assert_eq(f.request_deadline_s, 10);
+  cr_assert_eq(f.max_connections_per_ip, 32);
+  cr_assert_eq(f.assume_ttl_s, 3600, "a safety bound, not the way placements end");
+  cr_assert_eq(f.annotation_max_age_s, 900);
   cr_assert_eq(f.node_cache, -1);
   const char *some[] = {"x", "--listen=127.0.0.1:9", "--policy", "balanced", "--max-request-bytes",
                         "1Gi", "--threads", "8", "--node-cache=false", "--assume-ttl", "5",

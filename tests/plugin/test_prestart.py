@@ -1,6 +1,7 @@
 """PreStartContainer, reconcile and node annotation against a cgroup v2 temp
 tree (systemd driver layout), the kubelet stand-in and the API server
 stand-in (the daemon's real libcurl client talks to it)."""
+import calendar
 import json
 import os
 import time
@@ -374,6 +375,9 @@ class Annotation(PluginTest):
         self.assertEqual(dev["capacity"], {BW: 1000, IOPS: 1000})
         self.assertEqual(dev["allocated"], {BW: 0, IOPS: 0})
         self.assertIn("io.max", dev["capabilities"])
+        # freshness marker (issue 12 item 3): when it was built, UTC, whole seconds
+        published = calendar.timegm(time.strptime(a["publishedAt"], "%Y-%m-%dT%H:%M:%SZ"))
+        self.assertLess(abs(published - time.time()), 120, a["publishedAt"])
         n_patches = len(api.patches)
         self.assertEqual(api.patches[0][1], {"metadata": {"annotations": {"ioqos.io/devices": api.annotation("node-a", "ioqos.io/devices")}}})
         # nothing changes: no new PATCH on the next passes

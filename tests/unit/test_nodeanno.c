@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,4 +119,32 @@ Test(nodeanno, not_nul_terminated) {
   ioq_err e = {0};
   cr_assert_eq(ioq_node_anno_parse(buf, strlen(j), &s, &e), 0, "%s", e.msg);
   ioq_node_state_free(&s);
+}
+
+/* issue 12 item 3: the freshness marker */
+Test(nodeanno, published_at_roundtrip_and_optional) {
+  struct ioq_disk_state d = {.name = "sda", .dev = "8:0", .class_name = "default", .healthy = true};
+  struct ioq_node_state s = {.version = 1, .disks = &d, .n_disks = 1, .published_at = 1796092695};
+  strcpy(s.node, "w");
+  ioq_unit_sizes_default(&s.units);
+  char *txt = ioq_node_anno_format(&s);
+  cr_assert(strstr(txt, "\"publishedAt\":\"2026-12-01T02:38:15Z\""), "%s", txt);
+  struct ioq_node_state back;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s", e.msg);
+  cr_assert_eq(back.published_at, 1796092695);
+  ioq_node_state_free(&back);
+  free(txt);
+  /* an older plugin's annotation has none: 0, still valid */
+  cr_assert_eq(ioq_node_anno_parse(k_example, strlen(k_example), &back, &e), 0, "%s", e.msg);
+  cr_assert_eq(back.published_at, 0);
+  ioq_node_state_free(&back);
+  const char *bad[] = {"\"2026-12-01 02:38:15\"", "\"2026-12-01T02:38:15+01:00\"", "17960926",
+                       "\"\"", "\"2026-13-01T02:38:15Z\""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char j[200];
+    snprintf(j, sizeof j, "{\"version\":1,\"devices\":[],\"publishedAt\":%s}", bad[i]);
+    cr_assert_eq(ioq_node_anno_parse(j, strlen(j), &back, &e), -1, "%s", j);
+    cr_assert(strstr(e.msg, "publishedAt"), "%s", e.msg);
+  }
 }

@@ -8,14 +8,18 @@
  *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
  *    "capabilities":["io.max","io.weight"],
  *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}}],
- *  "pods":["8f0c...-uid", ...]}
+ *  "pods":["8f0c...-uid", ...],
+ *  "publishedAt":"2026-12-01T02:38:15Z"}
  *
  * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
  * allocated are in advertised units. pods (optional) lists the UIDs of the
  * pods whose units `allocated` counts, so the extender can forget a placement
  * it assumed as soon as the node reports it. ungrantedPool (optional, only
  * while pods hold units of the disk) is what pods without a grant share
- * there, in bytes/s and IOPS (0 = not bounded). Unknown fields and unknown capability
+ * there, in bytes/s and IOPS (0 = not bounded). publishedAt (optional: plugins
+ * before it do not write it) is when the plugin built the value, UTC to the
+ * second; the plugin refreshes it at least every IOQ_NODE_ANNO_REFRESH_S, so
+ * a reader can tell a stale annotation (the plugin is gone) from a fresh one. Unknown fields and unknown capability
  * names are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */
@@ -23,6 +27,7 @@
 #define IOQOS_NODEANNO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ioqos/error.h"
 #include "ioqos/placement.h"
@@ -33,6 +38,8 @@
 #define IOQ_NODE_ANNO_VERSION 1
 #define IOQ_NODE_NAME_MAX 253
 #define IOQ_POD_UID_STR_MAX 64
+/* the plugin republishes an unchanged annotation this often (publishedAt) */
+#define IOQ_NODE_ANNO_REFRESH_S 300
 
 struct ioq_node_state {
   int version;
@@ -42,6 +49,7 @@ struct ioq_node_state {
   size_t n_disks;
   char (*pods)[IOQ_POD_UID_STR_MAX + 1]; /* UIDs of the pods counted in allocated */
   size_t n_pods;
+  int64_t published_at; /* unix seconds; 0: no publishedAt (older plugin) */
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */

@@ -1,0 +1,219 @@
+/* Memory bounds of the extender: the json-c tree estimate against real
+ * allocations, and the parse budget derived from the cgroup memory limit. */
+#include <criterion/criterion.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "body.h"
+#include "memlimit.h"
+
+/* ---- the estimate is an upper bound of what json-c really allocates ---- */
+
+static size_t heap(void) {
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+/* "[" + n x item joined by "," + "]", or with `object` the items are
+ * members of one object ("kN":0). */
+static char *flood(const char *item, size_t n, bool object) {
+  size_t cap = n * (strlen(item) + 16) + 8, p = 0;
+  char *s = malloc(cap);
+  s[p++] = object ? '{' : '[';
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      s[p++] = ',';
+    if (object)
+      p += (size_t)sprintf(s + p, "\"k%zx\":0", i);
+    else
+      p += (size_t)sprintf(s + p, "%s", item);
+  }
+  s[p++] = object ? '}' : ']';
+  s[p] = '\0';
+  return s;
+}
+
+/* Parses text through ext_body in 64 KiB chunks (as the server does) and
+ * returns the heap the tree and tokener took at their peak (the tree). */
+static void measure(const char *text, size_t *real, size_t *estimate) {
+  struct ext_budget budget = {.max = (size_t)1 << 40};
+  struct ext_body b;
+  size_t before = heap();
+  cr_assert_eq(ext_body_init(&b, strlen(text) + 1, &budget), 0);
+  size_t n = strlen(text);
+  for (size_t off = 0; off < n; off += 65536)
+    ext_body_feed(&b, text + off, n - off < 65536 ? n - off : 65536);
+  ext_body_finish(&b);
+  cr_assert_eq(b.err_status, 0, "%s", b.err);
+  *real = heap() - before;
+  *estimate = b.reserved;
+  ext_body_free(&b);
+}
+
+Test(estimate, bounds_small_object_floods_measured) {
+  struct {
+    const char *item;
+    bool object;
+  } shapes[] = {
+      {"{}", false},  {"[]", false},   {"1", false},       {"true", false},
+      {"\"\"", false}, {"[[]]", false}, {"{\"a\":{}}", false}, {NULL, true}, /* many keys */
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    char *text = flood(shapes[i].item ? shapes[i].item : "", 100000, shapes[i].object);
+    size_t real, estimate;
+    measure(text, &real, &estimate);
+    cr_log_info("shape %s: %zu bytes of text, tree %zu, estimate %zu\n",
+                shapes[i].item ? shapes[i].item : "\"k\":0 members", strlen(text), real, estimate);
+    cr_assert_geq(estimate, real, "%s: estimate %zu below the real %zu",
+                  shapes[i].item ? shapes[i].item : "members of one object", estimate, real);
+    free(text);
+  }
+}
+
+Test(estimate, string_contents_are_not_structure) {
+  /* braces and commas inside a string (JSON text in an annotation) cost
+   * their bytes only, also when the string is split across chunks */
+  const char *s = "[\"{,{,:,[,\\\"{,{\"]";
+  struct ext_json_scan whole = {0}, parts = {0};
+  size_t a = ext_json_tree_estimate(&whole, s, strlen(s));
+  size_t b = 0;
+  for (size_t i = 0; i < strlen(s); i++)
+    b += ext_json_tree_estimate(&parts, s + i, 1);
+  cr_assert_eq(a, b);
+  cr_assert_lt(a, 1000, "string contents counted as objects: %zu", a);
+  cr_assert(!whole.in_str);
+}
+
+Test(estimate, two_megabytes_of_empty_objects_exceed_a_quarter_of_512Mi) {
+  /* the issue's attack: ~2 MB of [{},{},...] is ~530 MB of json-c tree */
+  struct ext_budget budget = {.max = ext_parse_budget(512ull << 20)};
+  struct ext_body b;
+  char *text = flood("{}", 700000, false);
+  cr_assert_eq(ext_body_init(&b, 4u << 20, &budget), 0);
+  size_t n = strlen(text);
+  for (size_t off = 0; off < n && !b.err_status; off += 65536)
+    ext_body_feed(&b, text + off, n - off < 65536 ? n - off : 65536);
+  cr_assert_eq(b.err_status, 413, "%s", b.err);
+  cr_assert_eq(budget.used, 0);
+  ext_body_free(&b);
+  free(text);
+}
+
+/* ---- the memory limit from /proc/self/cgroup and mountinfo ---- */
+
+static char g_root[] = "/tmp/ioqos-memlimit-XXXXXX";
+
+static void put(const char *rel, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", g_root, rel);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (char *p = dir + strlen(g_root) + 1; (p = strchr(p, '/')); p++) {
+    *p = '\0';
+    mkdir(dir, 0755);
+    *p = '/';
+  }
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "%s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void setup(void) { cr_assert(mkdtemp(g_root)); }
+static void teardown(void) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static uint64_t limit_of(const char *cgroup_text, const char *mountinfo_fmt, char *where) {
+  char mi[2048];
+  snprintf(mi, sizeof mi, mountinfo_fmt, g_root, g_root);
+  put("proc/cgroup", cgroup_text);
+  put("proc/mountinfo", mi);
+  char pc[512], pm[512];
+  snprintf(pc, sizeof pc, "%s/proc/cgroup", g_root);
+  snprintf(pm, sizeof pm, "%s/proc/mountinfo", g_root);
+  uint64_t l = 99;
+  ioq_err e = {0};
+  cr_assert_eq(ext_memory_limit(pc, pm, &l, where, 512, &e), 0, "%s", e.msg);
+  return l;
+}
+
+TestSuite(memlimit, .init = setup, .fini = teardown);
+
+Test(memlimit, v2_own_cgroup_and_tighter_parent) {
+  const char *mi = "30 1 0:26 / %s/cg2 rw - cgroup2 cgroup2 rw\n"
+                   "31 1 0:27 / %s/other rw - tmpfs tmpfs rw\n";
+  put("cg2/kubepods/pod1/ctr/memory.max", "536870912\n");
+  put("cg2/kubepods/pod1/memory.max", "max\n");
+  put("cg2/kubepods/memory.max", "8589934592\n");
+  char where[512];
+  cr_assert_eq(limit_of("0::/kubepods/pod1/ctr\n", mi, where), 512ull << 20);
+  cr_assert(strstr(where, "/ctr/memory.max"), "%s", where);
+  put("cg2/kubepods/pod1/memory.max", "134217728\n"); /* the pod's is tighter */
+  cr_assert_eq(limit_of("0::/kubepods/pod1/ctr\n", mi, where), 128ull << 20);
+  cr_assert(strstr(where, "pod1/memory.max"), "%s", where);
+}
+
+Test(memlimit, v2_namespaced_root_and_no_limit) {
+  /* a container with its own cgroup namespace sees "0::/" and its cgroup
+   * mounted at the root */
+  const char *mi = "30 1 0:26 / %s/cg2 rw - cgroup2 cgroup2 rw\n";
+  put("cg2/memory.max", "max\n");
+  char where[512];
+  cr_assert_eq(limit_of("0::/\n", mi, where), 0);
+  put("cg2/memory.max", "268435456\n");
+  cr_assert_eq(limit_of("0::/\n", mi, where), 256ull << 20);
+}
+
+Test(memlimit, v1_memory_controller_wins_on_hybrid_hosts) {
+  const char *mi = "35 31 0:32 / %s/memory rw,relatime - cgroup cgroup rw,memory\n"
+                   "40 31 0:37 / %s/unified rw - cgroup2 cgroup2 rw\n";
+  put("memory/ioqos/memory.limit_in_bytes", "100663296\n");
+  put("memory/memory.limit_in_bytes", "9223372036854771712\n"); /* v1 "unlimited" */
+  char where[512];
+  cr_assert_eq(limit_of("12:pids:/\n4:memory:/ioqos\n0::/\n", mi, where), 96ull << 20);
+  cr_assert_eq(limit_of("4:cpu,memory:/\n0::/\n", mi, where), 0);
+}
+
+Test(memlimit, v1_mount_of_a_subtree) {
+  /* the hierarchy's /kube subtree mounted (root field "/kube") */
+  const char *mi = "35 31 0:32 /kube %s/memory rw - cgroup cgroup rw,memory\n%s";
+  put("memory/pod/memory.limit_in_bytes", "67108864\n");
+  char where[512];
+  cr_assert_eq(limit_of("4:memory:/kube/pod\n", mi, where), 64ull << 20);
+}
+
+Test(memlimit, errors_name_the_file) {
+  put("proc/cgroup", "0::/x\n");
+  put("proc/mountinfo", "");
+  char pc[512];
+  snprintf(pc, sizeof pc, "%s/proc/cgroup", g_root);
+  uint64_t l;
+  ioq_err e = {0};
+  cr_assert_eq(ext_memory_limit(pc, "/nonexistent/mountinfo", &l, NULL, 0, &e), -1);
+  cr_assert(strstr(e.msg, "/nonexistent/mountinfo"), "%s", e.msg);
+  const char *mi = "30 1 0:26 / %s/cg2 rw - cgroup2 cgroup2 rw\n%s";
+  char where[512];
+  put("cg2/x/memory.max", "lots\n");
+  put("proc/cgroup", "0::/x\n");
+  char m[1024];
+  snprintf(m, sizeof m, mi, g_root, "");
+  put("proc/mountinfo", m);
+  char pm[512];
+  snprintf(pm, sizeof pm, "%s/proc/mountinfo", g_root);
+  cr_assert_eq(ext_memory_limit(pc, pm, &l, where, sizeof where, &e), -1);
+  cr_assert(strstr(e.msg, "memory.max") && strstr(e.msg, "lots"), "%s", e.msg);
+}
+
+Test(budget, quarter_of_the_limit_clamped) {
+  cr_assert_eq(ext_parse_budget(0), EXT_BUDGET_UNLIMITED);
+  cr_assert_eq(ext_parse_budget(512ull << 20), 128u << 20);
+  cr_assert_eq(ext_parse_budget(16ull << 20), EXT_BUDGET_MIN);
+  cr_assert_eq(ext_parse_budget(64ull << 30), EXT_BUDGET_MAX);
+}
