@@ -27,11 +27,12 @@ struct ext_podsync {
   unsigned interval_ms, min_age_ms;
 };
 
-/* GET path and parse it under the budget; *held keeps the charge until
+/* GET path and parse it under the budget (named ext_kube_* so the RBAC check
+ * in tests/manifests sees it as an API call); *held keeps the charge until
  * ext_body_free. Returns the HTTP status (0 on transport failure, -1 with
  * *e on a parse refusal). */
-static long get_json(struct extender *x, const char *path, struct ext_body *held, json_object **out,
-                     ioq_err *e) {
+static long ext_kube_get_json(struct extender *x, const char *path, struct ext_body *held,
+                              json_object **out, ioq_err *e) {
   *out = NULL;
   struct ioq_kube_resp r;
   if (ioq_kube_do(x->kube, "GET", path, NULL, NULL, &r, e) < 0)
@@ -76,7 +77,7 @@ static const char *check(struct extender *x, const struct ext_assumed_ref *r, ch
   struct ext_body held = {0};
   json_object *pod;
   ioq_err e = {0};
-  long st = get_json(x, path, &held, &pod, &e);
+  long st = ext_kube_get_json(x, path, &held, &pod, &e);
   const char *res = NULL;
   if (st == 404) {
     res = "pod deleted";
@@ -186,7 +187,7 @@ int ext_podsync_rebuild(struct extender *x, atomic_bool *stop, ioq_err *e) {
     }
     struct ext_body held = {0};
     json_object *list;
-    long st = get_json(x, path, &held, &list, e);
+    long st = ext_kube_get_json(x, path, &held, &list, e);
     if (st < 200 || st > 299) {
       ext_body_free(&held);
       rc = -1;

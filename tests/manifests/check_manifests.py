@@ -50,7 +50,7 @@ RBAC_EXPECTED = {
     ]),
     "ioqos-scheduler-ext": _grants([
         ("", "nodes", ["list", "watch"]),
-        ("", "pods", ["get", "patch"]),
+        ("", "pods", ["get", "list", "patch"]),
         ("", "pods/binding", ["create"]),
     ]),
 }
@@ -309,7 +309,8 @@ def rbac_problems(docs):
     return problems
 
 
-API_CALL = re.compile(r'ioq_kube_(get_json_until|get_json|merge_patch|send_json|do)\s*\(')
+# ioq_kube_* calls, and the extender's budget-charged GET wrapper (podsync.c)
+API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_)(get_json_until|get_json|merge_patch|send_json|do)\s*\(')
 API_PATH = re.compile(r'"(/api/v1/[^"?]*)')
 
 
@@ -322,6 +323,14 @@ def path_resource(path):
     return res + "/" + parts[2] if len(parts) >= 3 else res
 
 
+def is_collection(path):
+    """'/api/v1/pods' and '/api/v1/namespaces/%s/pods' name no object."""
+    parts = [x for x in path.split("/")[3:] if x]
+    if parts[:1] == ["namespaces"] and len(parts) >= 3:
+        parts = parts[2:]
+    return len(parts) == 1
+
+
 def call_verb(text, name):
     """Kubernetes verb of the API call `name` starting at text (the call's
     own text, arguments included)."""
@@ -329,7 +338,7 @@ def call_verb(text, name):
         return "get"
     if name == "merge_patch":
         return "patch"
-    m = re.match(r'ioq_kube_\w+\s*\([^,]+,\s*"(\w+)"', text)
+    m = re.match(r'(?:ioq|ext)_kube_\w+\s*\([^,]+,\s*"(\w+)"', text)
     method = m.group(1) if m else "?"
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}.get(method, "?" + method)
@@ -354,6 +363,9 @@ def code_grants(text):
             probs.append("path %s is not followed by an API call" % m.group(1))
             continue
         v = call_verb(text[call.start():call.start() + 300], call.group(1))
+        # a GET of a collection (no object name after the resource) is a list
+        if v == "get" and is_collection(m.group(1)):
+            v = "list"
         g.add(("", path_resource(m.group(1)), v))
     return g, probs
 
