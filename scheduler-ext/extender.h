@@ -18,6 +18,8 @@ struct extender {
   struct ext_assumed *assumed;
   struct ext_nodecache *cache; /* NULL: no node cache (full-node mode only) */
   struct ioq_kube *kube;       /* NULL: no API access (no bind) */
+  const char *const *scheduler_names; /* bind serves pods whose spec.schedulerName is one */
+  size_t n_scheduler_names;
 };
 
 /* POST /filter: ExtenderArgs -> ExtenderFilterResult */
