@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +21,7 @@ struct ext_tlswatch {
   char *serving[F_COUNT]; /* what h serves */
   char *refused[F_COUNT]; /* the last set that failed to load, not retried */
   unsigned interval_ms;
+  char last_error[256]; /* logged once until it changes */
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -52,12 +54,16 @@ static void check(struct ext_tlswatch *w) {
     if (!w->path[i])
       continue;
     if (ioq_read_file(w->path[i], &now[i], NULL, PEM_MAX, &e) < 0) {
-      /* mid-rotation a file can be missing for a moment: keep serving */
-      ioq_debug("TLS files not readable, keeping the current ones error=\"%s\"", e.msg);
+      /* mid-rotation a file can be missing for a moment: keep serving;
+       * one that stays unreadable is reported once */
+      if (strcmp(e.msg, w->last_error) != 0)
+        ioq_warn("TLS files not readable, serving the ones loaded before error=\"%s\"", e.msg);
+      snprintf(w->last_error, sizeof w->last_error, "%s", e.msg);
       put(now);
       return;
     }
   }
+  w->last_error[0] = '\0';
   if (same(now, w->serving) || same(now, w->refused)) {
     put(now);
     return;

@@ -948,6 +948,12 @@ class Auth(unittest.TestCase):
             t = threading.Thread(target=hammer)
             t.start()
             try:
+                # a file that disappears is reported, and the loaded ones kept
+                key = os.path.realpath(self.secret.file("tls.key"))
+                os.rename(key, key + ".away")
+                ext.wait_log(r"TLS files not readable, serving the ones loaded before", timeout=20)
+                self.assertEqual(self.served_cert(ext), first)
+                os.rename(key + ".away", key)
                 # a half-done rotation (new certificate, old key) is not loaded
                 subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs], check=True, capture_output=True)
                 second = self.pem_der(os.path.join(self.certs, "server.crt"))
