@@ -39,6 +39,7 @@ struct ext_httpd {
   uint64_t retire_deadline_ns;
   unsigned flags;        /* MHD flags of every daemon */
   struct ext_httpd_opts o; /* scalar options; PEM pointers are not kept */
+  bool client_auth;      /* --tls-client-ca: every request is checked (check_peer) */
   char *client_subject;  /* NULL = any certificate from client_ca */
   const struct ext_route *routes;
   size_t n_routes;
@@ -220,6 +221,8 @@ static int check_peer(struct ext_httpd *h, struct MHD_Connection *c, char *why, 
     gnutls_datum_t txt = {0};
     if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &txt, 0) == 0) {
       snprintf(why, whysz, "client certificate refused: %s", (const char *)txt.data);
+      for (size_t n = strlen(why); n && why[n - 1] == ' ';)
+        why[--n] = '\0';
       gnutls_free(txt.data);
     } else {
       snprintf(why, whysz, "client certificate refused (status 0x%x)", status);
@@ -278,7 +281,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *con_cls = q;
     atomic_fetch_add(&h->in_flight, 1);
 
-    if (h->o.tls_client_ca) {
+    if (h->client_auth) {
       char why[600];
       if (check_peer(h, c, why, sizeof why) < 0) {
         ioq_warn("request refused: %s", why);
@@ -482,8 +485,8 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->o = *o;
   h->o.listen = NULL;
   h->o.tls_cert = h->o.tls_key = NULL;
-  h->o.tls_client_subject = NULL;
-  /* tls_client_ca stays as a flag: "client certificates are checked" */
+  h->o.tls_client_ca = h->o.tls_client_subject = NULL;
+  h->client_auth = o->tls_client_ca != NULL;
   bool oom = false;
   h->cur.cert = dup_or_null(o->tls_cert, &oom);
   h->cur.key = dup_or_null(o->tls_key, &oom);
@@ -491,6 +494,12 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->client_subject = dup_or_null(o->tls_client_subject, &oom);
   if (oom) {
     ioq_fail(e, ENOMEM, "out of memory");
+    goto fail;
+  }
+  /* libmicrohttpd takes a CA file without a certificate in it (and then
+   * refuses every client): check the set as a reload does */
+  if (h->cur.cert && tls_check(&h->cur, e) < 0) {
+    ioq_err_prefix(e, "TLS");
     goto fail;
   }
 
@@ -535,9 +544,9 @@ int ext_httpd_reload_tls(struct ext_httpd *h, const char *cert, const char *key,
                          const char *client_ca, ioq_err *e) {
   if (!(h->flags & MHD_USE_TLS))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "this server does not serve TLS");
-  if (!cert || !key || (h->o.tls_client_ca != NULL) != (client_ca != NULL))
+  if (!cert || !key || h->client_auth != (client_ca != NULL))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "a TLS reload needs a certificate, a key%s",
-                    h->o.tls_client_ca ? " and the client CA" : "");
+                    h->client_auth ? " and the client CA" : "");
   if (h->quiesced != MHD_INVALID_SOCKET)
     return ioq_fail(e, IOQ_ECONFLICT, "the server is shutting down");
   bool oom = false;

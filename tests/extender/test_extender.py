@@ -712,7 +712,7 @@ class Server(unittest.TestCase):
             bad = subprocess.run([BIN, "--no-kube", "--tls-cert", cert, "--tls-key", cert,
                                   "--listen", "127.0.0.1:0"], capture_output=True, timeout=20)
             self.assertEqual(bad.returncode, 1)
-            self.assertIn(b"cannot serve", bad.stderr)
+            self.assertIn(b"TLS: certificate and key:", bad.stderr)
 
     def test_sigterm_finishes_requests_in_progress(self):
         api = ApiServer(token=TOKEN).start()
@@ -916,6 +916,15 @@ class Auth(unittest.TestCase):
                            capture_output=True, timeout=10)
         self.assertEqual(r.returncode, 2)
         self.assertIn(b"--tls-client-ca needs --tls-cert and --tls-key", r.stderr)
+        r = subprocess.run([BIN, "--no-kube", "--tls-client-subject", "x"], capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--tls-client-subject needs --tls-client-ca", r.stderr)
+        # a client CA file that holds no certificate: refused at start
+        r = subprocess.run([BIN, "--no-kube", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                            "--tls-cert", self.secret.file("tls.crt"), "--tls-key", self.secret.file("tls.key"),
+                            "--tls-client-ca", self.secret.file("tls.key")], capture_output=True, timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"TLS: client CA: no certificate in the file", r.stderr)
 
     def served_cert(self, ext):
         ctx = ext.tls_context(ext.client_cert)
