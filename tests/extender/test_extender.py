@@ -941,6 +941,8 @@ class Auth(unittest.TestCase):
 
     def test_rotated_files_are_served_without_refusing_a_connection(self):
         with self.start("--threads", "2") as ext:
+            threads = lambda: len(os.listdir("/proc/%d/task" % ext.proc.pid))  # noqa: E731
+            before = threads()
             first = self.pem_der(os.path.join(self.certs, "server.crt"))
             self.assertEqual(self.served_cert(ext), first)
             kept = ext.conn()  # a keep-alive connection from before the rotation
@@ -991,6 +993,8 @@ class Auth(unittest.TestCase):
             self.assertEqual(ext.request("POST", "/filter", k8s.filter_args(k8s.pod("w"), names=["a"]),
                                          conn=kept)[0], 200)
             kept.close()
+            # the retired server is stopped once its connections are gone
+            ext.wait_until(lambda: threads() == before, what="the old server's threads to end")
             # a new CA: the old client certificate is refused from now on
             subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs, "--new-ca"], check=True, capture_output=True)
             self.publish()
