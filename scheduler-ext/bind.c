@@ -1,6 +1,12 @@
 /* POST /bind: choose the disk, annotate the pod with it, bind the pod
  * through pods/binding, and remember the placement until the node reports
- * it. Binds to one node are serialised so they see each other. */
+ * it. Binds to one node are serialised so they see each other.
+ *
+ * Defence in depth behind mutual TLS: bind acts with the extender's
+ * pods/binding permission, so it binds only what kube-scheduler would ask it
+ * to: a pod of a scheduler this extender serves (--scheduler-name), that
+ * requests ioqos resources (kube-scheduler calls a binder extender only for
+ * pods with its managedResources), onto a node in the node cache. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -195,6 +201,24 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
     fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, msg);
     return;
   }
+  /* the API server defaults spec.schedulerName; absent only in a pod that
+   * did not come from it */
+  json_object *sn = ioq_json_field(ioq_json_field(pod, "spec"), "schedulerName");
+  const char *sched = sn && json_object_is_type(sn, json_type_string) ? json_object_get_string(sn)
+                                                                      : "default-scheduler";
+  bool served = false;
+  for (size_t i = 0; i < x->n_scheduler_names && !served; i++)
+    served = strcmp(sched, x->scheduler_names[i]) == 0;
+  if (!served) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "pod has schedulerName %.253s, which this extender does not serve (--scheduler-name)",
+             sched);
+    json_object_put(pod);
+    ext_body_free(&held);
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name, msg);
+    return;
+  }
   struct ioq_pod_need pn;
   int rc = ioq_pod_need_from_json(pod, &pn, &e);
   json_object_put(pod);
@@ -207,29 +231,34 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
   const char *uid = b.pod_uid[0] ? b.pod_uid : pn.uid;
   bool ioqos = ioq_pod_need_any(&pn);
   ext_metrics_pod(x->metrics, EXT_VERB_BIND, ioqos ? EXT_POD_IOQOS : EXT_POD_PASSTHROUGH);
+  if (!ioqos) { /* nothing to place: never bind it */
+    fail(x, r, "bind pod %s/%s", b.pod_namespace, b.pod_name,
+         "pod requests no ioqos resource; this extender binds only pods that do (list them in "
+         "the extender's managedResources)");
+    return;
+  }
   char disk[IOQ_DISK_NAME_MAX + 1] = "";
   int score = 0;
   char key[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 2];
   snprintf(key, sizeof key, "%s/%s", b.pod_namespace, b.pod_name);
   const char *assumed_id = pn.uid[0] ? pn.uid : key;
 
-  if (ioqos && !ext_podsync_ready(x->sync)) {
+  if (!ext_podsync_ready(x->sync)) {
     fail(x, r, "bind pod %s to node %s", key, b.node,
          "the extender restarted and is still rebuilding its assumed placements from bound pods; "
          "retry");
     return;
   }
-  if (ioqos) {
-    if (choose_and_assume(x, &b, &pn, disk, sizeof disk, &score, &e) < 0) {
-      fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
-      return;
-    }
-    if (annotate(x, &b, uid, disk, &e) < 0) {
-      ext_assumed_remove(x->assumed, b.node, assumed_id);
-      ioq_err_prefix(&e, "annotate pod with %s=%s", IOQ_POD_DISK_ANNOTATION, disk);
-      fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
-      return;
-    }
+  /* fails for a node not in the node cache */
+  if (choose_and_assume(x, &b, &pn, disk, sizeof disk, &score, &e) < 0) {
+    fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
+    return;
+  }
+  if (annotate(x, &b, uid, disk, &e) < 0) {
+    ext_assumed_remove(x->assumed, b.node, assumed_id);
+    ioq_err_prefix(&e, "annotate pod with %s=%s", IOQ_POD_DISK_ANNOTATION, disk);
+    fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
+    return;
   }
   long status = 0;
   if (post_binding(x, &b, uid, &status, &e) < 0) {
@@ -237,21 +266,18 @@ void ext_bind(struct extender *x, json_object *body, struct ext_reply *r) {
      * committed, and then the pod will run on this disk. Keep the
      * assumption until the node reports the pod or the sweep sees it was
      * not bound, so no other pod is placed on those units meanwhile. */
-    if (ioqos && status == 0)
+    if (status == 0)
       ioq_warn("binding outcome unknown, keeping the assumed placement until the node reports "
                "the pod or it expires pod=%s node=%s disk=%s error=\"%s\"",
                key, b.node, disk, e.msg);
-    else if (ioqos)
+    else
       ext_assumed_remove(x->assumed, b.node, assumed_id);
     fail(x, r, "bind pod %s to node %s", key, b.node, e.msg);
     return;
   }
   ext_metrics_bind(x->metrics, 1);
-  if (ioqos)
-    ioq_info("pod bound pod=%s node=%s disk=%s class=%s bandwidth=%llu iops=%llu score=%d", key,
-             b.node, disk, pn.class_name, (unsigned long long)pn.units[IOQ_RES_BANDWIDTH],
-             (unsigned long long)pn.units[IOQ_RES_IOPS], score);
-  else
-    ioq_info("pod bound pod=%s node=%s (no ioqos resources)", key, b.node);
+  ioq_info("pod bound pod=%s node=%s disk=%s class=%s bandwidth=%llu iops=%llu score=%d", key,
+           b.node, disk, pn.class_name, (unsigned long long)pn.units[IOQ_RES_BANDWIDTH],
+           (unsigned long long)pn.units[IOQ_RES_IOPS], score);
   ext_reply_error(r, 200, "%s", "");
 }

@@ -22,6 +22,8 @@ struct extender {
   struct ioq_kube *kube;       /* NULL: no API access (no bind) */
   struct ext_budget *budget;   /* parse memory of request bodies and bind's pod GET */
   struct ext_podsync *sync;    /* NULL: no assumed placement sync (no node cache) */
+  const char *const *scheduler_names; /* bind serves pods whose spec.schedulerName is one */
+  size_t n_scheduler_names;
 };
 
 /* POST /filter: ExtenderArgs -> ExtenderFilterResult */

@@ -11,6 +11,10 @@ enum {
   OPT_LISTEN = 256,
   OPT_TLS_CERT,
   OPT_TLS_KEY,
+  OPT_TLS_CLIENT_CA,
+  OPT_TLS_CLIENT_SUBJECT,
+  OPT_METRICS_LISTEN,
+  OPT_SCHEDULER_NAME,
   OPT_POLICY,
   OPT_ASSUME_TTL,
   OPT_MAX_REQUEST_BYTES,
@@ -41,14 +45,22 @@ void ext_flags_usage(FILE *out) {
       "by the free ioqos/bandwidth and ioqos/iops units of their disks, and (optionally) to\n"
       "bind pods, recording the chosen disk in the pod annotation ioqos.io/disk.\n"
       "\n"
-      "Endpoints: POST .../filter, .../prioritize, .../bind (matched by the last path\n"
-      "segment, so any urlPrefix works); GET /healthz, /readyz, /metrics.\n"
+      "Endpoints: POST .../filter, .../prioritize, .../bind on --listen (matched by the\n"
+      "last path segment, so any urlPrefix works); GET /healthz, /readyz, /metrics on\n"
+      "--metrics-listen only.\n"
       "\n"
       "Server:\n"
-      "  --listen ADDR:PORT          address to serve on (default :8888 = all IPv4\n"
+      "  --listen ADDR:PORT          scheduling address (default :8888 = all IPv4\n"
       "                              addresses; [::]:8888 for IPv6 and IPv4)\n"
       "  --tls-cert FILE             serve HTTPS with this PEM certificate (chain)\n"
       "  --tls-key FILE              PEM private key for --tls-cert\n"
+      "  --tls-client-ca FILE        require a client certificate issued by this PEM CA\n"
+      "                              (mutual TLS; kube-scheduler's extender tlsConfig)\n"
+      "  --tls-client-subject NAME   and require its CN to be NAME (or, if NAME has '=',\n"
+      "                              its whole subject, e.g. CN=ioqos-scheduler,O=ioqos)\n"
+      "                              TLS files are re-read when they change\n"
+      "  --metrics-listen ADDR:PORT  plain-HTTP address of /healthz, /readyz and /metrics\n"
+      "                              (default :9465; not the --listen port)\n"
       "  --threads N                 worker threads serving requests (default 4)\n"
       "  --max-connections N         open connections at most (default 256)\n"
       "  --max-connections-per-ip N  open connections from one client address at most\n"
@@ -70,6 +82,8 @@ void ext_flags_usage(FILE *out) {
       "Decisions:\n"
       "  --policy NAME               disk scoring: least-allocated (default, spread),\n"
       "                              most-allocated (pack) or balanced\n"
+      "  --scheduler-name NAME       bind only pods with this spec.schedulerName; repeat\n"
+      "                              for several (default ioqos-scheduler)\n"
       "  --assume-ttl SECONDS        safety bound on how long a placement made by bind\n"
       "                              counts against its disk when neither the node's\n"
       "                              annotation lists the pod nor the pod ends (default\n"
@@ -127,6 +141,7 @@ static int nonempty(const char *flag, const char *s, const char **out, ioq_err *
 int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
   *f = (struct ext_flags){
       .listen = ":8888",
+      .metrics_listen = ":9465",
       .policy = IOQ_POLICY_LEAST_ALLOCATED,
       .assume_ttl_s = 3600,
       .max_request_bytes = 256u << 20,
@@ -146,6 +161,10 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"listen", required_argument, NULL, OPT_LISTEN},
       {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+      {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
+      {"tls-client-subject", required_argument, NULL, OPT_TLS_CLIENT_SUBJECT},
+      {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+      {"scheduler-name", required_argument, NULL, OPT_SCHEDULER_NAME},
       {"policy", required_argument, NULL, OPT_POLICY},
       {"assume-ttl", required_argument, NULL, OPT_ASSUME_TTL},
       {"max-request-bytes", required_argument, NULL, OPT_MAX_REQUEST_BYTES},
@@ -183,6 +202,22 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       break;
     case OPT_TLS_KEY:
       rc = nonempty("--tls-key", optarg, &f->tls_key, e);
+      break;
+    case OPT_TLS_CLIENT_CA:
+      rc = nonempty("--tls-client-ca", optarg, &f->tls_client_ca, e);
+      break;
+    case OPT_TLS_CLIENT_SUBJECT:
+      rc = nonempty("--tls-client-subject", optarg, &f->tls_client_subject, e);
+      break;
+    case OPT_METRICS_LISTEN:
+      rc = nonempty("--metrics-listen", optarg, &f->metrics_listen, e);
+      break;
+    case OPT_SCHEDULER_NAME:
+      if (f->n_scheduler_names == EXT_MAX_SCHEDULER_NAMES)
+        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--scheduler-name: at most %d names",
+                      EXT_MAX_SCHEDULER_NAMES);
+      else
+        rc = nonempty("--scheduler-name", optarg, &f->scheduler_names[f->n_scheduler_names++], e);
       break;
     case OPT_POLICY:
       if (ioq_policy_parse(optarg, &f->policy) < 0)
@@ -279,6 +314,12 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
     return 0;
   if ((f->tls_cert != NULL) != (f->tls_key != NULL))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--tls-cert and --tls-key go together");
+  if (f->tls_client_ca && !f->tls_cert)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--tls-client-ca needs --tls-cert and --tls-key");
+  if (f->tls_client_subject && !f->tls_client_ca)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--tls-client-subject needs --tls-client-ca");
+  if (f->n_scheduler_names == 0)
+    f->scheduler_names[f->n_scheduler_names++] = EXT_DEFAULT_SCHEDULER_NAME;
   if (f->no_kube && (f->kube_api_server || f->kube_token_file || f->kube_ca_file))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--no-kube conflicts with --kube-* flags");
   if (f->no_kube && f->node_cache == 1)

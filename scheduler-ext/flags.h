@@ -12,9 +12,17 @@
 #include "ioqos/error.h"
 #include "ioqos/log.h"
 
+#define EXT_MAX_SCHEDULER_NAMES 8
+#define EXT_DEFAULT_SCHEDULER_NAME "ioqos-scheduler"
+
 struct ext_flags {
   const char *listen;
+  const char *metrics_listen;
   const char *tls_cert, *tls_key; /* file paths */
+  const char *tls_client_ca;      /* file path */
+  const char *tls_client_subject;
+  const char *scheduler_names[EXT_MAX_SCHEDULER_NAMES]; /* bind serves pods of these */
+  size_t n_scheduler_names;
   enum ioq_policy policy;
   unsigned assume_ttl_s;
   size_t max_request_bytes;

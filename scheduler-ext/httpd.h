@@ -31,6 +31,9 @@ struct ext_httpd_opts {
   const char *listen;   /* "ADDR:PORT", ":PORT", "[V6]:PORT"; port 0 = any */
   const char *tls_cert; /* PEM text (not a path) or NULL */
   const char *tls_key;
+  const char *tls_client_ca;      /* PEM: require client certificates from this CA, or NULL */
+  const char *tls_client_subject; /* with '=': the whole subject DN (RFC 4514, e.g.
+                                     "CN=x,O=y"), else its CN; NULL = any */
   size_t max_body;      /* bytes */
   struct ext_budget *budget; /* json-c tree memory of all requests in progress
                                 (shared with bind's pod GET) */
@@ -45,6 +48,15 @@ struct ext_httpd;
 
 struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct ext_route *routes,
                                   size_t n_routes, struct ext_metrics *m, ioq_err *e);
+/* Serves these PEM credentials from now on (same socket, no connection
+ * refused); the previous daemon finishes its connections until
+ * ext_httpd_reap stops it. Fails, still serving the old credentials, when
+ * they do not load. Not concurrent with itself, quiesce or stop. */
+int ext_httpd_reload_tls(struct ext_httpd *h, const char *cert, const char *key,
+                         const char *client_ca, ioq_err *e);
+/* Stops the daemon a reload retired once its connections are closed or the
+ * idle timeout (+5 s) passed; returns its connections still open. */
+unsigned ext_httpd_reap(struct ext_httpd *h);
 /* The bound port (useful with port 0). */
 unsigned ext_httpd_port(struct ext_httpd *h);
 uint64_t ext_httpd_in_flight(struct ext_httpd *h);

@@ -1,4 +1,10 @@
-/* Resolving the node set of a filter/prioritize request. */
+/* Resolving the node set of a filter/prioritize request.
+ *
+ * Full-node mode reads the Node objects in the request body, but a request
+ * body never changes shared state: anyone who can reach the port could send
+ * a Node whose annotation lists pods and so drop their assumed placements.
+ * Placements are confirmed only from the node cache (list+watch of the API
+ * server), and bind, which makes them, needs that cache anyway. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +45,6 @@ int ext_nodes_resolve(struct extender *x, const struct ext_args *a, enum ext_ver
       ext_nodes_release(out);
       return -1;
     }
-    const struct ext_nodeinfo *ni = &out->parsed[i];
-    if (ni->st.n_pods)
-      ext_assumed_confirm(x->assumed, ni->name, ni->st.pods, ni->st.n_pods);
   }
   return 0;
 }

@@ -12,14 +12,18 @@
 #include "podsync.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "tlswatch.h"
 
 struct ext_service {
   struct extender x;
   struct ioq_kube_informer *informer;
-  struct ext_httpd *_Atomic httpd;
-  struct ext_budget budget;
-  char *tls_cert, *tls_key;
-  struct ext_route routes[6];
+  struct ext_httpd *_Atomic httpd; /* scheduling: filter, prioritize, bind */
+  struct ext_httpd *probes;        /* healthz, readyz, metrics */
+  struct ext_tlswatch *tlswatch;
+  struct ext_budget budget, probe_budget; /* probe_budget: the probe listener's tiny bodies */
+  char *tls_cert, *tls_key, *tls_client_ca;
+  const char *scheduler_names[EXT_MAX_SCHEDULER_NAMES];
+  struct ext_route routes[3], probe_routes[3];
 };
 
 static void route_filter(void *ud, json_object *body, struct ext_reply *r) {
@@ -79,6 +83,7 @@ static void free_parts(struct ext_service *s) {
   ext_metrics_free(s->x.metrics);
   free(s->tls_cert);
   free(s->tls_key);
+  free(s->tls_client_ca);
   free(s);
 }
 
@@ -166,6 +171,9 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   }
   s->x.policy = f->policy;
   ext_decide_set_max_age(f->annotation_max_age_s, NULL);
+  memcpy(s->scheduler_names, f->scheduler_names, sizeof s->scheduler_names);
+  s->x.scheduler_names = s->scheduler_names;
+  s->x.n_scheduler_names = f->n_scheduler_names;
   s->x.metrics = ext_metrics_new();
   s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
   if (!s->x.metrics || !s->x.assumed) {
@@ -174,7 +182,9 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   }
   if (f->tls_cert) {
     if (ioq_read_file(f->tls_cert, &s->tls_cert, NULL, 1u << 20, e) < 0 ||
-        ioq_read_file(f->tls_key, &s->tls_key, NULL, 1u << 20, e) < 0) {
+        ioq_read_file(f->tls_key, &s->tls_key, NULL, 1u << 20, e) < 0 ||
+        (f->tls_client_ca &&
+         ioq_read_file(f->tls_client_ca, &s->tls_client_ca, NULL, 1u << 20, e) < 0)) {
       ioq_err_prefix(e, "TLS");
       goto fail;
     }
@@ -186,15 +196,40 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       {"filter", true, EXT_VERB_FILTER, route_filter, s},
       {"prioritize", true, EXT_VERB_PRIORITIZE, route_prioritize, s},
       {"bind", true, EXT_VERB_BIND, route_bind, s},
+  };
+  const struct ext_route probe_routes[] = {
       {"/healthz", false, EXT_VERB_HEALTHZ, route_healthz, s},
       {"/readyz", false, EXT_VERB_READYZ, route_readyz, s},
       {"/metrics", false, EXT_VERB_METRICS, route_metrics, s},
   };
   memcpy(s->routes, routes, sizeof routes);
+  memcpy(s->probe_routes, probe_routes, sizeof probe_routes);
+  /* probes and scrapes get their own listener (plain HTTP: kubelet probes
+   * present no client certificate), so they never compete with scheduling
+   * for connections or workers, and the scheduling port serves only the
+   * extender verbs */
+  struct ext_httpd_opts po = {
+      .listen = f->metrics_listen,
+      .max_body = 4096,
+      .budget = &s->probe_budget,
+      .threads = 1,
+      .max_connections = 32,
+      .idle_timeout_s = f->idle_timeout_s,
+      .max_per_ip = f->max_connections_per_ip,
+      .deadline_s = f->request_deadline_s,
+  };
+  s->probe_budget.max = 1u << 20;
+  s->probes = ext_httpd_start(&po, s->probe_routes, 3, s->x.metrics, e);
+  if (!s->probes) {
+    ioq_err_prefix(e, "--metrics-listen");
+    goto fail;
+  }
   struct ext_httpd_opts ho = {
       .listen = f->listen,
       .tls_cert = s->tls_cert,
       .tls_key = s->tls_key,
+      .tls_client_ca = s->tls_client_ca,
+      .tls_client_subject = f->tls_client_subject,
       .max_body = f->max_request_bytes,
       .budget = &s->budget,
       .threads = f->threads,
@@ -203,19 +238,29 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       .max_per_ip = f->max_connections_per_ip,
       .deadline_s = f->request_deadline_s,
   };
-  struct ext_httpd *h = ext_httpd_start(&ho, s->routes, sizeof routes / sizeof routes[0],
-                                        s->x.metrics, e);
+  struct ext_httpd *h = ext_httpd_start(&ho, s->routes, 3, s->x.metrics, e);
   if (!h)
     goto fail;
   atomic_store(&s->httpd, h);
-  ioq_info("serving listen=%s port=%u tls=%s policy=%s threads=%u max_request_bytes=%zu "
-           "max_request_memory=%zu assume_ttl_s=%u annotation_max_age_s=%u kube=%s node_cache=%s bind=%s",
-           f->listen, ext_httpd_port(h), f->tls_cert ? "on" : "off", ioq_policy_name(f->policy),
-           f->threads, f->max_request_bytes, s->budget.max, f->assume_ttl_s, f->annotation_max_age_s,
-           s->x.kube ? ioq_kube_server(s->x.kube) : "none", s->x.cache ? "on" : "off",
-           s->x.kube ? "on" : "off");
+  if (f->tls_cert) {
+    s->tlswatch = ext_tlswatch_start(h, f->tls_cert, f->tls_key, f->tls_client_ca, s->tls_cert,
+                                     s->tls_key, s->tls_client_ca, 1000, e);
+    if (!s->tlswatch)
+      goto fail;
+  }
+  ioq_info("serving listen=%s port=%u metrics_listen=%s metrics_port=%u tls=%s client_certs=%s "
+           "policy=%s threads=%u max_request_bytes=%zu max_request_memory=%zu assume_ttl_s=%u "
+           "annotation_max_age_s=%u kube=%s node_cache=%s bind=%s",
+           f->listen, ext_httpd_port(h), f->metrics_listen, ext_httpd_port(s->probes),
+           f->tls_cert ? "on" : "off", f->tls_client_ca ? "required" : "off",
+           ioq_policy_name(f->policy), f->threads, f->max_request_bytes, s->budget.max,
+           f->assume_ttl_s, f->annotation_max_age_s, s->x.kube ? ioq_kube_server(s->x.kube) : "none",
+           s->x.cache ? "on" : "off", s->x.kube ? "on" : "off");
   return s;
 fail:
+  ext_tlswatch_stop(s->tlswatch);
+  ext_httpd_stop(s->probes); /* first: /metrics reads the scheduling server */
+  ext_httpd_stop(atomic_load(&s->httpd));
   free_parts(s);
   return NULL;
 }
@@ -224,12 +269,17 @@ void ext_service_stop(struct ext_service *s, unsigned grace_s) {
   if (!s)
     return;
   struct ext_httpd *h = atomic_load(&s->httpd);
+  ext_tlswatch_stop(s->tlswatch); /* no reload from here on */
+  s->tlswatch = NULL;
   ext_httpd_quiesce(h);
+  ext_httpd_quiesce(s->probes);
   uint64_t left = ext_httpd_drain(h, grace_s * 1000u);
   if (left)
     ioq_warn("shutdown grace period over, dropping requests in_flight=%llu",
              (unsigned long long)left);
-  ext_httpd_stop(h);
+  ext_httpd_stop(s->probes); /* first: /metrics reads the scheduling server */
+  s->probes = NULL;
   atomic_store(&s->httpd, NULL);
+  ext_httpd_stop(h);
   free_parts(s);
 }

@@ -15,12 +15,17 @@ TOKEN = "test-token"  # what Extender(api=...) hands the binary; ApiServer(token
 
 
 class Extender:
-    def __init__(self, *args, api=None, token=TOKEN, env=None, wrapper=None):
+    def __init__(self, *args, api=None, token=TOKEN, env=None, wrapper=None, client_cert=None,
+                 ca=None):
+        """client_cert: (cert, key) files the client presents over TLS; ca: the
+        CA file that verifies the server (None = no verification)."""
         if not BIN or not os.access(BIN, os.X_OK):
             raise RuntimeError("IOQOS_EXT_BIN does not name the built ioqos-scheduler-ext")
         self.args = list(args)
         if "--listen" not in self.args:
             self.args = ["--listen", "127.0.0.1:0"] + self.args
+        if "--metrics-listen" not in self.args:
+            self.args = ["--metrics-listen", "127.0.0.1:0"] + self.args
         if "--log-level" not in self.args:
             self.args = ["--log-level", "debug"] + self.args
         self.tmp = tempfile.TemporaryDirectory(prefix="ioqos-ext-")
@@ -45,9 +50,12 @@ class Extender:
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        m = self.wait_log(r"serving .* port=(\d+)", 60 if wrapper else 10)
+        m = self.wait_log(r"serving .* port=(\d+) .*metrics_port=(\d+)", 60 if wrapper else 10)
         self.port = int(m.group(1))
+        self.metrics_port = int(m.group(2))
         self.tls = "--tls-cert" in self.args
+        self.client_cert = client_cert
+        self.ca = ca
 
     def _read(self):
         for raw in self.proc.stderr:
@@ -78,13 +86,29 @@ class Extender:
         with self.cond:
             return "\n".join(self.lines)
 
-    def conn(self, timeout=30):
-        if self.tls:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
+    def tls_context(self, client_cert=None):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        if self.ca:
+            ctx.load_verify_locations(self.ca)
+        else:
             ctx.verify_mode = ssl.CERT_NONE
-            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=ctx)
+        if client_cert:
+            ctx.load_cert_chain(*client_cert)
+        return ctx
+
+    def conn(self, timeout=30, client_cert="default"):
+        """A connection to the scheduling port (client_cert: (cert, key),
+        None for none, "default" for the one given to the constructor)."""
+        if client_cert == "default":
+            client_cert = self.client_cert
+        if self.tls:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                               context=self.tls_context(client_cert))
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def metrics_conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, conn=None):
         """Returns (status, parsed JSON or text, raw bytes)."""
@@ -108,7 +132,8 @@ class Extender:
         return self.request("POST", "/" + verb, body, **kw)
 
     def get(self, path):
-        return self.request("GET", path)
+        """GET on the probes/metrics listener."""
+        return self.request("GET", path, conn=self.metrics_conn())
 
     def metric(self, name):
         """Value of one sample line, e.g. 'ioqos_extender_assumed_placements'."""

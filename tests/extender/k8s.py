@@ -120,8 +120,10 @@ def container(name, bw=0, iops=0, sidecar=False):
     return c
 
 
-def pod(name, ns="default", containers=None, init=None, cls=None, uid=None, disk=None):
-    """containers/init: lists of container() dicts."""
+def pod(name, ns="default", containers=None, init=None, cls=None, uid=None, disk=None,
+        scheduler="ioqos-scheduler"):
+    """containers/init: lists of container() dicts; scheduler: spec.schedulerName
+    (the extender binds only pods of the schedulers it serves)."""
     ann = {}
     if cls:
         ann["ioqos.io/class"] = cls
@@ -140,7 +142,7 @@ def pod(name, ns="default", containers=None, init=None, cls=None, uid=None, disk
             "containers": containers if containers is not None else [container("app")],
             "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
             "serviceAccountName": "default", "serviceAccount": "default", "securityContext": {},
-            "schedulerName": "default-scheduler",
+            "schedulerName": scheduler,
             "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
                              "effect": "NoExecute", "tolerationSeconds": 300}],
             "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",

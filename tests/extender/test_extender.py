@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -429,14 +430,50 @@ class Bind(unittest.TestCase):
             st, res, _ = ext.post("filter", k8s.filter_args(pod, names=["w1"]))
             self.assertEqual(res["NodeNames"], ["w1"], res)
 
-    def test_pod_without_ioqos_is_just_bound(self):
+    def test_bind_refuses_what_kube_scheduler_would_never_ask(self):
+        # /bind acts with the extender's pods/binding permission: it binds only
+        # pods of a scheduler it serves that request ioqos resources
+        self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
         web = k8s.pod("web")
-        self.api.add_pod(web)
-        with Extender("--node-cache", "false", api=self.api) as ext:
-            self.assertEqual(self.bind(ext, web, "anywhere")[1], {"Error": ""})
-            self.assertEqual(self.api.patches, [])
-            self.assertNotIn("annotations", self.api.pod("default", "web")["metadata"])
-            self.assertEqual(self.api.count("GET", "/api/v1/nodes"), 0, "no node cache, no node reads")
+        other = k8s.ioqos_pod("other", bw=100, scheduler="default-scheduler")
+        db = k8s.ioqos_pod("db", bw=100)
+        for p in (web, other, db):
+            self.api.add_pod(p)
+        with Extender(api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            err = self.bind(ext, web, "w1")[1]["Error"]
+            self.assertIn("pod requests no ioqos resource", err)
+            err = self.bind(ext, other, "w1")[1]["Error"]
+            self.assertIn("pod has schedulerName default-scheduler, which this extender does not serve", err)
+            err = self.bind(ext, db, "ghost")[1]["Error"]
+            self.assertIn("node ghost is not in the node cache", err)
+            self.assertEqual((self.api.bindings, self.api.patches), ([], []))
+            self.assertEqual(self.bind(ext, db, "w1")[1], {"Error": ""})
+            self.assertEqual(ext.metric('ioqos_extender_binds_total{result="error"}'), 3)
+        # the in-place overlay serves the default scheduler too
+        with Extender("--scheduler-name", "ioqos-scheduler", "--scheduler-name", "default-scheduler",
+                      api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            self.assertEqual(self.bind(ext, other, "w1")[1], {"Error": ""})
+            self.assertIn("pod requests no ioqos resource", self.bind(ext, web, "w1")[1]["Error"])
+
+    def test_filter_body_cannot_drop_assumed_placements(self):
+        # a forged Node in a full-node /filter body lists the bound pod in its
+        # annotation: only the node cache may confirm a placement
+        self.api.set_node(k8s.node("w1", [k8s.disk("sda", 1000)]))
+        pod = k8s.ioqos_pod("db", bw=600)
+        self.api.add_pod(pod)
+        with Extender(api=self.api) as ext:
+            ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
+            self.assertEqual(self.bind(ext, pod, "w1")[1], {"Error": ""})
+            self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
+            forged = k8s.node("w1", raw_annotation=k8s.annotation("w1", [k8s.disk("sda", 1000)],
+                                                                  pods=[pod["metadata"]["uid"]]))
+            st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("x", bw=10), nodes=[forged]))
+            self.assertEqual(st, 200, res)
+            self.assertEqual(ext.metric("ioqos_extender_assumed_placements"), 1)
+            st, res, _ = ext.post("filter", k8s.filter_args(k8s.ioqos_pod("next", bw=401), names=["w1"]))
+            self.assertIn("best: sda with 400", res["FailedNodes"]["w1"], "still counted")
 
     def test_bind_without_node_cache_is_refused(self):
         # the extender's RBAC is nodes list/watch only: bind reads nodes from
@@ -705,7 +742,7 @@ class BadInput(unittest.TestCase):
         st, res, _ = self.ext.request("GET", "/filter")
         self.assertEqual(st, 405)
         st, res, _ = self.ext.request("POST", "/healthz", b"{}")
-        self.assertEqual(st, 405)
+        self.assertEqual(st, 404)
         st, res, _ = self.ext.request("POST", "/nope", b"{}")
         self.assertEqual(st, 404)
         st, res, _ = self.ext.request("DELETE", "/filter")
@@ -755,6 +792,18 @@ class Server(unittest.TestCase):
                          "ioqos_extender_node_cache_enabled 0"):
                 self.assertIn(name + "\n", text)
 
+    def test_probes_and_metrics_only_on_their_own_listener(self):
+        with Extender() as ext:
+            self.assertNotEqual(ext.port, ext.metrics_port)
+            for path in ("/metrics", "/healthz", "/readyz"):
+                self.assertEqual(ext.request("GET", path)[0], 404, path)  # scheduling port
+                self.assertEqual(ext.get(path)[0], 200, path)              # metrics port
+            c = ext.metrics_conn()
+            st, _, _ = ext.request("POST", "/filter", k8s.filter_args(k8s.pod("web"), names=["a"]), conn=c)
+            self.assertEqual(st, 404)
+            c.close()
+            self.assertEqual(ext.post("filter", k8s.filter_args(k8s.pod("web"), names=["a"]))[0], 200)
+
     def test_tls(self):
         with tempfile.TemporaryDirectory() as d:
             cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
@@ -777,7 +826,7 @@ class Server(unittest.TestCase):
             bad = subprocess.run([BIN, "--no-kube", "--tls-cert", cert, "--tls-key", cert,
                                   "--listen", "127.0.0.1:0"], capture_output=True, timeout=20)
             self.assertEqual(bad.returncode, 1)
-            self.assertIn(b"cannot serve", bad.stderr)
+            self.assertIn(b"TLS: certificate and key:", bad.stderr)
 
     def test_sigterm_finishes_requests_in_progress(self):
         api = ApiServer(token=TOKEN).start()
@@ -817,9 +866,10 @@ class Server(unittest.TestCase):
         import http.client
         ext = Extender("--listen", "[::]:0")
         try:
+            body = json.dumps(k8s.filter_args(k8s.pod("web"), names=["a"]))
             for host in ("127.0.0.1", "::1"):
                 c = http.client.HTTPConnection(host, ext.port, timeout=10)
-                c.request("GET", "/healthz")
+                c.request("POST", "/filter", body=body)
                 self.assertEqual(c.getresponse().status, 200, host)
                 c.close()
         finally:
@@ -847,6 +897,226 @@ class Server(unittest.TestCase):
                                 "PATH": os.environ.get("PATH", "")})
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"token file", r.stderr)
+
+
+CERTS_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                            "extender-certs.sh")
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def client_cert(d, name, cn, ca_dir=None, eku="clientAuth"):
+    """A client certificate (cert, key) with subject CN=cn, issued by the CA
+    in ca_dir (ca.crt/ca.key), or by a new CA of its own when ca_dir is None."""
+    if ca_dir is None:
+        ca_dir = os.path.join(d, name + "-ca")
+        os.makedirs(ca_dir)
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other CA",
+                "-keyout", os.path.join(ca_dir, "ca.key"), "-out", os.path.join(ca_dir, "ca.crt"))
+    key, csr, crt, ext = (os.path.join(d, name + s) for s in (".key", ".csr", ".crt", ".ext"))
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage=%s\n" % eku)
+    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/O=ioqos/CN=" + cn, "-keyout", key,
+            "-out", csr)
+    openssl("x509", "-req", "-days", "1", "-in", csr, "-CA", os.path.join(ca_dir, "ca.crt"),
+            "-CAkey", os.path.join(ca_dir, "ca.key"), "-CAcreateserial", "-extfile", ext, "-out", crt)
+    return crt, key
+
+
+class SecretDir:
+    """Files laid out as kubelet mounts a Secret: tls.crt -> ..data/tls.crt,
+    ..data -> ..<timestamp>; update() swaps ..data atomically."""
+
+    def __init__(self, path):
+        self.path = path
+        self.n = 0
+        os.makedirs(path)
+
+    def update(self, files):
+        self.n += 1
+        gen = "..gen%d" % self.n
+        os.makedirs(os.path.join(self.path, gen))
+        for name, src in files.items():
+            with open(src, "rb") as f, open(os.path.join(self.path, gen, name), "wb") as g:
+                g.write(f.read())
+        tmp = os.path.join(self.path, "..data_tmp")
+        os.symlink(gen, tmp)
+        os.rename(tmp, os.path.join(self.path, "..data"))
+        for name in files:
+            link = os.path.join(self.path, name)
+            if not os.path.islink(link):
+                os.symlink(os.path.join("..data", name), link)
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+class Auth(unittest.TestCase):
+    """Mutual TLS on the scheduling port (issue 12 item 1) and TLS files
+    reloaded when they change (item 11), with certificates made by
+    scripts/extender-certs.sh."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="ioqos-auth-")
+        self.d = self.tmp.name
+        self.certs = os.path.join(self.d, "certs")
+        subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs], check=True, capture_output=True)
+        self.secret = SecretDir(os.path.join(self.d, "secret"))
+        self.publish()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def publish(self):
+        self.secret.update({"tls.crt": os.path.join(self.certs, "server.crt"),
+                            "tls.key": os.path.join(self.certs, "server.key"),
+                            "ca.crt": os.path.join(self.certs, "ca.crt")})
+
+    def start(self, *extra):
+        good = (os.path.join(self.certs, "client.crt"), os.path.join(self.certs, "client.key"))
+        # the scheduler's client cert is read once here: later runs of the
+        # script rewrite the files
+        keep = os.path.join(self.d, "scheduler-client")
+        os.makedirs(keep, exist_ok=True)
+        kept = []
+        for src in good:
+            dst = os.path.join(keep, os.path.basename(src))
+            with open(src, "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+            kept.append(dst)
+        return Extender("--tls-cert", self.secret.file("tls.crt"), "--tls-key", self.secret.file("tls.key"),
+                        "--tls-client-ca", self.secret.file("ca.crt"), *extra,
+                        client_cert=tuple(kept), ca=os.path.join(self.certs, "ca.crt"))
+
+    def outcome(self, ext, cert):
+        """HTTP status of a filter request presenting cert, or the TLS error."""
+        body = k8s.filter_args(k8s.pod("web"), names=["a"])
+        try:
+            return ext.request("POST", "/filter", body, conn=ext.conn(client_cert=cert))[0]
+        except (ssl.SSLError, ConnectionError) as e:
+            return "refused: %s" % e
+
+    def test_client_certificates_are_required_and_checked(self):
+        other_ca = client_cert(self.d, "stranger", "ioqos-scheduler")  # right CN, another CA
+        wrong_cn = client_cert(self.d, "tenant", "tenant-pod", ca_dir=self.certs)
+        server_only = client_cert(self.d, "server-use", "ioqos-scheduler", ca_dir=self.certs, eku="serverAuth")
+        with self.start("--tls-client-subject", "ioqos-scheduler") as ext:
+            ext.wait_log(r"client_certs=required")
+            self.assertEqual(self.outcome(ext, ext.client_cert), 200)
+            self.assertEqual(self.outcome(ext, None), 403)
+            ext.wait_log(r"request refused: no client certificate presented")
+            self.assertEqual(self.outcome(ext, other_ca), 403)
+            ext.wait_log(r"request refused: client certificate refused: The certificate is NOT trusted")
+            self.assertEqual(self.outcome(ext, wrong_cn), 403)
+            ext.wait_log(r"client certificate CN 'tenant-pod' is not 'ioqos-scheduler'")
+            self.assertEqual(self.outcome(ext, server_only), 403, "a certificate not for client auth")
+            for path in ("bind", "prioritize"):  # every verb, not only filter
+                st, res, _ = ext.request("POST", "/" + path, {"PodName": "a", "PodNamespace": "b", "Node": "c"},
+                                         conn=ext.conn(client_cert=None))
+                self.assertEqual(st, 403, path)
+                self.assertIn("no client certificate", res["Error"])
+            self.assertEqual(self.outcome(ext, ext.client_cert), 200)
+        # the whole subject, when the value has '='
+        with self.start("--tls-client-subject", "CN=ioqos-scheduler,O=ioqos") as ext:
+            self.assertEqual(self.outcome(ext, ext.client_cert), 200)
+            self.assertEqual(self.outcome(ext, wrong_cn), 403)
+        # any certificate of the CA without --tls-client-subject
+        with self.start() as ext:
+            self.assertEqual(self.outcome(ext, wrong_cn), 200)
+            self.assertEqual(self.outcome(ext, other_ca), 403)
+        r = subprocess.run([BIN, "--no-kube", "--tls-client-ca", self.secret.file("ca.crt")],
+                           capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--tls-client-ca needs --tls-cert and --tls-key", r.stderr)
+        r = subprocess.run([BIN, "--no-kube", "--tls-client-subject", "x"], capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--tls-client-subject needs --tls-client-ca", r.stderr)
+        # a client CA file that holds no certificate: refused at start
+        r = subprocess.run([BIN, "--no-kube", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                            "--tls-cert", self.secret.file("tls.crt"), "--tls-key", self.secret.file("tls.key"),
+                            "--tls-client-ca", self.secret.file("tls.key")], capture_output=True, timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"TLS: client CA: no certificate in the file", r.stderr)
+
+    def served_cert(self, ext):
+        ctx = ext.tls_context(ext.client_cert)
+        try:
+            with socket.create_connection(("127.0.0.1", ext.port), timeout=10) as s:
+                with ctx.wrap_socket(s) as t:
+                    return t.getpeercert(binary_form=True)
+        except OSError as e:
+            raise AssertionError("%s; log:\n%s" % (e, ext.log()))
+
+    def pem_der(self, path):
+        with open(path) as f:
+            return ssl.PEM_cert_to_DER_cert(f.read())
+
+    def test_rotated_files_are_served_without_refusing_a_connection(self):
+        with self.start("--threads", "2") as ext:
+            threads = lambda: len(os.listdir("/proc/%d/task" % ext.proc.pid))  # noqa: E731
+            before = threads()
+            first = self.pem_der(os.path.join(self.certs, "server.crt"))
+            self.assertEqual(self.served_cert(ext), first)
+            kept = ext.conn()  # a keep-alive connection from before the rotation
+            self.assertEqual(ext.request("POST", "/filter", k8s.filter_args(k8s.pod("w"), names=["a"]),
+                                         conn=kept)[0], 200)
+            # clients connect all through the rotation: none may be refused
+            stop = threading.Event()
+            results = []
+
+            def hammer():
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    results.append((self.outcome(ext, ext.client_cert), time.monotonic() - t0))
+            t = threading.Thread(target=hammer)
+            t.start()
+            try:
+                # a file that disappears is reported, and the loaded ones kept
+                key = os.path.realpath(self.secret.file("tls.key"))
+                os.rename(key, key + ".away")
+                ext.wait_log(r"TLS files not readable, serving the ones loaded before", timeout=20)
+                self.assertEqual(self.served_cert(ext), first)
+                os.rename(key + ".away", key)
+                # a half-done rotation (new certificate, old key) is not loaded
+                subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs], check=True, capture_output=True)
+                second = self.pem_der(os.path.join(self.certs, "server.crt"))
+                self.assertNotEqual(first, second)
+                with open(os.path.join(self.certs, "server.crt"), "rb") as f:
+                    newcert = f.read()
+                with open(self.secret.file("tls.crt"), "r+b") as f:  # in place, as a careless copy does
+                    f.truncate(0)
+                    f.write(newcert)
+                ext.wait_log(r"TLS files changed but were not loaded", timeout=20)
+                self.assertEqual(self.served_cert(ext), first)
+                # then the whole Secret is swapped, as kubelet does
+                self.publish()
+                ext.wait_log(r"TLS certificate reloaded", timeout=20)
+                self.assertEqual(self.served_cert(ext), second)
+                time.sleep(0.5)
+            finally:
+                stop.set()
+                t.join(30)
+            bad = [r for r in results if r[0] != 200]
+            self.assertEqual(bad, [], "connections refused during the rotation")
+            self.assertGreater(len(results), 10)
+            sys.stderr.write("\n  rotation: %d connections, none refused, slowest %.1f ms\n"
+                             % (len(results), 1000 * max(r[1] for r in results)))
+            # the connection opened before the rotation is still served
+            self.assertEqual(ext.request("POST", "/filter", k8s.filter_args(k8s.pod("w"), names=["a"]),
+                                         conn=kept)[0], 200)
+            kept.close()
+            # the retired server is stopped once its connections are gone
+            ext.wait_until(lambda: threads() == before, what="the old server's threads to end")
+            # a new CA: the old client certificate is refused from now on
+            subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs, "--new-ca"], check=True, capture_output=True)
+            self.publish()
+            ext.wait_until(lambda: self.outcome(ext, ext.client_cert) == 403, what="the new client CA")
+            fresh = (os.path.join(self.certs, "client.crt"), os.path.join(self.certs, "client.key"))
+            ext.ca = os.path.join(self.certs, "ca.crt")
+            self.assertEqual(self.outcome(ext, fresh), 200)
+
 
 
 if __name__ == "__main__":

@@ -136,6 +136,32 @@ Test(flags, defaults_and_values) {
   cr_assert_eq(f.max_request_memory, 2ull << 30);
 }
 
+Test(flags, auth_and_listeners) {
+  struct ext_flags f;
+  ioq_err e = {0};
+  const char *none[] = {"x", NULL};
+  cr_assert_eq(parse(none, &f, &e), 0);
+  cr_assert_str_eq(f.metrics_listen, ":9465");
+  cr_assert_eq(f.n_scheduler_names, 1);
+  cr_assert_str_eq(f.scheduler_names[0], "ioqos-scheduler");
+  cr_assert_null(f.tls_client_ca);
+  const char *some[] = {"x", "--tls-cert=c", "--tls-key=k", "--tls-client-ca=ca",
+                        "--tls-client-subject=ioqos-scheduler", "--metrics-listen=:1",
+                        "--scheduler-name=a", "--scheduler-name", "default-scheduler", NULL};
+  cr_assert_eq(parse(some, &f, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(f.tls_client_ca, "ca");
+  cr_assert_str_eq(f.tls_client_subject, "ioqos-scheduler");
+  cr_assert_str_eq(f.metrics_listen, ":1");
+  cr_assert_eq(f.n_scheduler_names, 2, "the given names replace the default");
+  cr_assert_str_eq(f.scheduler_names[0], "a");
+  cr_assert_str_eq(f.scheduler_names[1], "default-scheduler");
+  const char *many[] = {"x", "--scheduler-name=1", "--scheduler-name=2", "--scheduler-name=3",
+                        "--scheduler-name=4", "--scheduler-name=5", "--scheduler-name=6",
+                        "--scheduler-name=7", "--scheduler-name=8", "--scheduler-name=9", NULL};
+  cr_assert_eq(parse(many, &f, &e), -1);
+  cr_assert(strstr(e.msg, "--scheduler-name: at most 8 names"), "%s", e.msg);
+}
+
 Test(flags, errors) {
   const char *cases[][4] = {
       {"--bogus", NULL, NULL, "unknown flag '--bogus'"},
@@ -146,6 +172,10 @@ Test(flags, errors) {
       {"--max-request-bytes", "10", NULL, "must be between 4Ki and 4Gi"},
       {"--max-request-memory", "1k", NULL, "must be between 1Mi and 1Ti"},
       {"--tls-cert", "a.pem", NULL, "--tls-cert and --tls-key go together"},
+      {"--tls-client-ca", "ca.pem", NULL, "--tls-client-ca needs --tls-cert and --tls-key"},
+      {"--tls-client-subject", "x", NULL, "--tls-client-subject needs --tls-client-ca"},
+      {"--scheduler-name", "", NULL, "--scheduler-name needs a non-empty value"},
+      {"--metrics-listen", "", NULL, "--metrics-listen needs a non-empty value"},
       {"--no-kube", "--kube-api-server=http://x", NULL, "--no-kube conflicts"},
       {"--node-cache", "maybe", NULL, "not true or false"},
       {"--log-level", "loud", NULL, "--log-level"},

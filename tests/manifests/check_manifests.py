@@ -549,6 +549,10 @@ def cmd_admission():
 
 # -------------------------------------------------------- scheduler config
 
+# kubescheduler.config.k8s.io/v1 ExtenderTLSConfig (docs/extender.md)
+TLS_CONFIG_FIELDS = {"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"}
+
+
 def scheduler_problems(cfg, where, expect_host=None, expect_port=None, profile=None):
     p = []
     if cfg.get("apiVersion") != "kubescheduler.config.k8s.io/v1":
@@ -569,6 +573,22 @@ def scheduler_problems(cfg, where, expect_host=None, expect_port=None, profile=N
         elif not isinstance(e[k], t) or (t is int and isinstance(e[k], bool)):
             p.append("%s: extender %s is %r, not a %s" % (where, k, e[k], t.__name__))
     allowed = set(required) | {"preemptVerb", "enableHTTPS", "tlsConfig"}
+    # mutual TLS with the extender: HTTPS, a client certificate, and a CA
+    # (without caFile kube-scheduler sets Insecure and verifies nothing)
+    if e.get("enableHTTPS") is not True:
+        p.append("%s: enableHTTPS is not true (the extender takes mutual TLS only)" % where)
+    tls = e.get("tlsConfig")
+    if not isinstance(tls, dict):
+        p.append("%s: extender has no tlsConfig (client certificate)" % where)
+    else:
+        unknown = set(tls) - TLS_CONFIG_FIELDS
+        if unknown:
+            p.append("%s: tlsConfig fields %s do not exist in ExtenderTLSConfig" % (where, sorted(unknown)))
+        for f in ("cert", "key", "ca"):
+            if not (tls.get(f + "File") or tls.get(f + "Data")):
+                p.append("%s: tlsConfig has no %sFile" % (where, f))
+        if tls.get("insecure"):
+            p.append("%s: tlsConfig.insecure skips verifying the extender" % where)
     for k in e:
         if k not in allowed:
             p.append("%s: extender field %s does not exist in kubescheduler.config.k8s.io/v1" % (where, k))
@@ -671,6 +691,13 @@ def cmd_scheduler():
         fail("%s: --config %s is not a key of a mounted ConfigMap" % (rel(d), conf[0]))
         finish()
     cfg2 = yaml.safe_load(cfg_text)
+    for key in ("certFile", "keyFile", "caFile"):
+        path = ((cfg2.get("extenders") or [{}])[0].get("tlsConfig") or {}).get(key, "")
+        vm = next((vm for vm in c.get("volumeMounts") or []
+                   if path.startswith(vm["mountPath"].rstrip("/") + "/")), None)
+        vol = next((v for v in ps["volumes"] if vm and v["name"] == vm["name"]), {})
+        if (vol.get("secret") or {}).get("secretName") != "ioqos-scheduler-ext-client":
+            fail("%s: tlsConfig.%s %r is not in the mounted Secret ioqos-scheduler-ext-client" % (rel(d), key, path))
     host = "%s.%s.svc" % (svc["metadata"]["name"], svc["metadata"]["namespace"])
     probs = scheduler_problems(cfg2, rel(d) + " (ConfigMap)", host, svc["spec"]["ports"][0]["port"],
                                "ioqos-scheduler")
@@ -704,11 +731,18 @@ def cmd_scheduler():
     del bad["extenders"][0]["nodeCacheCapable"]
     control("nodeCacheCapable missing", scheduler_problems, bad, "control", ip, port)
     bad = copy.deepcopy(cfg)
-    bad["extenders"][0]["urlPrefix"] = "http://10.0.0.1:8888/"
+    bad["extenders"][0]["urlPrefix"] = "https://10.0.0.1:8888/"
     control("urlPrefix not the Service IP", scheduler_problems, bad, "control", ip, port)
     bad = copy.deepcopy(cfg)
     bad["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3"
     control("old API version", scheduler_problems, bad, "control", ip, port)
+    bad = copy.deepcopy(cfg)
+    del bad["extenders"][0]["tlsConfig"]
+    control("scheduler presents no client certificate", scheduler_problems, bad, "control", ip, port)
+    bad = copy.deepcopy(cfg)
+    bad["extenders"][0]["enableHTTPS"] = False
+    bad["extenders"][0]["urlPrefix"] = bad["extenders"][0]["urlPrefix"].replace("https:", "http:")
+    control("plain HTTP to the extender", scheduler_problems, bad, "control", ip, port)
     finish()
 
 
@@ -926,10 +960,25 @@ def extender_problems(dep, docs):
             tp = sp.get("targetPort", sp["port"])
             if ports.get(tp, tp) != port:
                 p.append("%s: Service port %s targets %s, the extender listens on %d" % (where, sp["port"], tp, port))
+    # probes on the metrics listener: the scheduling port serves the verbs only
+    mport = int(f.get("metrics-listen", ":9465").rsplit(":", 1)[1])
+    if mport == port or mport not in ports.values():
+        p.append("%s: --metrics-listen port %d is not a containerPort of its own" % (where, mport))
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         hg = (c.get(probe) or {}).get("httpGet") or {}
-        if hg.get("path") != path or ports.get(hg.get("port"), hg.get("port")) != port:
-            p.append("%s: %s is not GET %s on port %d" % (where, probe, path, port))
+        if hg.get("path") != path or ports.get(hg.get("port"), hg.get("port")) != mport:
+            p.append("%s: %s is not GET %s on the metrics port %d" % (where, probe, path, mport))
+    # mutual TLS on by default, its files from a mounted Secret
+    for flag in ("tls-cert", "tls-key", "tls-client-ca", "tls-client-subject"):
+        if not f.get(flag):
+            p.append("%s: --%s is not set (the scheduling port takes mutual TLS only)" % (where, flag))
+        elif flag != "tls-client-subject":
+            vm = next((vm for vm in c.get("volumeMounts") or []
+                       if f[flag].startswith(vm["mountPath"].rstrip("/") + "/")), None)
+            vol = next((v for v in ps.get("volumes") or [] if vm and v["name"] == vm["name"]), {})
+            if not (vol.get("secret") or {}).get("secretName"):
+                p.append("%s: --%s %s is not in a mounted Secret" % (where, flag, f[flag]))
+    p += netpol_problems(dep, docs, port, ports)
     # one placement function: the extender's policy is the nodes' policy
     for o in docs:
         if o["kind"] == "ConfigMap" and "config.json" in (o.get("data") or {}):
@@ -937,6 +986,35 @@ def extender_problems(dep, docs):
             if pol != f.get("policy", "least-allocated"):
                 p.append("%s: --policy=%s but ConfigMap %s has placementPolicy %s" %
                          (where, f.get("policy"), o["metadata"]["name"], pol))
+    return p
+
+
+def netpol_problems(dep, docs, port, ports):
+    """A NetworkPolicy selects the extender pods and admits the scheduling
+    port only from named sources."""
+    where = "Deployment/%s" % dep["metadata"]["name"]
+    labels = dep["spec"]["template"]["metadata"].get("labels") or {}
+    pols = [o for o in docs if o["kind"] == "NetworkPolicy"
+            and o["metadata"].get("namespace") == dep["metadata"].get("namespace")
+            and all(labels.get(k) == v for k, v in
+                    ((o["spec"].get("podSelector") or {}).get("matchLabels") or {}).items())
+            and "Ingress" in (o["spec"].get("policyTypes") or ["Ingress"])]
+    if not pols:
+        return ["%s: no NetworkPolicy restricts ingress to the extender" % where]
+    p = []
+    admitted = 0
+    for pol in pols:
+        for rule in pol["spec"].get("ingress") or []:
+            rports = [ports.get(x.get("port"), x.get("port")) for x in rule.get("ports") or []]
+            if rule.get("ports") and port not in rports:
+                continue
+            if not rule.get("from"):
+                p.append("%s: NetworkPolicy/%s admits anyone to the scheduling port %d" %
+                         (where, pol["metadata"]["name"], port))
+            else:
+                admitted += 1
+    if not admitted and not p:
+        p.append("%s: no NetworkPolicy rule admits the scheduler to port %d" % (where, port))
     return p
 
 
@@ -1010,6 +1088,14 @@ def cmd_workloads():
                 for _, c in containers(ps):
                     if (c.get("securityContext") or {}).get("privileged"):
                         fail("%s: %s container %s is privileged" % (rel(d), where, c.get("name")))
+
+    def ext_container(o):
+        return o["spec"]["template"]["spec"]["containers"][0]
+    control("extender without client certificates", workload_problems, mutate("Deployment", lambda o: ext_container(o).__setitem__(
+        "args", [a for a in ext_container(o)["args"] if not a.startswith("--tls-client-ca")])))
+    control("probe on the scheduling port", workload_problems, mutate("Deployment", lambda o: ext_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "https")))
+    control("no NetworkPolicy", workload_problems, [o for o in base if o["kind"] != "NetworkPolicy"])
+    control("scheduling port open to all", workload_problems, mutate("NetworkPolicy", lambda o: o["spec"]["ingress"][0].pop("from")))
     finish()
 
 
