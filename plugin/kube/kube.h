@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "ioqos/error.h"
+#include "kube_jfilter.h"
 
 #define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -60,6 +61,13 @@ int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, l
  * being stopped does not wait out the request timeout. */
 int ioq_kube_get_json_until(struct ioq_kube *k, const char *path, atomic_bool *stop,
                             json_object **out, long *status, ioq_err *e);
+/* GET whose reply goes through the streaming JSON filter (kube_jfilter.h)
+ * as it arrives, never held whole: units go to on_unit, the rest to *out
+ * (may be NULL). Errors as ioq_kube_get_json. */
+int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *stop,
+                          const struct ioq_jf_rule *root, size_t unit_cost_max,
+                          void (*on_unit)(void *ud, json_object *unit, bool truncated), void *ud,
+                          json_object **out, long *status, ioq_err *e);
 int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
                        const char *content_type, json_object *body, json_object **out,
                        long *status, ioq_err *e);
@@ -85,7 +93,8 @@ struct ioq_kube_event {
 int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e);
 
 /* ---- list + watch ----
- * A background thread lists `path` (paginated, 500 per page), then watches
+ * A background thread lists `path` (paginated, 500 per page unless
+ * page_limit says otherwise), then watches
  * from the list's resourceVersion with bookmarks. A 410 Gone (or an ERROR
  * event) triggers a fresh list; transport errors back off exponentially
  * (0.5 s .. 30 s). Callbacks run on the informer thread; json objects are
@@ -103,6 +112,15 @@ struct ioq_kube_informer_cb {
   void (*list_end)(void *ud, bool complete);
   /* type: "ADDED", "MODIFIED", "DELETED" */
   void (*on_event)(void *ud, const char *type, json_object *obj);
+  /* Optional. filter: the rules for one item's members (kube_jfilter.h);
+   * items are then read by the streaming filter, never whole: list_page
+   * gets them one at a time (a one-element array) and on_event the
+   * filtered object; an item cut at item_cost_max (0: 256 KiB) carries
+   * IOQ_JF_TRUNCATED_KEY. NULL: whole objects. page_limit: items per list
+   * page (0: 500). */
+  const struct ioq_jf_rule *filter;
+  size_t item_cost_max;
+  unsigned page_limit;
 };
 
 struct ioq_kube_informer;

@@ -261,7 +261,7 @@ Test(kube, informer_list_watch_relist) {
     admin_put(k, j);
   }
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", "spec.nodeName=n1", &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
@@ -371,7 +371,7 @@ static void check_watch_backoff(const char *fail_path, const char *fail_body, co
   struct ioq_kube *k = client(NULL);
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{}}");
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
@@ -431,7 +431,7 @@ Test(kube, informer_stop_does_not_wait_for_a_stalled_list) {
   struct ioq_kube *k = client(NULL); /* request timeout 5 s */
   admin_post(k, "/_admin/fail", "{\"path_prefix\":\"/api/v1/pods\",\"status\":500,\"delay\":4,\"count\":1}");
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""The pod cache under hostile pods (issue 12 item 4): the daemon runs in a
+child cgroup of the host's cgroup v1 memory controller with the Deployment's
+128 MiB limit, and the API server stand-in serves a tenant pod of ~1.4 MB
+made of many small objects (30 000 env entries and their managedFields).
+Read whole with json-c that pod was >100 MB of tree and the daemon was
+OOM-killed in a loop; read through the streaming filter it costs its few
+fields. Also: a pod whose ioqos-read fields alone exceed the budget is kept
+by name, counted and refused, never acted on."""
+import json
+import os
+import sys
+import time
+import unittest
+import uuid
+
+from harness import BW, MIB, NODE, PluginTest, new_uid, pod_object
+
+MEMCG = "/sys/fs/cgroup/memory"
+LIMIT = 128 * MIB
+
+
+def env_bomb_pod(name, uid, n_env=22000, bw=0):
+    """A pod of one container with n_env env entries and the managedFields
+    an apply of them leaves: ~1.4 MB of compact JSON (the API server's),
+    almost all of it small objects."""
+    pod = pod_object(name, uid, bw=bw)
+    pod["spec"]["containers"][0]["env"] = [{"name": "E%d" % i} for i in range(n_env)]
+    fields = {'k:{"name":"E%d"}' % i: {".": {}, "f:name": {}} for i in range(n_env)}
+    pod["metadata"]["managedFields"] = [{
+        "manager": "kubectl", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:env": fields}}}}}]
+    return pod
+
+
+class MemCgroup:
+    """A child of the host's cgroup v1 memory controller, removed after."""
+
+    def __init__(self, limit):
+        if not os.path.isdir(MEMCG):
+            raise unittest.SkipTest("no cgroup v1 memory controller at " + MEMCG)
+        self.path = os.path.join(MEMCG, "ioqos-test-" + uuid.uuid4().hex[:8])
+        os.mkdir(self.path)
+        with open(os.path.join(self.path, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(limit))
+
+    def wrapper(self):
+        # joins before exec, so everything the daemon allocates is charged here
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.path]
+
+    def read(self, name):
+        with open(os.path.join(self.path, name)) as f:
+            return f.read().strip()
+
+    def remove(self, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+class PodCacheMemory(PluginTest):
+    def memcg(self):
+        cg = MemCgroup(LIMIT)
+        self.addCleanup(cg.remove)
+        return cg
+
+    def test_env_bomb_pod_under_128mib(self):
+        api = self.env.api
+        # a tenant's two pods: read whole, each was ~80 MB of json-c tree
+        big = env_bomb_pod("tenant-bomb", new_uid(), bw=100)
+        size = len(json.dumps(big, separators=(",", ":")))  # as the API server sends it
+        self.assertGreater(size, 1300 * 1000)
+        api.put_pod(big)
+        api.put_pod(env_bomb_pod("tenant-bomb-2", new_uid()))
+        for i in range(3):
+            api.put_pod(pod_object("small-%d" % i, new_uid(), bw=10))
+        cg = self.memcg()
+        d = self.start(wrapper=cg.wrapper(), ready=False)
+        self.addCleanup(d.kill)
+        # synced with every pod: the three small ones and the big one
+        d.wait_log(r"pod cache listed pods=5\b", timeout=60)
+        # a watch event of the big pod is read the same way
+        big["metadata"]["labels"] = {"touched": "1"}
+        api.put_pod(big)
+        d.wait_log(r"pod event type=MODIFIED pod=default/tenant-bomb ", timeout=30)
+        self.env.kubelet.wait_registered(BW)
+        d.wait_ready()
+        peak = int(cg.read("memory.max_usage_in_bytes"))
+        sys.stderr.write("two pods of %d bytes: peak memory %.1f MiB (limit %d MiB)\n"
+                         % (size, peak / MIB, LIMIT // MIB))
+        # the kept fields of a pod are a few KiB: far below the limit
+        self.assertLess(peak, LIMIT // 2)
+        self.assertIsNone(d.proc.poll(), "daemon died:\n" + d.text()[-3000:])
+        self.assertEqual(d.metric("ioqos_pod_cache_synced"), 1)
+        self.assertEqual(d.metric("ioqos_pod_cache_oversized_total"), 0)
+        self.assertEqual(cg.read("memory.failcnt"), "0")
+        self.assertEqual(d.terminate(), 0)
+
+    def test_oversized_pod_is_counted_and_refused(self):
+        """5000 containers asking for units: the fields ioqos reads exceed
+        the per-pod budget; the pod is cached by name, counted, and a
+        PreStart for it fails instead of acting on a partial spec."""
+        api = self.env.api
+        uid = new_uid()
+        pod = pod_object("many-ctrs", uid, bw=1)
+        c0 = pod["spec"]["containers"][0]
+        pod["spec"]["containers"] = [dict(c0, name="c%d" % i) for i in range(5000)]
+        api.put_pod(pod)
+        api.put_pod(pod_object("fine", new_uid(), bw=10))
+        d = self.start()
+        d.wait_log(r"pod cache listed pods=2\b")
+        d.wait_log(r"pod too large to read: .* pod=default/many-ctrs uid=" + uid)
+        self.assertGreaterEqual(d.metric("ioqos_pod_cache_oversized_total"), 1)
+        # the normal pod is served as ever
+        _, ids, _, _ = self.admit("fine", bw=10)
+        self.env.kubelet.prestart(BW, ids[BW])
+        # the oversized one: PreStart fails closed
+        k = self.env.kubelet
+        avail = ids_free(k)
+        a = k.allocate(BW, avail[:1])
+        self.assertTrue(a.container_responses)
+        k.set_pod("default", "many-ctrs", {"c0": {BW: avail[:1]}})
+        with self.assertRaises(Exception) as ctx:
+            k.prestart(BW, avail[:1])
+        self.assertIn("not acting on a partial spec", str(ctx.exception))
+        self.assertIsNone(d.proc.poll())
+
+
+def ids_free(k):
+    taken = set(i for _, _, c in k.pod_resources for r in c.values() for i in r.get(BW, []))
+    return [i for i, h in k.plugins[BW].lists[-1] if h == "Healthy" and i not in taken]
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
