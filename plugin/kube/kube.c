@@ -78,6 +78,17 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     ioq_kube_free(k);
     return NULL;
   }
+  /* a bearer token in clear text is a credential for anyone on the path */
+  const char *optin = getenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  if (k->token_file && strncmp(k->server, "http://", 7) == 0 && !o->allow_insecure_token &&
+      !(optin && strcmp(optin, "1") == 0)) {
+    ioq_fail(e, IOQ_EINVAL_INPUT,
+             "kube client: refusing to send the bearer token of %s over plain http:// to %s; use "
+             "https://, or set %s=1 to allow it (test set-ups only)",
+             k->token_file, k->server, IOQ_KUBE_INSECURE_TOKEN_ENV);
+    ioq_kube_free(k);
+    return NULL;
+  }
   if (k->token_file && !ioq_path_exists(k->token_file)) {
     ioq_fail(e, ENOENT, "kube client: token file %s does not exist", k->token_file);
     ioq_kube_free(k);

@@ -2,7 +2,9 @@
  * ioqos-scheduler-ext.
  *
  * Credentials: an explicit server URL (plain http:// is allowed, for local
- * testing) with optional bearer-token and CA files, or, with no server given,
+ * testing, but a bearer token is never sent over it unless the caller or
+ * the environment opts in: see allow_insecure_token) with optional
+ * bearer-token and CA files, or, with no server given,
  * the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the token and
  * CA under /var/run/secrets/kubernetes.io/serviceaccount). The token file is
  * re-read when it changes, since bound service-account tokens rotate.
@@ -30,7 +32,14 @@ struct ioq_kube_opts {
   long timeout_ms;        /* per request; 0 = 10000 */
   const char *user_agent; /* NULL = "ioqos/VERSION" */
   const char *sa_dir;     /* NULL = IOQ_KUBE_SA_DIR (tests point it at a temp dir) */
+  /* Send the token over plain http:// anyway (test set-ups). Also turned on
+   * by IOQ_KUBE_INSECURE_TOKEN_ENV=1 in the environment, so both binaries
+   * take the opt-in without a flag of their own. Otherwise a token file
+   * with an http:// server is an error at ioq_kube_new. */
+  bool allow_insecure_token;
 };
+
+#define IOQ_KUBE_INSECURE_TOKEN_ENV "IOQOS_KUBE_ALLOW_INSECURE_TOKEN"
 
 struct ioq_kube;
 

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ioqos/fsutil.h"
+
 #include "kube.h"
 
 static pid_t g_srv;
@@ -55,7 +57,9 @@ static void stop_server(void) {
 }
 
 static struct ioq_kube *client(const char *token_file) {
-  struct ioq_kube_opts o = {.server = g_url, .token_file = token_file, .timeout_ms = 5000};
+  /* the stand-in speaks plain http */
+  struct ioq_kube_opts o = {.server = g_url, .token_file = token_file, .timeout_ms = 5000,
+                            .allow_insecure_token = true};
   ioq_err e = {0};
   struct ioq_kube *k = ioq_kube_new(&o, &e);
   cr_assert_not_null(k, "%s", e.msg);
@@ -160,6 +164,46 @@ Test(kube, in_cluster_config_and_token) {
   cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), -1);
   cr_assert_eq(st, 401, "%ld %s", st, e.msg);
   ioq_kube_free(k);
+}
+
+Test(kube, token_never_sent_over_plain_http_without_opt_in) {
+  start_server("s3cret");
+  char tok[160], cmd[512];
+  snprintf(tok, sizeof tok, "%s/tok-http", g_dir);
+  snprintf(cmd, sizeof cmd, "printf 's3cret' > %s", tok);
+  cr_assert_eq(system(cmd), 0);
+  unsetenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  struct ioq_kube_opts o = {.server = g_url, .token_file = tok, .timeout_ms = 5000};
+  ioq_err e = {0};
+  cr_assert_null(ioq_kube_new(&o, &e));
+  cr_assert(strstr(e.msg, "refusing to send the bearer token"), "%s", e.msg);
+  cr_assert(strstr(e.msg, IOQ_KUBE_INSECURE_TOKEN_ENV "=1"), "%s", e.msg);
+  /* nothing reached the server */
+  struct ioq_kube *admin = client(NULL);
+  struct ioq_kube_resp r;
+  cr_assert_eq(ioq_kube_do(admin, "GET", "/_admin/requests", NULL, NULL, &r, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(ioq_trim(r.body), "[]");
+  ioq_kube_resp_free(&r);
+  /* no token: plain http is fine; https with a token is fine */
+  struct ioq_kube_opts o2 = {.server = g_url, .timeout_ms = 5000};
+  struct ioq_kube *k = ioq_kube_new(&o2, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  ioq_kube_free(k);
+  struct ioq_kube_opts o3 = {.server = "https://127.0.0.1:1", .token_file = tok};
+  k = ioq_kube_new(&o3, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  ioq_kube_free(k);
+  /* the environment's opt-in, for binaries */
+  setenv(IOQ_KUBE_INSECURE_TOKEN_ENV, "1", 1);
+  k = ioq_kube_new(&o, &e);
+  unsetenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  cr_assert_not_null(k, "%s", e.msg);
+  json_object *j;
+  long st;
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), 0, "%s", e.msg);
+  json_object_put(j);
+  ioq_kube_free(k);
+  ioq_kube_free(admin);
 }
 
 Test(kube, event_post) {
