@@ -214,6 +214,12 @@ CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_sli
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM-based DNS timeouts */
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, k->timeout_ms < 5000 ? k->timeout_ms : 5000L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  /* a peer that vanished (node lost, NAT entry dropped) never closes the
+   * connection: probe an idle one after 10 s, every 5 s; with the kernel's
+   * 9 probes (tcp_keepalive_probes) it is declared dead within 55 s */
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, (long)IOQ_KUBE_KEEPIDLE_S);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, (long)IOQ_KUBE_KEEPINTVL_S);
   if (k->ca_file)
     curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
   return c;

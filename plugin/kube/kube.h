@@ -41,6 +41,15 @@ struct ioq_kube_opts {
 
 #define IOQ_KUBE_INSECURE_TOKEN_ENV "IOQOS_KUBE_ALLOW_INSECURE_TOKEN"
 
+/* TCP keepalive of every connection (idle seconds, probe interval) */
+#define IOQ_KUBE_KEEPIDLE_S 10
+#define IOQ_KUBE_KEEPINTVL_S 5
+/* A watch that brings no byte for this long is dead, even if TCP is not:
+ * the API server sends a BOOKMARK about every minute to a watch with
+ * allowWatchBookmarks (k8s.io/apiserver cacher, defaultBookmarkFrequency),
+ * so a healthy idle watch always beats it. */
+#define IOQ_KUBE_WATCH_SILENCE_S 75
+
 struct ioq_kube;
 
 struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e);
@@ -130,6 +139,9 @@ struct ioq_kube_informer_cb {
   const struct ioq_jf_rule *filter;
   size_t item_cost_max;
   unsigned page_limit;
+  /* seconds without a byte after which a watch is dropped and re-opened
+   * from its resourceVersion (0: IOQ_KUBE_WATCH_SILENCE_S) */
+  unsigned watch_silence_s;
 };
 
 struct ioq_kube_informer;

@@ -317,6 +317,10 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, inf);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, server_timeout + 30L);
+  /* a stream that stops (a hung server or proxy with TCP still up) */
+  long silence = inf->cb.watch_silence_s ? (long)inf->cb.watch_silence_s : IOQ_KUBE_WATCH_SILENCE_S;
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, silence);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -351,12 +355,20 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
     json_object_put(st);
     return -1;
   }
+  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (rc == CURLE_OPERATION_TIMEDOUT && status >= 200 && status <= 299 &&
+      lasted < (double)server_timeout + 29.0) {
+    /* the low-speed limit, not the overall timeout: the stream went silent;
+     * re-open it from where it was (a 410 then re-lists) */
+    ioq_warn("kube watch silent for %ld s path=%s rv=%s, reconnecting", silence, inf->path,
+             inf->rv);
+    return 0;
+  }
   if (rc != CURLE_OK)
     return ioq_fail(e, EIO, "watch %s: %s", inf->path, errbuf[0] ? errbuf : curl_easy_strerror(rc));
   /* a stream that ends at once with nothing in it (a proxy cutting it, an
    * overloaded server) would be re-opened in a tight loop: back off, as
    * client-go's reflector does for a "very short watch" */
-  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (lasted < 1.0 && inf->watch_events == 0)
     return ioq_fail(e, EIO, "watch %s: ended after %.2f s with no event", inf->path, lasted);
   return 0;
