@@ -404,3 +404,29 @@ size_t podcache_snapshot(struct podcache *c, struct pod_info **out) {
   pthread_mutex_unlock(&c->lock);
   return n;
 }
+
+bool pod_phase_terminal(const char *phase) {
+  return strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
+}
+
+size_t podcache_drop_terminal(struct podcache *c, struct podres_list *l) {
+  if (!c)
+    return 0;
+  size_t kept = 0, dropped = 0;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < l->n; i++) {
+    struct podres_pod *pp = &l->pods[i];
+    const struct pod_info *pi = find_locked(c, pp->ns, pp->name);
+    if (pi && pod_phase_terminal(pi->phase)) {
+      if (pp->n_ctrs)
+        ioq_debug("pod resources List: skipping a %s pod pod=%s/%s", pi->phase, pp->ns, pp->name);
+      podres_pod_free(pp);
+      dropped++;
+      continue;
+    }
+    l->pods[kept++] = *pp;
+  }
+  l->n = kept;
+  pthread_mutex_unlock(&c->lock);
+  return dropped;
+}

@@ -15,6 +15,7 @@
 #include "ioqos/podcg.h"
 #include "ioqos/podneed.h"
 #include "kube.h"
+#include "podres.h"
 
 #define POD_CTR_NAME_MAX 63
 #define POD_CTRS_MAX 64
@@ -87,6 +88,16 @@ bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct 
 
 /* Copy of every cached pod (malloc'd; caller frees). */
 size_t podcache_snapshot(struct podcache *c, struct pod_info **out);
+
+/* true for a phase whose containers are all done for good */
+bool pod_phase_terminal(const char *phase);
+
+/* Removes from a pod resources List the pods the cache knows in a terminal
+ * phase (Succeeded, Failed): kubelet may still list their units (before
+ * Kubernetes 1.34 List showed every pod it knows) and hands them to new
+ * pods, so they are neither counted as allocated nor given their limits
+ * again; being unlisted, their limits are released. Returns how many. */
+size_t podcache_drop_terminal(struct podcache *c, struct podres_list *l);
 
 /* Kubernetes object names in paths: DNS-1123 characters only. */
 bool podcache_name_ok(const char *s);

@@ -132,6 +132,45 @@ class PodCacheMemory(PluginTest):
         self.assertIsNone(d.proc.poll())
 
 
+class TerminalPods(PluginTest):
+    """A pod in a terminal phase (Succeeded, Failed) that kubelet still
+    lists with its units (before 1.34 List showed every pod kubelet knows;
+    its device manager hands those units to new pods) is neither counted as
+    allocated nor given its limits again: its limits are released."""
+
+    def test_succeeded_pod_is_not_counted_nor_reapplied(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids1, _, cg1 = self.admit("done", bw=100)
+        _, ids2, _, _ = self.admit("live", bw=50)
+        k.prestart(BW, ids1[BW])
+        k.prestart(BW, ids2[BW])
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 150)
+        # the job finished; kubelet still lists it with its units
+        self.env.api.put_pod(pod_object("done", uid, bw=100, phase="Succeeded"))
+        d.wait_log(r"pod event type=MODIFIED pod=default/done uid=%s phase=Succeeded" % uid)
+        d.wait_log(r"pod gone, .* pod=default/done")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and \
+                d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW) != 50:
+            time.sleep(0.2)
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 50)
+        self.assertEqual(d.metric("ioqos_pods_released_total"), 1)
+        self.assertIsNone(d.metric("ioqos_pod_grant_units", pod="done", resource=BW))
+        # and reconcile does not put its limits back
+        with open(os.path.join(cg1, "io.max"), "w") as f:
+            f.write("")
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        self.assertNotRegex(d.text(), r"(grant rebuilt from pod resources|drift corrected|"
+                                      r"grant not in place) pod=default/done")
+        # (the pool of pods without a grant may bound it now; its grant is gone)
+        with open(os.path.join(cg1, "io.max")) as f:
+            self.assertNotIn("rbps=104857600", f.read())
+        self.assertEqual(d.metric("ioqos_pod_grant_units", pod="live", resource=BW), 50)
+
+
 def ids_free(k):
     taken = set(i for _, _, c in k.pod_resources for r in c.values() for i in r.get(BW, []))
     return [i for i, h in k.plugins[BW].lists[-1] if h == "Healthy" and i not in taken]
