@@ -14,7 +14,7 @@ import time
 import unittest
 import uuid
 
-from harness import BW, MIB, NODE, PluginTest, new_uid, pod_object
+from harness import BW, MIB, PluginTest, new_uid, pod_object, v2_pod_cgroup
 
 MEMCG = "/sys/fs/cgroup/memory"
 LIMIT = 128 * MIB
@@ -101,6 +101,31 @@ class PodCacheMemory(PluginTest):
         self.assertEqual(d.metric("ioqos_pod_cache_oversized_total"), 0)
         self.assertEqual(cg.read("memory.failcnt"), "0")
         self.assertEqual(d.terminate(), 0)
+
+    def test_env_bomb_pod_fetched_on_a_cache_miss(self):
+        """The GET on a cache miss (PreStart before the watch brought the
+        pod) reads through the same filter."""
+        api, k = self.env.api, self.env.kubelet
+        cg = self.memcg()
+        d = self.start(wrapper=cg.wrapper())
+        self.addCleanup(d.kill)
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        # the pod cache's next watch is late: the pod is not cached in time
+        api.inject(path="/api/v1/pods", watch=True, delay=20, count=1)
+        api.close_watches()
+        uid = new_uid()
+        api.put_pod(env_bomb_pod("tenant-bomb", uid, bw=100))
+        ids = ids_free(k)[:100]
+        k.allocate(BW, ids)
+        k.set_pod("default", "tenant-bomb", {"app": {BW: ids}})
+        v2_pod_cgroup(self.env.cgroup_root, uid, "burstable")
+        k.prestart(BW, ids)
+        d.wait_log(r"pod fetched on cache miss pod=default/tenant-bomb uid=" + uid)
+        d.wait_log(r"prestart done resource=ioqos/bandwidth pod=default/tenant-bomb ")
+        peak = int(cg.read("memory.max_usage_in_bytes"))
+        sys.stderr.write("GET of a pod of 1.4 MB: peak memory %.1f MiB\n" % (peak / MIB))
+        self.assertLess(peak, LIMIT // 2)
+        self.assertIsNone(d.proc.poll())
 
     def test_oversized_pod_is_counted_and_refused(self):
         """5000 containers asking for units: the fields ioqos reads exceed
