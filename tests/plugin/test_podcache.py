@@ -196,6 +196,19 @@ class TerminalPods(PluginTest):
         self.assertEqual(d.metric("ioqos_pod_grant_units", pod="live", resource=BW), 50)
 
 
+class KubeToken(PluginTest):
+    def test_token_over_plain_http_is_refused(self):
+        """The stand-in is http://: a token file is refused at start unless
+        IOQOS_KUBE_ALLOW_INSECURE_TOKEN=1 (issue 12 item 11)."""
+        tok = os.path.join(self.env.root, "token")
+        with open(tok, "w") as f:
+            f.write("s3cret\n")
+        d = self.start(extra=["--kube-token-file", tok], ready=False)
+        self.assertNotEqual(d.proc.wait(30), 0)
+        self.assertIn("refusing to send the bearer token of %s over plain http://" % tok, d.text())
+        self.assertEqual(self.env.api.count("GET", "/api/v1/pods"), 0)
+
+
 def ids_free(k):
     taken = set(i for _, _, c in k.pod_resources for r in c.values() for i in r.get(BW, []))
     return [i for i, h in k.plugins[BW].lists[-1] if h == "Healthy" and i not in taken]
