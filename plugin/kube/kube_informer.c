@@ -185,10 +185,9 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
 static void handle_event_line(struct ioq_kube_informer *inf, const char *line, size_t len) {
   json_object *ev = NULL, *type, *obj = NULL;
   bool have_obj;
+  ioq_err je = {0};
   if (inf->cb.filter) {
-    ioq_err je;
-    if (ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je) < 0)
-      ioq_debug("kube watch: event not read path=%s error=\"%s\"", inf->path, je.msg);
+    ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je);
     have_obj = inf->ev_obj != NULL;
     obj = inf->ev_obj;
     inf->ev_obj = NULL;
@@ -200,7 +199,8 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
   if (!ev || !json_object_object_get_ex(ev, "type", &type) || !have_obj) {
     json_object_put(obj);
     snprintf(inf->watch_err, sizeof inf->watch_err,
-             "watch %s: unparsable event of %zu bytes: %.80s", inf->path, len, line);
+             "watch %s: unparsable event of %zu bytes%s%.80s%s: %.80s", inf->path, len,
+             je.msg[0] ? " (" : "", je.msg, je.msg[0] ? ")" : "", line);
     inf->need_list = true;
     inf->stream_failed = true;
     json_object_put(ev);
