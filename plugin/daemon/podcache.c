@@ -14,11 +14,11 @@
 
 /* What a pod costs the cache is the fields below, never the whole object:
  * the pods of the node are read through the streaming filter with these
- * rules (a tenant's pod of 30 000 env entries and their managedFields is
- * ~1.4 MB of JSON and was >100 MB as a json-c tree). They name every field
+ * rules (a tenant's pod of 22 000 env entries and their managedFields is
+ * 1.4 MB of JSON and ~80 MB as a whole json-c tree). They name every field
  * pod_info_from_json and ioq_pod_need_from_json read; struct fields match
  * ignoring case as Go's decoder (and ioq_json_field) do, map keys exactly.
- * A field either starts to read needs a rule here (and a place in
+ * A field either of them starts to read needs a rule here (and a place in
  * tests/unit/test_plugin_podcache.c's RICH_POD, which checks the two agree). */
 #define SCALAR(k) {k, IOQ_JF_ICASE, NULL}
 static const struct ioq_jf_rule R_ANNOTATIONS[] = {
