@@ -78,13 +78,14 @@ class PodCacheMemory(PluginTest):
         self.assertGreater(size, 1300 * 1000)
         api.put_pod(big)
         api.put_pod(env_bomb_pod("tenant-bomb-2", new_uid()))
-        for i in range(3):
+        for i in range(45):  # three list pages of 20
             api.put_pod(pod_object("small-%d" % i, new_uid(), bw=10))
         cg = self.memcg()
         d = self.start(wrapper=cg.wrapper(), ready=False)
         self.addCleanup(d.kill)
-        # synced with every pod: the three small ones and the big one
-        d.wait_log(r"pod cache listed pods=5\b", timeout=60)
+        # synced with every pod: the small ones and the big ones
+        d.wait_log(r"pod cache listed pods=47\b", timeout=60)
+        self.assertEqual(api.count("GET", "/api/v1/pods?limit=20&"), 3)
         # a watch event of the big pod is read the same way
         big["metadata"]["labels"] = {"touched": "1"}
         api.put_pod(big)
