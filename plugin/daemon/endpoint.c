@@ -139,6 +139,7 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
   struct podres_list list;
   ioq_err le;
   if (podres_list(ep->p->opts.pod_resources_socket, PREFER_LIST_TIMEOUT_MS, &list, &le) == 0) {
+    podcache_drop_terminal(ep->p->pods, &list);
     enforcer_note_list(ep->p->enf, &list);
     podres_list_free(&list);
   } else {

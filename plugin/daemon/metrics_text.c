@@ -237,6 +237,9 @@ static void state(FILE *f, struct plugin *p) {
   fprintf(f, "ioqos_pod_cache_synced %d\n", podcache_synced(p->pods) ? 1 : 0);
   head(f, "ioqos_pod_cache_lists_total", "counter", "Full lists of the node's pods (start, 410 Gone, errors).");
   fprintf(f, "ioqos_pod_cache_lists_total %lu\n", podcache_lists(p->pods));
+  head(f, "ioqos_pod_cache_oversized_total", "counter",
+       "Pod objects whose fields ioqos reads exceed the per-pod budget (cached by name, never acted on).");
+  fprintf(f, "ioqos_pod_cache_oversized_total %lu\n", podcache_oversized(p->pods));
   head(f, "ioqos_uptime_seconds", "gauge", "Seconds since the daemon started.");
   fprintf(f, "ioqos_uptime_seconds %.3f\n", grpcs_now() - p->started_at);
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,36 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/k8sname.h"
 #include "ioqos/log.h"
+#include "ioqos/nodeanno.h"
+
+/* What a pod costs the cache is the fields below, never the whole object:
+ * the pods of the node are read through the streaming filter with these
+ * rules (a tenant's pod of 22 000 env entries and their managedFields is
+ * 1.4 MB of JSON and ~80 MB as a whole json-c tree). They name every field
+ * pod_info_from_json and ioq_pod_need_from_json read; struct fields match
+ * ignoring case as Go's decoder (and ioq_json_field) do, map keys exactly.
+ * A field either of them starts to read needs a rule here (and a place in
+ * tests/unit/test_plugin_podcache.c's RICH_POD, which checks the two agree). */
+#define SCALAR(k) {k, IOQ_JF_ICASE, NULL}
+static const struct ioq_jf_rule R_ANNOTATIONS[] = {
+    {IOQ_POD_CLASS_ANNOTATION, 0, NULL}, {IOQ_POD_DISK_ANNOTATION, 0, NULL}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_META[] = {
+    SCALAR("name"), SCALAR("namespace"), SCALAR("uid"), SCALAR("resourceVersion"),
+    SCALAR("creationTimestamp"), SCALAR("deletionTimestamp"),
+    {"annotations", IOQ_JF_ICASE, R_ANNOTATIONS}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_RESLIST[] = {
+    {IOQ_RESOURCE_BANDWIDTH, 0, NULL}, {IOQ_RESOURCE_IOPS, 0, NULL}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_RESOURCES[] = {
+    {"limits", IOQ_JF_ICASE, R_RESLIST}, {"requests", IOQ_JF_ICASE, R_RESLIST}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_CTR[] = {
+    SCALAR("name"), SCALAR("restartPolicy"), {"resources", IOQ_JF_ICASE, R_RESOURCES},
+    {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_SPEC[] = {
+    {"containers", IOQ_JF_ICASE, R_CTR}, {"initContainers", IOQ_JF_ICASE, R_CTR}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_STATUS[] = {SCALAR("phase"), SCALAR("qosClass"), {NULL, 0, NULL}};
+const struct ioq_jf_rule podcache_pod_rules[] = {
+    {"metadata", IOQ_JF_ICASE, R_META}, {"spec", IOQ_JF_ICASE, R_SPEC},
+    {"status", IOQ_JF_ICASE, R_STATUS}, {NULL, 0, NULL}};
 
 struct podcache {
   struct ioq_kube *k_rpc;
@@ -22,6 +53,7 @@ struct podcache {
   bool fresh_oom;
   void (*on_change)(void *ud);
   void *ud;
+  atomic_ulong oversized; /* pod objects cut at their cost budget */
 };
 
 static const char *str_field(json_object *obj, const char *key) {
@@ -80,6 +112,14 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
   if (!ioq_copy(out->ns, sizeof out->ns, ns) || !ioq_copy(out->name, sizeof out->name, name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: name too long", ns, name);
   ioq_copy(out->uid, sizeof out->uid, uid ? uid : "");
+  if (json_object_object_get_ex(pod, IOQ_JF_TRUNCATED_KEY, NULL)) {
+    /* what we have of its spec may be partial: nothing is decided from it */
+    out->oversized = true;
+    ioq_warn("pod too large to read: the fields ioqos reads exceed %d KiB pod=%s/%s uid=%s; "
+             "its ioqos containers will not start here",
+             POD_COST_MAX / 1024, ns, name, out->uid);
+    return 0;
+  }
   const char *created = str_field(meta, "creationTimestamp");
   ioq_copy(out->created, sizeof out->created, created ? created : "");
   const char *phase = str_field(status, "phase");
@@ -129,6 +169,14 @@ static void del_locked(struct podcache *c, const char *ns, const char *name) {
     *p = c->pods[--c->n];
 }
 
+/* pod_info_from_json, counting the pods cut at their budget */
+static int read_pod(struct podcache *c, json_object *obj, struct pod_info *out, ioq_err *e) {
+  int rc = pod_info_from_json(obj, out, e);
+  if (rc == 0 && out->oversized)
+    atomic_fetch_add(&c->oversized, 1);
+  return rc;
+}
+
 static void list_begin(void *ud) {
   struct podcache *c = ud;
   free(c->fresh);
@@ -154,7 +202,7 @@ static void list_page(void *ud, json_object *items) {
   }
   for (size_t i = 0; i < n; i++) {
     ioq_err e;
-    if (pod_info_from_json(json_object_array_get_idx(items, i), &c->fresh[c->fresh_n], &e) == 0)
+    if (read_pod(c, json_object_array_get_idx(items, i), &c->fresh[c->fresh_n], &e) == 0)
       c->fresh_n++;
     else
       ioq_warn("pod cache skipped object error=\"%s\"", e.msg);
@@ -193,7 +241,7 @@ static void on_event(void *ud, const char *type, json_object *obj) {
     ioq_error("pod cache event dropped reason=out-of-memory");
     return;
   }
-  if (pod_info_from_json(obj, p, &e) < 0) {
+  if (read_pod(c, obj, p, &e) < 0) {
     ioq_warn("pod cache skipped event type=%s error=\"%s\"", type, e.msg);
     free(p);
     return;
@@ -221,7 +269,13 @@ struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, cons
   c->ud = ud;
   char sel[300];
   snprintf(sel, sizeof sel, "spec.nodeName=%s", node);
-  static const struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  static const struct ioq_kube_informer_cb cb = {.list_begin = list_begin,
+                                                 .list_page = list_page,
+                                                 .list_end = list_end,
+                                                 .on_event = on_event,
+                                                 .filter = podcache_pod_rules,
+                                                 .item_cost_max = POD_COST_MAX,
+                                                 .page_limit = POD_PAGE_LIMIT};
   c->inf = ioq_kube_informer_start(k, "/api/v1/pods", sel, &cb, c, e);
   if (!c->inf) {
     ioq_err_prefix(e, "pod cache");
@@ -246,6 +300,8 @@ bool podcache_synced(struct podcache *c) { return c && ioq_kube_informer_synced(
 
 unsigned long podcache_lists(struct podcache *c) { return c ? ioq_kube_informer_lists(c->inf) : 0; }
 
+unsigned long podcache_oversized(struct podcache *c) { return c ? atomic_load(&c->oversized) : 0; }
+
 bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct pod_info *out) {
   if (!c)
     return false;
@@ -257,10 +313,25 @@ bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct 
   return p != NULL;
 }
 
+static int refuse_oversized(const struct pod_info *p, ioq_err *e) {
+  return ioq_fail(e, EFBIG,
+                  "pod %s/%s: the fields ioqos reads exceed %d KiB (thousands of containers or "
+                  "huge ioqos annotations); not acting on a partial spec",
+                  p->ns, p->name, POD_COST_MAX / 1024);
+}
+
+/* on_unit of a single pod GET */
+static void keep_unit(void *ud, json_object *unit, bool truncated) {
+  (void)truncated; /* marked in the object */
+  json_object **slot = ud;
+  json_object_put(*slot);
+  *slot = json_object_get(unit);
+}
+
 int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
                  ioq_err *e) {
   if (podcache_peek(c, ns, name, out))
-    return 0;
+    return out->oversized ? refuse_oversized(out, e) : 0;
   /* ns and name come from kubelet (pod resources): checked before they
    * become a URL path, so ".." cannot make the GET reach another object */
   if (!ioq_k8s_label_valid(ns) || !ioq_k8s_subdomain_valid(name))
@@ -272,13 +343,21 @@ int podcache_get(struct podcache *c, const char *ns, const char *name, struct po
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
   json_object *obj = NULL;
   long status = 0;
-  if (ioq_kube_get_json(c->k_rpc, path, &obj, &status, e) < 0) {
+  static const struct ioq_jf_rule root = {"", IOQ_JF_UNIT, podcache_pod_rules};
+  if (ioq_kube_get_filtered(c->k_rpc, path, NULL, &root, POD_COST_MAX, keep_unit, &obj, NULL,
+                            &status, e) < 0) {
+    json_object_put(obj);
     if (status == 404)
       e->code = IOQ_ENOTFOUND;
     ioq_err_prefix(e, "pod %s/%s not in the cache; GET", ns, name);
     return -1;
   }
-  int rc = pod_info_from_json(obj, out, e);
+  if (!obj) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s not in the cache; GET: reply is not an object", ns,
+             name);
+    return -1;
+  }
+  int rc = read_pod(c, obj, out, e);
   json_object_put(obj);
   if (rc < 0)
     return -1;
@@ -287,7 +366,7 @@ int podcache_get(struct podcache *c, const char *ns, const char *name, struct po
     put_locked(c, out);
   pthread_mutex_unlock(&c->lock);
   ioq_info("pod fetched on cache miss pod=%s/%s uid=%s", ns, name, out->uid);
-  return 0;
+  return out->oversized ? refuse_oversized(out, e) : 0;
 }
 
 size_t podcache_candidates(struct podcache *c, enum ioq_resource r, uint64_t size,
@@ -322,4 +401,30 @@ size_t podcache_snapshot(struct podcache *c, struct pod_info **out) {
     n = 0;
   pthread_mutex_unlock(&c->lock);
   return n;
+}
+
+bool pod_phase_terminal(const char *phase) {
+  return strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
+}
+
+size_t podcache_drop_terminal(struct podcache *c, struct podres_list *l) {
+  if (!c)
+    return 0;
+  size_t kept = 0, dropped = 0;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < l->n; i++) {
+    struct podres_pod *pp = &l->pods[i];
+    const struct pod_info *pi = find_locked(c, pp->ns, pp->name);
+    if (pi && pod_phase_terminal(pi->phase)) {
+      if (pp->n_ctrs)
+        ioq_debug("pod resources List: skipping a %s pod pod=%s/%s", pi->phase, pp->ns, pp->name);
+      podres_pod_free(pp);
+      dropped++;
+      continue;
+    }
+    l->pods[kept++] = *pp;
+  }
+  l->n = kept;
+  pthread_mutex_unlock(&c->lock);
+  return dropped;
 }

@@ -15,9 +15,18 @@
 #include "ioqos/podcg.h"
 #include "ioqos/podneed.h"
 #include "kube.h"
+#include "podres.h"
 
 #define POD_CTR_NAME_MAX 63
 #define POD_CTRS_MAX 64
+/* Budget of the fields kept per pod (kube_jfilter.h's cost: 64 per value
+ * plus key and string bytes); a real pod's are a few KiB. A pod past it is
+ * cached as `oversized`: known by name, never acted on. */
+#define POD_COST_MAX (256 * 1024)
+/* pods per list page: pages are read as they arrive, so this bounds the
+ * time one request takes, not memory: 20 pods of the API server's largest
+ * (~1.5 MB) are 30 MB, well inside KUBE_TIMEOUT_MS on a slow link */
+#define POD_PAGE_LIMIT 20
 
 struct pod_ctr {
   char name[POD_CTR_NAME_MAX + 1];
@@ -32,6 +41,7 @@ struct pod_info {
   char phase[16];       /* status.phase, "" if none */
   char created[32];     /* metadata.creationTimestamp (RFC 3339 UTC: sorts as text), "" if none */
   bool terminating;     /* metadata.deletionTimestamp set */
+  bool oversized;       /* cut at POD_COST_MAX: only ns/name/uid are known */
   bool has_qos;         /* status.qosClass present and known */
   enum ioq_qos_class qos;
   struct ioq_pod_need need; /* effective units, class, ioqos.io/disk */
@@ -40,8 +50,12 @@ struct pod_info {
   size_t n_ctrs;
 };
 
-/* Reads what the plugin needs from a Pod object. */
+/* Reads what the plugin needs from a Pod object (whole, or filtered by
+ * podcache_pod_rules: one cut at its budget gives an `oversized` pod_info). */
 int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e);
+
+/* The fields of a Pod the cache reads (kube_jfilter.h rules). */
+extern const struct ioq_jf_rule podcache_pod_rules[];
 
 struct podcache;
 
@@ -53,9 +67,12 @@ struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, cons
 void podcache_stop(struct podcache *c);
 bool podcache_synced(struct podcache *c);
 unsigned long podcache_lists(struct podcache *c);
+/* pod objects (list items, events, GETs) cut at POD_COST_MAX */
+unsigned long podcache_oversized(struct podcache *c);
 
 /* Looks a pod up; on a miss GETs it from the API server and caches it.
- * IOQ_ENOTFOUND if the API server does not know it. */
+ * IOQ_ENOTFOUND if the API server does not know it; EFBIG for an oversized
+ * pod (decisions on a partial spec are never made). */
 int podcache_get(struct podcache *c, const char *ns, const char *name, struct pod_info *out,
                  ioq_err *e);
 
@@ -72,5 +89,15 @@ bool podcache_peek(struct podcache *c, const char *ns, const char *name, struct 
 
 /* Copy of every cached pod (malloc'd; caller frees). */
 size_t podcache_snapshot(struct podcache *c, struct pod_info **out);
+
+/* true for a phase whose containers are all done for good */
+bool pod_phase_terminal(const char *phase);
+
+/* Removes from a pod resources List the pods the cache knows in a terminal
+ * phase (Succeeded, Failed): kubelet may still list their units (before
+ * Kubernetes 1.34 List showed every pod it knows) and hands them to new
+ * pods, so they are neither counted as allocated nor given their limits
+ * again; being unlisted, their limits are released. Returns how many. */
+size_t podcache_drop_terminal(struct podcache *c, struct podres_list *l);
 
 #endif

@@ -22,12 +22,17 @@ static void ctr_free(struct podres_ctr *c) {
   free(c->ids);
 }
 
+void podres_pod_free(struct podres_pod *p) {
+  for (size_t k = 0; k < p->n_ctrs; k++)
+    ctr_free(&p->ctrs[k]);
+  free(p->ctrs);
+  p->ctrs = NULL;
+  p->n_ctrs = 0;
+}
+
 void podres_list_free(struct podres_list *l) {
-  for (size_t i = 0; i < l->n; i++) {
-    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
-      ctr_free(&l->pods[i].ctrs[k]);
-    free(l->pods[i].ctrs);
-  }
+  for (size_t i = 0; i < l->n; i++)
+    podres_pod_free(&l->pods[i]);
   free(l->pods);
   l->pods = NULL;
   l->n = 0;

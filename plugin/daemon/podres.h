@@ -37,6 +37,8 @@ struct podres_list {
 /* Calls List on the socket (bounded by timeout_ms). */
 int podres_list(const char *socket, long timeout_ms, struct podres_list *out, ioq_err *e);
 void podres_list_free(struct podres_list *l);
+/* Frees one pod's containers (for removing a pod from a list). */
+void podres_pod_free(struct podres_pod *p);
 
 /* The pod holding the most of `ids` (NULL if no pod holds any). A
  * PreStart for a regular init container may carry IDs no listed container

@@ -100,6 +100,7 @@ void reconcile_pass(struct plugin *p) {
   if (last_err[0])
     ioq_info("pod resources List works again");
   last_err[0] = '\0';
+  podcache_drop_terminal(p->pods, &list); /* done pods: not counted, not re-applied */
   enforcer_note_list(p->enf, &list);
   size_t ok = 0, failed = 0, considered = 0;
   struct pod_info *pi = malloc(sizeof *pi);

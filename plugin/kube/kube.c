@@ -11,6 +11,7 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "kube_jfilter.h"
 
 struct ioq_kube {
   char *server;
@@ -74,6 +75,17 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   if (strncmp(k->server, "http://", 7) != 0 && strncmp(k->server, "https://", 8) != 0) {
     ioq_fail(e, IOQ_EINVAL_INPUT, "kube client: API server URL '%s' must start with https:// or http://",
              k->server);
+    ioq_kube_free(k);
+    return NULL;
+  }
+  /* a bearer token in clear text is a credential for anyone on the path */
+  const char *optin = getenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  if (k->token_file && strncmp(k->server, "http://", 7) == 0 && !o->allow_insecure_token &&
+      !(optin && strcmp(optin, "1") == 0)) {
+    ioq_fail(e, IOQ_EINVAL_INPUT,
+             "kube client: refusing to send the bearer token of %s over plain http:// to %s; use "
+             "https://, or set %s=1 to allow it (test set-ups only)",
+             k->token_file, k->server, IOQ_KUBE_INSECURE_TOKEN_ENV);
     ioq_kube_free(k);
     return NULL;
   }
@@ -202,6 +214,12 @@ CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_sli
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM-based DNS timeouts */
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, k->timeout_ms < 5000 ? k->timeout_ms : 5000L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  /* a peer that vanished (node lost, NAT entry dropped) never closes the
+   * connection: probe an idle one after 10 s, every 5 s; with the kernel's
+   * 9 probes (tcp_keepalive_probes) it is declared dead within 55 s */
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, (long)IOQ_KUBE_KEEPIDLE_S);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, (long)IOQ_KUBE_KEEPINTVL_S);
   if (k->ca_file)
     curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
   return c;
@@ -344,4 +362,104 @@ int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
 int ioq_kube_merge_patch(struct ioq_kube *k, const char *path, json_object *patch,
                          json_object **out, long *status, ioq_err *e) {
   return ioq_kube_send_json(k, "PATCH", path, "application/merge-patch+json", patch, out, status, e);
+}
+
+/* ---- filtered GET: the body goes through the JSON filter as it arrives ---- */
+
+struct fsink {
+  CURL *c;
+  struct ioq_jf *jf;
+  int http; /* 0 unknown yet, 1 a 2xx reply, -1 an error reply */
+  char err_body[1024]; /* the start of an error reply (a Status) */
+  size_t err_len;
+  ioq_err jerr;
+  bool jfailed;
+};
+
+static size_t on_filtered(char *ptr, size_t size, size_t nmemb, void *ud) {
+  struct fsink *s = ud;
+  size_t n = size * nmemb;
+  if (s->http == 0) {
+    long st = 0;
+    curl_easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &st);
+    s->http = st >= 200 && st <= 299 ? 1 : -1;
+  }
+  if (s->http < 0) {
+    size_t room = sizeof s->err_body - 1 - s->err_len;
+    size_t take = n < room ? n : room;
+    memcpy(s->err_body + s->err_len, ptr, take);
+    s->err_len += take;
+    s->err_body[s->err_len] = '\0';
+    return n;
+  }
+  if (ioq_jf_feed(s->jf, ptr, n, &s->jerr) < 0) {
+    s->jfailed = true;
+    return 0; /* aborts the transfer */
+  }
+  return n;
+}
+
+int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *stop,
+                          const struct ioq_jf_rule *root, size_t unit_cost_max,
+                          void (*on_unit)(void *ud, json_object *unit, bool truncated), void *ud,
+                          json_object **out, long *status, ioq_err *e) {
+  if (out)
+    *out = NULL;
+  if (status)
+    *status = 0;
+  struct fsink s = {0};
+  if (!(s.jf = ioq_jf_new(root, unit_cost_max, on_unit, ud, e)))
+    return -1;
+  struct curl_slist *hdrs = NULL;
+  CURL *c = ioq_kube_curl_handle(k, path, &hdrs, NULL, e);
+  if (!c) {
+    ioq_jf_free(s.jf);
+    return -1;
+  }
+  s.c = c;
+  char errbuf[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_filtered);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  if (stop) {
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_stop_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, stop);
+  }
+  CURLcode rc = curl_easy_perform(c);
+  long st = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hdrs);
+  if (status)
+    *status = st;
+  int ret = 0;
+  if (s.jfailed) {
+    *e = s.jerr;
+    ioq_err_prefix(e, "GET %s%s", k->server, path);
+    ret = -1;
+  } else if (rc != CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+      ret = ioq_fail(e, ECANCELED, "GET %s%s: stopped", k->server, path);
+    else
+      ret = ioq_fail(e, EIO, "GET %s%s: %s", k->server, path,
+                     errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  } else if (st < 200 || st > 299) {
+    json_object *j = s.err_len ? json_tokener_parse(s.err_body) : NULL, *m;
+    const char *msg = j && json_object_object_get_ex(j, "message", &m) &&
+                              json_object_is_type(m, json_type_string)
+                          ? json_object_get_string(m)
+                          : (s.err_len ? s.err_body : "(empty reply)");
+    ioq_fail(e, st == 404 ? IOQ_ENOTFOUND : st == 409 ? IOQ_ECONFLICT : EIO,
+             "GET %s: HTTP %ld: %.300s", path, st, msg);
+    json_object_put(j);
+    ret = -1;
+  } else if (ioq_jf_finish(s.jf, out, e) < 0) {
+    ioq_err_prefix(e, "GET %s", path);
+    ret = -1;
+  }
+  ioq_jf_free(s.jf);
+  return ret;
 }

@@ -2,7 +2,9 @@
  * ioqos-scheduler-ext.
  *
  * Credentials: an explicit server URL (plain http:// is allowed, for local
- * testing) with optional bearer-token and CA files, or, with no server given,
+ * testing, but a bearer token is never sent over it unless the caller or
+ * the environment opts in: see allow_insecure_token) with optional
+ * bearer-token and CA files, or, with no server given,
  * the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the token and
  * CA under /var/run/secrets/kubernetes.io/serviceaccount). The token file is
  * re-read when it changes, since bound service-account tokens rotate.
@@ -19,6 +21,7 @@
 #include <stddef.h>
 
 #include "ioqos/error.h"
+#include "kube_jfilter.h"
 
 #define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -29,7 +32,23 @@ struct ioq_kube_opts {
   long timeout_ms;        /* per request; 0 = 10000 */
   const char *user_agent; /* NULL = "ioqos/VERSION" */
   const char *sa_dir;     /* NULL = IOQ_KUBE_SA_DIR (tests point it at a temp dir) */
+  /* Send the token over plain http:// anyway (test set-ups). Also turned on
+   * by IOQ_KUBE_INSECURE_TOKEN_ENV=1 in the environment, so both binaries
+   * take the opt-in without a flag of their own. Otherwise a token file
+   * with an http:// server is an error at ioq_kube_new. */
+  bool allow_insecure_token;
 };
+
+#define IOQ_KUBE_INSECURE_TOKEN_ENV "IOQOS_KUBE_ALLOW_INSECURE_TOKEN"
+
+/* TCP keepalive of every connection (idle seconds, probe interval) */
+#define IOQ_KUBE_KEEPIDLE_S 10
+#define IOQ_KUBE_KEEPINTVL_S 5
+/* A watch that brings no byte for this long is dead, even if TCP is not:
+ * the API server sends a BOOKMARK about every minute to a watch with
+ * allowWatchBookmarks (k8s.io/apiserver cacher, defaultBookmarkFrequency),
+ * so a healthy idle watch always beats it. */
+#define IOQ_KUBE_WATCH_SILENCE_S 75
 
 struct ioq_kube;
 
@@ -60,6 +79,13 @@ int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, l
  * being stopped does not wait out the request timeout. */
 int ioq_kube_get_json_until(struct ioq_kube *k, const char *path, atomic_bool *stop,
                             json_object **out, long *status, ioq_err *e);
+/* GET whose reply goes through the streaming JSON filter (kube_jfilter.h)
+ * as it arrives, never held whole: units go to on_unit, the rest to *out
+ * (may be NULL). Errors as ioq_kube_get_json. */
+int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *stop,
+                          const struct ioq_jf_rule *root, size_t unit_cost_max,
+                          void (*on_unit)(void *ud, json_object *unit, bool truncated), void *ud,
+                          json_object **out, long *status, ioq_err *e);
 int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
                        const char *content_type, json_object *body, json_object **out,
                        long *status, ioq_err *e);
@@ -85,7 +111,8 @@ struct ioq_kube_event {
 int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e);
 
 /* ---- list + watch ----
- * A background thread lists `path` (paginated, 500 per page), then watches
+ * A background thread lists `path` (paginated, 500 per page unless
+ * page_limit says otherwise), then watches
  * from the list's resourceVersion with bookmarks. A 410 Gone (or an ERROR
  * event) triggers a fresh list; transport errors back off exponentially
  * (0.5 s .. 30 s). Callbacks run on the informer thread; json objects are
@@ -103,6 +130,18 @@ struct ioq_kube_informer_cb {
   void (*list_end)(void *ud, bool complete);
   /* type: "ADDED", "MODIFIED", "DELETED" */
   void (*on_event)(void *ud, const char *type, json_object *obj);
+  /* Optional. filter: the rules for one item's members (kube_jfilter.h);
+   * items are then read by the streaming filter, never whole: list_page
+   * gets them one at a time (a one-element array) and on_event the
+   * filtered object; an item cut at item_cost_max (0: 256 KiB) carries
+   * IOQ_JF_TRUNCATED_KEY. NULL: whole objects. page_limit: items per list
+   * page (0: 500). */
+  const struct ioq_jf_rule *filter;
+  size_t item_cost_max;
+  unsigned page_limit;
+  /* seconds without a byte after which a watch is dropped and re-opened
+   * from its resourceVersion (0: IOQ_KUBE_WATCH_SILENCE_S) */
+  unsigned watch_silence_s;
 };
 
 struct ioq_kube_informer;

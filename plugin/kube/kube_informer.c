@@ -40,7 +40,61 @@ struct ioq_kube_informer {
   char watch_err[256]; /* why the stream failed, when that calls for a backoff */
   char err_body[1024]; /* the start of an error reply's body (a Status) */
   size_t err_len;
+  /* with cb.filter: the rules for a list page and for a watch event */
+  struct ioq_jf_rule list_root, list_kids[3], ev_root, ev_kids[3];
+  struct ioq_jf_rule *obj_kids; /* cb.filter + a Status's code and message */
+  json_object *ev_obj;          /* the object of the event being read */
 };
+
+static const struct ioq_jf_rule list_meta_kids[] = {{"continue", 0, NULL},
+                                                    {"resourceVersion", 0, NULL},
+                                                    {NULL, 0, NULL}};
+
+/* Builds the filter rules around cb.filter; -1 on OOM. */
+static int build_rules(struct ioq_kube_informer *inf) {
+  if (!inf->cb.filter)
+    return 0;
+  if (!inf->cb.item_cost_max)
+    inf->cb.item_cost_max = 256 * 1024;
+  size_t n = 0;
+  while (inf->cb.filter[n].key)
+    n++;
+  inf->obj_kids = calloc(n + 3, sizeof *inf->obj_kids);
+  if (!inf->obj_kids)
+    return -1;
+  memcpy(inf->obj_kids, inf->cb.filter, n * sizeof *inf->obj_kids);
+  /* an ERROR event's object is a Status */
+  inf->obj_kids[n] = (struct ioq_jf_rule){"code", 0, NULL};
+  inf->obj_kids[n + 1] = (struct ioq_jf_rule){"message", 0, NULL};
+  inf->list_kids[0] = (struct ioq_jf_rule){"metadata", 0, list_meta_kids};
+  inf->list_kids[1] = (struct ioq_jf_rule){"items", IOQ_JF_UNIT, inf->cb.filter};
+  inf->list_root = (struct ioq_jf_rule){"", 0, inf->list_kids};
+  inf->ev_kids[0] = (struct ioq_jf_rule){"type", 0, NULL};
+  inf->ev_kids[1] = (struct ioq_jf_rule){"object", IOQ_JF_UNIT, inf->obj_kids};
+  inf->ev_root = (struct ioq_jf_rule){"", 0, inf->ev_kids};
+  return 0;
+}
+
+/* list: each filtered item is a page of its own */
+static void list_unit(void *ud, json_object *item, bool truncated) {
+  struct ioq_kube_informer *inf = ud;
+  (void)truncated; /* marked in the item */
+  json_object *one = json_object_new_array();
+  if (!one || json_object_array_add(one, json_object_get(item)) != 0) {
+    json_object_put(one);
+    ioq_error("kube list: out of memory delivering an item path=%s", inf->path);
+    return;
+  }
+  inf->cb.list_page(inf->ud, one);
+  json_object_put(one);
+}
+
+static void event_unit(void *ud, json_object *obj, bool truncated) {
+  struct ioq_kube_informer *inf = ud;
+  (void)truncated;
+  json_object_put(inf->ev_obj);
+  inf->ev_obj = json_object_get(obj);
+}
 
 /* Sleeps up to ms, returning early on stop. */
 static void nap(struct ioq_kube_informer *inf, long ms) {
@@ -80,22 +134,27 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
   for (;;) {
     char *path;
     char *cesc = cont[0] ? ioq_kube_escape(cont) : NULL;
-    int n = asprintf(&path, "%s?limit=500%s%s%s", inf->path, inf->selector_q,
+    int n = asprintf(&path, "%s?limit=%u%s%s%s", inf->path,
+                     inf->cb.page_limit ? inf->cb.page_limit : 500u, inf->selector_q,
                      cesc ? "&continue=" : "", cesc ? cesc : "");
     free(cesc);
     if (n < 0) {
       inf->cb.list_end(inf->ud, false);
       return ioq_fail(e, ENOMEM, "out of memory");
     }
-    json_object *page;
-    int rc = ioq_kube_get_json_until(inf->k, path, &inf->stop, &page, NULL, e);
+    json_object *page = NULL;
+    int rc = inf->cb.filter
+                 ? ioq_kube_get_filtered(inf->k, path, &inf->stop, &inf->list_root,
+                                         inf->cb.item_cost_max, list_unit, inf, &page, NULL, e)
+                 : ioq_kube_get_json_until(inf->k, path, &inf->stop, &page, NULL, e);
     free(path);
     if (rc < 0) {
       inf->cb.list_end(inf->ud, false);
       return -1;
     }
     json_object *items, *meta, *c;
-    if (json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array))
+    if (!inf->cb.filter && json_object_object_get_ex(page, "items", &items) &&
+        json_object_is_type(items, json_type_array))
       inf->cb.list_page(inf->ud, items);
     cont[0] = '\0';
     if (json_object_object_get_ex(page, "metadata", &meta)) {
@@ -124,12 +183,24 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
 }
 
 static void handle_event_line(struct ioq_kube_informer *inf, const char *line, size_t len) {
-  json_object *ev = json_tokener_parse(line);
-  json_object *type, *obj;
-  if (!ev || !json_object_object_get_ex(ev, "type", &type) ||
-      !json_object_object_get_ex(ev, "object", &obj)) {
+  json_object *ev = NULL, *type, *obj = NULL;
+  bool have_obj;
+  ioq_err je = {0};
+  if (inf->cb.filter) {
+    ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je);
+    have_obj = inf->ev_obj != NULL;
+    obj = inf->ev_obj;
+    inf->ev_obj = NULL;
+  } else {
+    ev = json_tokener_parse(line);
+    have_obj = json_object_object_get_ex(ev, "object", &obj);
+    obj = json_object_get(obj); /* one put below for both ways */
+  }
+  if (!ev || !json_object_object_get_ex(ev, "type", &type) || !have_obj) {
+    json_object_put(obj);
     snprintf(inf->watch_err, sizeof inf->watch_err,
-             "watch %s: unparsable event of %zu bytes: %.80s", inf->path, len, line);
+             "watch %s: unparsable event of %zu bytes%s%.80s%s: %.80s", inf->path, len,
+             je.msg[0] ? " (" : "", je.msg, je.msg[0] ? ")" : "", line);
     inf->need_list = true;
     inf->stream_failed = true;
     json_object_put(ev);
@@ -159,6 +230,7 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
   } else {
     ioq_debug("kube watch: ignoring event type=%s", t);
   }
+  json_object_put(obj);
   json_object_put(ev);
 }
 
@@ -245,6 +317,10 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, inf);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, server_timeout + 30L);
+  /* a stream that stops (a hung server or proxy with TCP still up) */
+  long silence = inf->cb.watch_silence_s ? (long)inf->cb.watch_silence_s : IOQ_KUBE_WATCH_SILENCE_S;
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, silence);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -279,12 +355,20 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
     json_object_put(st);
     return -1;
   }
+  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (rc == CURLE_OPERATION_TIMEDOUT && status >= 200 && status <= 299 &&
+      lasted < (double)server_timeout + 29.0) {
+    /* the low-speed limit, not the overall timeout: the stream went silent;
+     * re-open it from where it was (a 410 then re-lists) */
+    ioq_warn("kube watch silent for %ld s path=%s rv=%s, reconnecting", silence, inf->path,
+             inf->rv);
+    return 0;
+  }
   if (rc != CURLE_OK)
     return ioq_fail(e, EIO, "watch %s: %s", inf->path, errbuf[0] ? errbuf : curl_easy_strerror(rc));
   /* a stream that ends at once with nothing in it (a proxy cutting it, an
    * overloaded server) would be re-opened in a tight loop: back off, as
    * client-go's reflector does for a "very short watch" */
-  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (lasted < 1.0 && inf->watch_events == 0)
     return ioq_fail(e, EIO, "watch %s: ended after %.2f s with no event", inf->path, lasted);
   return 0;
@@ -340,7 +424,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
   inf->need_list = true;
   pthread_mutex_init(&inf->lock, NULL);
   pthread_cond_init(&inf->cond, NULL);
-  if (!inf->path || !inf->selector_q) {
+  if (!inf->path || !inf->selector_q || build_rules(inf) < 0) {
     ioq_fail(e, ENOMEM, "out of memory");
     goto fail;
   }
@@ -354,6 +438,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
 fail:
   free(inf->path);
   free(inf->selector_q);
+  free(inf->obj_kids);
   pthread_mutex_destroy(&inf->lock);
   pthread_cond_destroy(&inf->cond);
   free(inf);
@@ -373,6 +458,7 @@ void ioq_kube_informer_stop(struct ioq_kube_informer *inf) {
   pthread_join(inf->thread, NULL);
   free(inf->path);
   free(inf->selector_q);
+  free(inf->obj_kids);
   free(inf->line);
   pthread_mutex_destroy(&inf->lock);
   pthread_cond_destroy(&inf->cond);

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ioqos/fsutil.h"
+
 #include "kube.h"
 
 static pid_t g_srv;
@@ -55,7 +57,9 @@ static void stop_server(void) {
 }
 
 static struct ioq_kube *client(const char *token_file) {
-  struct ioq_kube_opts o = {.server = g_url, .token_file = token_file, .timeout_ms = 5000};
+  /* the stand-in speaks plain http */
+  struct ioq_kube_opts o = {.server = g_url, .token_file = token_file, .timeout_ms = 5000,
+                            .allow_insecure_token = true};
   ioq_err e = {0};
   struct ioq_kube *k = ioq_kube_new(&o, &e);
   cr_assert_not_null(k, "%s", e.msg);
@@ -160,6 +164,46 @@ Test(kube, in_cluster_config_and_token) {
   cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), -1);
   cr_assert_eq(st, 401, "%ld %s", st, e.msg);
   ioq_kube_free(k);
+}
+
+Test(kube, token_never_sent_over_plain_http_without_opt_in) {
+  start_server("s3cret");
+  char tok[160], cmd[512];
+  snprintf(tok, sizeof tok, "%s/tok-http", g_dir);
+  snprintf(cmd, sizeof cmd, "printf 's3cret' > %s", tok);
+  cr_assert_eq(system(cmd), 0);
+  unsetenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  struct ioq_kube_opts o = {.server = g_url, .token_file = tok, .timeout_ms = 5000};
+  ioq_err e = {0};
+  cr_assert_null(ioq_kube_new(&o, &e));
+  cr_assert(strstr(e.msg, "refusing to send the bearer token"), "%s", e.msg);
+  cr_assert(strstr(e.msg, IOQ_KUBE_INSECURE_TOKEN_ENV "=1"), "%s", e.msg);
+  /* nothing reached the server */
+  struct ioq_kube *admin = client(NULL);
+  struct ioq_kube_resp r;
+  cr_assert_eq(ioq_kube_do(admin, "GET", "/_admin/requests", NULL, NULL, &r, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(ioq_trim(r.body), "[]");
+  ioq_kube_resp_free(&r);
+  /* no token: plain http is fine; https with a token is fine */
+  struct ioq_kube_opts o2 = {.server = g_url, .timeout_ms = 5000};
+  struct ioq_kube *k = ioq_kube_new(&o2, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  ioq_kube_free(k);
+  struct ioq_kube_opts o3 = {.server = "https://127.0.0.1:1", .token_file = tok};
+  k = ioq_kube_new(&o3, &e);
+  cr_assert_not_null(k, "%s", e.msg);
+  ioq_kube_free(k);
+  /* the environment's opt-in, for binaries */
+  setenv(IOQ_KUBE_INSECURE_TOKEN_ENV, "1", 1);
+  k = ioq_kube_new(&o, &e);
+  unsetenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
+  cr_assert_not_null(k, "%s", e.msg);
+  json_object *j;
+  long st;
+  cr_assert_eq(ioq_kube_get_json(k, "/api/v1/nodes", &j, &st, &e), 0, "%s", e.msg);
+  json_object_put(j);
+  ioq_kube_free(k);
+  ioq_kube_free(admin);
 }
 
 Test(kube, event_post) {
@@ -284,7 +328,7 @@ Test(kube, informer_list_watch_relist) {
     admin_put(k, j);
   }
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", "spec.nodeName=n1", &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
@@ -394,7 +438,7 @@ static void check_watch_backoff(const char *fail_path, const char *fail_body, co
   struct ioq_kube *k = client(NULL);
   admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{}}");
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
@@ -454,7 +498,7 @@ Test(kube, informer_stop_does_not_wait_for_a_stalled_list) {
   struct ioq_kube *k = client(NULL); /* request timeout 5 s */
   admin_post(k, "/_admin/fail", "{\"path_prefix\":\"/api/v1/pods\",\"status\":500,\"delay\":4,\"count\":1}");
   struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
-  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0, 0};
   ioq_err e = {0};
   struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
   cr_assert_not_null(inf, "%s", e.msg);
@@ -469,5 +513,89 @@ Test(kube, informer_stop_does_not_wait_for_a_stalled_list) {
   /* the stalled list has 4 s left; a stop that waited for it would take that */
   cr_assert_lt(took, 2.5, "stop took %.2f s", took);
   cr_assert_eq(s.lists, 0);
+  ioq_kube_free(k);
+}
+
+/* A watch whose server stops sending (hung server or proxy, TCP still up):
+ * dropped after watch_silence_s without a byte and re-opened from its
+ * resourceVersion. A healthy idle watch carries bookmarks and is kept. */
+Test(kube, informer_reconnects_a_silent_watch) {
+  start_server(NULL);
+  capture_stderr();
+  struct ioq_kube *k = client(NULL);
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"spec\":{}}");
+  struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0, 2};
+  ioq_err e = {0};
+  struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
+  cr_assert_not_null(inf, "%s", e.msg);
+  cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
+  /* idle but healthy (a bookmark every second): not cut */
+  int w0 = count_requests(k, "watch=1");
+  sleep(4);
+  cr_assert_eq(count_requests(k, "watch=1"), w0, "a healthy idle watch was re-opened");
+
+  admin_post(k, "/_admin/watch-mode", "{\"mode\":\"stall\"}");
+  admin_post(k, "/_admin/close-watches", "{}");
+  for (int i = 0; i < 100 && count_requests(k, "watch=1") == w0; i++)
+    usleep(50000);
+  int w1 = count_requests(k, "watch=1"); /* the stalled one is open */
+  cr_assert_gt(w1, w0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  admin_post(k, "/_admin/watch-mode", "{\"mode\":\"normal\"}");
+  for (int i = 0; i < 300 && count_requests(k, "watch=1") == w1; i++)
+    usleep(50000);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  cr_assert_gt(count_requests(k, "watch=1"), w1, "the silent watch was never re-opened");
+  cr_assert_leq(waited, 2.0 + 5.0, "re-opened after %.1f s", waited);
+  cr_assert(stderr_has("kube watch silent for 2 s"));
+  cr_assert_eq(ioq_kube_informer_lists(inf), 1, "a silent watch needs no re-list");
+  /* and the new watch delivers */
+  admin_put(k, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"},\"spec\":{}}");
+  cr_assert_geq(wait_for(&s, &s.added, 1), 1);
+  ioq_kube_informer_stop(inf);
+  ioq_kube_free(k);
+}
+
+/* Every connection has TCP keepalive on, probing after 10 s idle: the
+ * kernel arms the keepalive timer (tr 2 in /proc/net/tcp) of the watch's
+ * socket, due within 10 s (in USER_HZ ticks). */
+Test(kube, watch_connection_has_tcp_keepalive) {
+  start_server(NULL);
+  struct ioq_kube *k = client(NULL);
+  struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  struct ioq_kube_informer_cb cb = {list_begin, list_page, list_end, on_event, NULL, 0, 0, 0};
+  ioq_err e = {0};
+  struct ioq_kube_informer *inf = ioq_kube_informer_start(k, "/api/v1/pods", NULL, &cb, &s, &e);
+  cr_assert_not_null(inf, "%s", e.msg);
+  cr_assert_eq(wait_for(&s, &s.lists, 1), 1);
+  sleep(1);
+  unsigned port = (unsigned)atoi(strrchr(g_url, ':') + 1);
+  FILE *f = fopen("/proc/net/tcp", "r");
+  cr_assert_not_null(f);
+  char line[512];
+  int found = 0, keepalive = 0;
+  unsigned long when_max = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned lport, rport, st, tr;
+    unsigned long when;
+    if (sscanf(line, " %*d: %*8X:%X %*8X:%X %X %*X:%*X %X:%lX", &lport, &rport, &st, &tr, &when) != 5)
+      continue;
+    if (rport != port || st != 1) /* our side of an ESTABLISHED connection to the server */
+      continue;
+    found++;
+    if (tr == 2) {
+      keepalive++;
+      if (when > when_max)
+        when_max = when;
+    }
+  }
+  fclose(f);
+  cr_assert_geq(found, 1, "no connection to port %u", port);
+  cr_assert_eq(keepalive, found, "%d of %d connections without a keepalive timer", found - keepalive, found);
+  cr_assert_leq(when_max, (unsigned long)IOQ_KUBE_KEEPIDLE_S * 100, "keepalive due in %lu ticks", when_max);
+  ioq_kube_informer_stop(inf);
   ioq_kube_free(k);
 }

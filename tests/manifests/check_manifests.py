@@ -310,7 +310,7 @@ def rbac_problems(docs):
 
 
 # ioq_kube_* calls, and the extender's budget-charged GET wrapper (podsync.c)
-API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_)(get_json_until|get_json|merge_patch|send_json|do)\s*\(')
+API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_)(get_json_until|get_json|get_filtered|merge_patch|send_json|do)\s*\(')
 API_PATH = re.compile(r'"(/api/v1/[^"?]*)')
 
 
@@ -334,7 +334,7 @@ def is_collection(path):
 def call_verb(text, name):
     """Kubernetes verb of the API call `name` starting at text (the call's
     own text, arguments included)."""
-    if name in ("get_json", "get_json_until"):
+    if name in ("get_json", "get_json_until", "get_filtered"):
         return "get"
     if name == "merge_patch":
         return "patch"

@@ -49,9 +49,11 @@ serves these besides the API (no token, never logged nor failed):
                                      "delay": seconds before the answer (default 0),
                                      "watch": true (only watch requests; default: any)}
   POST   /_admin/unfail             remove every injected failure
-  POST   /_admin/watch-mode         body: {"mode": "normal" | "error" | "close", "code": 500}:
-                                     new watches send one ERROR event with that code and
-                                     end, or end at once with nothing in them
+  POST   /_admin/watch-mode         body: {"mode": "normal" | "error" | "close" | "stall",
+                                     "code": 500}: new watches send one ERROR event with that
+                                     code and end, or end at once with nothing in them, or
+                                     send nothing at all (no bookmark either) on an open
+                                     connection until close-watches
   POST   /_admin/close-watches      end every open watch stream now
   GET    /_admin/requests           the request log
   GET    /_admin/events             the events created
@@ -167,7 +169,8 @@ class ApiServer:
         self._knobs = {}
         self.watch_gen = 0       # close_watches() ends the streams of older generations
         # how new watch streams behave: "normal"; "error" (one ERROR event
-        # with watch_error_code, then the end); "close" (ends at once, empty)
+        # with watch_error_code, then the end); "close" (ends at once, empty);
+        # "stall" (headers, then silence on an open connection: a hung server)
         self.watch_mode, self.watch_error_code = "normal", 500
         self.stopping = False
         self.httpd = _Server(("127.0.0.1", port), _Handler)
@@ -453,6 +456,10 @@ class ApiServer:
                 expired = "too old resource version: %d (%d)" % (since, self.min_rv)
         next_bookmark = time.monotonic() + self.bookmark_interval
         try:
+            if mode == "stall":
+                with self.cv:
+                    while not self.stopping and self.watch_gen == gen and time.monotonic() < deadline:
+                        self.cv.wait(0.2)
             if mode != "normal":
                 if mode == "error":
                     h.chunk(json.dumps({"type": "ERROR", "object": status(code, "injected watch error")}))
