@@ -66,7 +66,25 @@ static void disks(FILE *f, struct plugin *p) {
       lv(f, cd[i].disk.dev.name);
       fprintf(f, "\",capability=\"%s\"} %d\n", name, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
     }
+  head(f, "ioqos_disk_capacity_error", "gauge",
+       "1 if the disk's capacity source is broken (corrupt calibration entry, bad io.cost.model "
+       "line): the disk is Unhealthy, the others keep serving.");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_disk_capacity_error{disk=\"", f);
+    lv(f, cd[i].disk.dev.name);
+    fprintf(f, "\"} %d\n", cd[i].disk.fault[0] ? 1 : 0);
+  }
   free(cd);
+  struct ioq_select_fault *sf;
+  size_t nf = catalog_faults(p->catalog, &sf);
+  head(f, "ioqos_disk_select_errors", "gauge",
+       "Configured disk selectors that give no disk (1 per selector; the log and a node Event say why).");
+  for (size_t i = 0; i < nf; i++) {
+    fputs("ioqos_disk_select_errors{select=\"", f);
+    lv(f, sf[i].select);
+    fputs("\"} 1\n", f);
+  }
+  free(sf);
 }
 
 static void pods(FILE *f, struct plugin *p) {

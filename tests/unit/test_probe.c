@@ -245,17 +245,30 @@ Test(probe, no_cgroup_hierarchy) {
   ioq_config_free(&c);
 }
 
+/* issue 12 item 9: a selector that gives no disk costs that selector only */
 Test(probe, duplicate_and_unresolvable_selectors) {
   hybrid_tree(false);
-  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\"},{\"select\":\"259:0\"}]}");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}},{\"select\":\"259:0\"}]}");
   struct ioq_inventory inv;
   ioq_err e = {0};
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "devices[1] '259:0' resolves to nvme0n1, already selected by '/'"), "%s", e.msg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "nvme0n1");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 80, "the first selector keeps the disk");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert_str_eq(inv.faults[0].select, "259:0");
+  cr_assert(strstr(inv.faults[0].reason, "devices[1] '259:0' resolves to nvme0n1, already selected by '/'"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
-  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sdq\"}]}");
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "test.json: devices[0].select 'sdq': block device sdq not found"), "%s", e.msg);
+  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sdq\"},{\"select\":\"sda\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}");
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 80, "the good disk is served");
+  cr_assert_str_eq(inv.disks[0].fault, "");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert(strstr(inv.faults[0].reason, "test.json: devices[0].select 'sdq': block device sdq not found"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
 
@@ -306,19 +319,48 @@ Test(probe, ungranted_pool_larger_than_measured_capacity_is_cut) {
   ioq_config_free(&c);
 }
 
+/* issue 12 item 9: a corrupt calibration (entry or whole file) faults the
+ * disks that read it, not the disk whose capacity is configured */
 Test(probe, malformed_calibration_file) {
   hybrid_tree(false);
   fx_write(g_root, "state/calibration.json", "{\"version\":1,\"disks\":{\"sda\":{\"seqReadBytesPerSec\":\"fast\"}}}");
-  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"}]}");
+  const char *cfg = "{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}";
+  struct ioq_config c = config_for(cfg);
   struct ioq_inventory inv;
   ioq_err e = {0};
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "calibration.json: disks.sda.seqReadBytesPerSec"), "%s", e.msg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 2);
+  cr_assert(strstr(inv.disks[0].fault, "capacity of sda: ") &&
+            strstr(inv.disks[0].fault, "calibration.json: disks.sda.seqReadBytesPerSec"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_str_eq(inv.disks[1].fault, "");
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_BANDWIDTH], 80);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
   fx_write(g_root, "state/calibration.json", "not json");
-  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"}]}");
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "not a JSON object"), "%s", e.msg);
+  c = config_for(cfg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert(strstr(inv.disks[0].fault, "not a JSON object"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_BANDWIDTH], 80);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
+/* issue 12 item 9: a bad io.cost.model line faults its own disk only */
+Test(probe, bad_cost_model_line_faults_one_disk) {
+  v2_tree(true, false);
+  fx_write(g_root, "cgroup/io.cost.model", "259:0 ctrl=user model=linear rbps=2000000000 rseqiops=400000 rrandiops=300000 wbps=1000000000 wseqiops=300000 wrandiops=200000\n"
+                                          "8:0 ctrl=user model=linear rbps=lots rseqiops=1 rrandiops=1 wbps=1 wseqiops=1 wrandiops=1\n");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\"}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 2);
+  cr_assert(strstr(inv.disks[0].fault, "capacity of sda: io.cost.model line for 8:0: bad value 'rbps=lots'"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_str_eq(inv.disks[1].fault, "");
+  cr_assert_gt(inv.disks[1].units[IOQ_RES_BANDWIDTH], 0, "nvme0n1 keeps its units");
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
 

@@ -7,15 +7,21 @@
  *    "capacity":{"ioqos/bandwidth":2000,"ioqos/iops":500},
  *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
  *    "capabilities":["io.max","io.weight"],
- *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}}],
- *  "pods":["8f0c...-uid", ...]}
+ *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}},
+ *   {"name":"sdb","dev":"8:16","class":"default","healthy":false,
+ *    "reason":"capacity of sdb: /var/lib/ioqos/calibration.json: not a JSON object ...", ...}],
+ *  "pods":["8f0c...-uid", ...],
+ *  "faults":[{"select":"/mnt/gone","reason":"config.json: devices[2].select '/mnt/gone': ..."}]}
  *
  * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
  * allocated are in advertised units. pods (optional) lists the UIDs of the
  * pods whose units `allocated` counts, so the extender can forget a placement
  * it assumed as soon as the node reports it. ungrantedPool (optional, only
  * while pods hold units of the disk) is what pods without a grant share
- * there, in bytes/s and IOPS (0 = not bounded). Unknown fields and unknown capability
+ * there, in bytes/s and IOPS (0 = not bounded). reason (only on an unhealthy
+ * disk) and faults (configured selectors that give no disk; optional) are
+ * for people reading the node: the parser skips them, so extenders of any
+ * version read the annotation as before. Unknown fields and unknown capability
  * names are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */
@@ -24,6 +30,7 @@
 
 #include <stddef.h>
 
+#include "ioqos/disk.h"
 #include "ioqos/error.h"
 #include "ioqos/placement.h"
 
@@ -42,6 +49,9 @@ struct ioq_node_state {
   size_t n_disks;
   char (*pods)[IOQ_POD_UID_STR_MAX + 1]; /* UIDs of the pods counted in allocated */
   size_t n_pods;
+  /* written, never parsed: selectors that give no disk (not owned) */
+  const struct ioq_select_fault *faults;
+  size_t n_faults;
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */
