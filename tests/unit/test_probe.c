@@ -377,3 +377,19 @@ Test(capacity, cost_model_parse) {
   cr_assert_eq(ioq_cost_model_parse("8:0 ctrl=user rbps=1\n", 8, 0, &bw, &iops, &e), -1);
   cr_assert(strstr(e.msg, "lacks"), "%s", e.msg);
 }
+
+/* issue 12 item 10: 2^64-1 IOPS with 1-IOPS units is 2^64 as a double; a
+ * cast of it is undefined (x86 gives 2^63) - a fault of that disk instead */
+Test(probe, huge_cost_model_value_is_a_fault_not_a_wrapped_cast) {
+  v2_tree(true, false);
+  fx_write(g_root, "cgroup/io.cost.model", "8:0 ctrl=user model=linear rbps=1000000000 rseqiops=1 rrandiops=18446744073709551615 wbps=1000000000 wseqiops=1 wrandiops=18446744073709551615\n");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"allocatableFraction\":1.0,\"units\":{\"iops\":1},\"devices\":[{\"select\":\"sda\"}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert(strstr(inv.disks[0].fault, "iops units from io.cost.model (ctrl=user): 1.84467e+19 is not a number in 0..2^64-1"),
+            "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_IOPS], 0);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
