@@ -239,6 +239,15 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     if (ioq_u64_from_double(floor((double)raw[r] * d->allocatable_fraction / (double)cfg->units.size[r]),
                             what, &d->units[r], e) < 0)
       return -1;
+    /* more units than one ListAndWatch message should carry (units.h):
+     * advertise the bound and say so; a larger unit size fixes it */
+    if (d->units[r] > IOQ_MAX_UNITS_PER_DISK) {
+      size_t l = strlen(d->capacity_source);
+      snprintf(d->capacity_source + l, sizeof d->capacity_source - l,
+               "; %llu %s units capped at %u (raise units.%s)", (unsigned long long)d->units[r],
+               ioq_resource_short(r), IOQ_MAX_UNITS_PER_DISK, r ? "iops" : "bandwidthBytesPerSec");
+      d->units[r] = IOQ_MAX_UNITS_PER_DISK;
+    }
   }
   if (devcfg) {
     /* a pool the config cannot check against a measured capacity is

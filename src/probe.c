@@ -341,6 +341,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     return -1;
   }
   char cost_model[PATH_MAX] = "";
+  uint64_t total[IOQ_RES_COUNT] = {0};
   if (inv->layout.io_version == IOQ_CGV2)
     ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model", NULL);
   for (size_t i = 0; i < inv->n; i++) {
@@ -357,6 +358,19 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     /* a disk that cannot be enforced advertises nothing */
     if (!d->enforceable)
       d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
+    /* the node's ListAndWatch message carries every disk (units.h): a disk
+     * that does not fit any more is a fault of that disk */
+    for (int r = 0; r < IOQ_RES_COUNT && !d->fault[0]; r++)
+      if (d->units[r] > IOQ_MAX_UNITS_PER_NODE - total[r])
+        snprintf(d->fault, sizeof d->fault,
+                 "its %llu %s units do not fit: the disks before it advertise %llu, a node at "
+                 "most %u (kubelet's 4 MiB gRPC message limit); raise the unit size",
+                 (unsigned long long)d->units[r], ioq_resource_short(r),
+                 (unsigned long long)total[r], IOQ_MAX_UNITS_PER_NODE);
+    if (d->fault[0])
+      d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      total[r] += d->units[r];
   }
   free(cfg_idx);
   return 0;

@@ -166,3 +166,38 @@ Test(catalog, lost_disk_keeps_units_unhealthy_and_bumps_generation) {
   cr_assert_not(catalog_update(g_cat, lost, 2, NULL));
   cr_assert_eq(catalog_generation(g_cat, IOQ_RES_BANDWIDTH), g2);
 }
+
+/* issue 12 item 10: the largest list a node may send (every unit of the
+ * node on disks with the longest names a unit ID takes, all Unhealthy) is
+ * within the per-device bound units.h computes, under half of kubelet's
+ * 4 MiB message limit */
+Test(catalog, largest_list_stays_well_under_the_grpc_limit) {
+  struct catalog *c = catalog_new();
+  char name[2][IOQ_DISK_NAME_MAX + 1];
+  memset(name, 'x', sizeof name);
+  name[0][IOQ_DISK_NAME_MAX] = name[1][IOQ_DISK_NAME_MAX] = '\0';
+  name[1][0] = 'y';
+  /* the node bound split over two disks */
+  struct ioq_disk d[2] = {disk(name[0], 8, 0, IOQ_MAX_UNITS_PER_NODE / 2, IOQ_MAX_UNITS_PER_NODE / 2, false),
+                          disk(name[1], 8, 16, IOQ_MAX_UNITS_PER_NODE - IOQ_MAX_UNITS_PER_NODE / 2,
+                               IOQ_MAX_UNITS_PER_NODE - IOQ_MAX_UNITS_PER_NODE / 2, false)};
+  catalog_update(c, d, 2, NULL);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    uint8_t *data;
+    size_t len;
+    uint64_t gen;
+    cr_assert_eq(catalog_list_packed(c, r, &data, &len, &gen), 0);
+    V1beta1__ListAndWatchResponse *m = v1beta1__list_and_watch_response__unpack(NULL, len, data);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->n_devices, IOQ_MAX_UNITS_PER_NODE);
+    for (size_t i = 0; i < m->n_devices; i++)
+      cr_assert_leq(strlen(m->devices[i]->id), IOQ_UNIT_ID_MAX);
+    cr_assert_leq(len, (size_t)IOQ_MAX_UNITS_PER_NODE * IOQ_DEVICE_ENCODED_MAX);
+    cr_assert_lt(len, IOQ_GRPC_MESSAGE_MAX / 2, "%zu bytes", len);
+    cr_log_info("%s: %u units, %zu bytes (%.0f%% of 4 MiB)", ioq_resource_name(r),
+                IOQ_MAX_UNITS_PER_NODE, len, 100.0 * (double)len / IOQ_GRPC_MESSAGE_MAX);
+    v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+    free(data);
+  }
+  catalog_free(c);
+}

@@ -393,3 +393,47 @@ Test(probe, huge_cost_model_value_is_a_fault_not_a_wrapped_cast) {
   ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
+
+/* issue 12 item 10: a measured capacity above the per-disk bound is capped
+ * (and said); the disk that would take the node over its bound is a fault */
+Test(probe, unit_bounds_per_disk_and_node) {
+  hybrid_tree(false);
+  struct ioq_calibration cal = {.disk = "sda", .dev = "8:0", .measured_at = "2026-01-01T00:00:00Z",
+                                .seconds = 5, .seq_read_bps = 40000ull << 20, .seq_write_bps = 40000ull << 20,
+                                .rand_read_iops = 900, .rand_write_iops = 1200};
+  ioq_err e = {0};
+  cr_assert_eq(ioq_calibration_save(g_cal, &cal, &e), 0, "%s", e.msg);
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"allocatableFraction\":1.0,\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\",\"capacity\":{\"bandwidthBytesPerSec\":1048576,\"iops\":100}}]}");
+  struct ioq_inventory inv;
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], IOQ_MAX_UNITS_PER_DISK);
+  cr_assert(strstr(inv.disks[0].capacity_source, "40000 bandwidth units capped at 25000 (raise units.bandwidthBytesPerSec)"),
+            "%s", inv.disks[0].capacity_source);
+  cr_assert_str_eq(inv.disks[0].fault, "");
+  /* the node is full in bandwidth: the next disk does not fit */
+  cr_assert(strstr(inv.disks[1].fault, "its 1 bandwidth units do not fit: the disks before it advertise 25000, a node at most 25000"),
+            "%s", inv.disks[1].fault);
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_IOPS], 0);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
+/* issue 12 item 10: a disk whose kernel name is too long for a unit ID is a
+ * fault of its selector, never a cut name */
+Test(probe, disk_name_too_long_for_unit_ids) {
+  hybrid_tree(false);
+  const char *lng = "averyveryveryveryveryveryveryveryverylongdiskname0123";
+  fx_sys_disk(g_root, lng, "252:0", "[none]", 0);
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"252:0\"},{\"select\":\"sda\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert(strstr(inv.faults[0].reason, "block device 252:0 is named 'averyvery"), "%s", inv.faults[0].reason);
+  cr_assert(strstr(inv.faults[0].reason, "longer than the 48 characters a unit ID can carry"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
