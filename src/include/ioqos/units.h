@@ -80,4 +80,11 @@ struct ioq_unit_id {
  * a message saying what is wrong (never guessed). */
 int ioq_unit_id_parse(const char *id, struct ioq_unit_id *out, ioq_err *e);
 
+/* Sets of unit IDs (a pod may hold tens of thousands): sorted in strcmp
+ * order with qsort, looked up with bsearch, so matching two sets is
+ * O(n log n), never a scan per ID. */
+void ioq_ids_sort(const char **ids, size_t n);
+/* Index of id in a sorted array, -1 if absent. */
+long ioq_ids_find(const char *const *sorted, size_t n, const char *id);
+
 #endif
