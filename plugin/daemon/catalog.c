@@ -100,6 +100,13 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
     return false;
   }
   bool changed[IOQ_RES_COUNT] = {false};
+  bool *kept = calloc(cap ? cap : 1, sizeof *kept); /* units carried over, not probed */
+  if (!kept) {
+    free(next);
+    pthread_mutex_unlock(&c->lock);
+    ioq_error("catalog update failed reason=out-of-memory");
+    return false;
+  }
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     struct cat_disk *d = &next[m++];
@@ -121,8 +128,10 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
        * already knows stay listed, as Unhealthy. */
       if (old)
         for (int r = 0; r < IOQ_RES_COUNT; r++)
-          if (!d->units[r])
+          if (!d->units[r] && old->units[r]) {
             d->units[r] = old->units[r];
+            kept[m - 1] = true;
+          }
     }
     note_change(old, d, changed);
     if (old && old->healthy == d->healthy && !d->healthy && strcmp(old->why, d->why) != 0) {
@@ -148,6 +157,7 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
       found = strcmp(disks[j].dev.name, c->disks[i].disk.dev.name) == 0;
     if (found)
       continue;
+    kept[m] = true;
     struct cat_disk *d = &next[m++];
     *d = c->disks[i];
     d->healthy = false;
@@ -161,6 +171,25 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
     if (c->disks[i].healthy)
       ioq_warn("disk health changed disk=%s healthy=false reason=\"%s\"", d->disk.dev.name, d->why);
   }
+  /* Units carried over from an earlier probe must not take the list past the
+   * node bound (units.h: kubelet's 4 MiB message) next to what the probe
+   * gives now: those go first, said in the log. */
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < m; i++)
+      total += next[i].units[r];
+    for (size_t i = 0; i < m && total > IOQ_MAX_UNITS_PER_NODE; i++)
+      if (kept[i] && next[i].units[r]) {
+        ioq_warn("unhealthy disk units dropped from the list disk=%s resource=%s units=%llu "
+                 "reason=\"the node would list more than %u units\"",
+                 next[i].disk.dev.name, ioq_resource_name(r),
+                 (unsigned long long)next[i].units[r], IOQ_MAX_UNITS_PER_NODE);
+        total -= next[i].units[r];
+        next[i].units[r] = 0;
+        changed[r] = true;
+      }
+  }
+  free(kept);
   qsort(next, m, sizeof *next, by_name);
   free(c->disks);
   c->disks = next;

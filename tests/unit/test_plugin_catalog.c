@@ -201,3 +201,26 @@ Test(catalog, largest_list_stays_well_under_the_grpc_limit) {
   }
   catalog_free(c);
 }
+
+/* issue 12 item 10: units a lost disk keeps (Unhealthy) never take the list
+ * past the node bound next to a disk the probe now finds */
+Test(catalog, kept_units_of_a_lost_disk_yield_to_the_node_bound) {
+  struct catalog *c = catalog_new();
+  struct ioq_disk a = disk("sda", 8, 0, IOQ_MAX_UNITS_PER_NODE, 10, true);
+  catalog_update(c, &a, 1, NULL);
+  /* sda is gone, sdb (new) takes the whole bandwidth bound */
+  struct ioq_disk b = disk("sdb", 8, 16, IOQ_MAX_UNITS_PER_NODE, 10, true);
+  catalog_update(c, &b, 1, "gone");
+  uint64_t all, healthy;
+  catalog_totals(c, IOQ_RES_BANDWIDTH, &all, &healthy);
+  cr_assert_eq(all, IOQ_MAX_UNITS_PER_NODE);
+  cr_assert_eq(healthy, IOQ_MAX_UNITS_PER_NODE);
+  catalog_totals(c, IOQ_RES_IOPS, &all, &healthy);
+  cr_assert_eq(all, 20, "within the bound the lost disk keeps its units");
+  cr_assert_eq(healthy, 10);
+  struct cat_disk sda;
+  cr_assert(catalog_get(c, "sda", &sda));
+  cr_assert_eq(sda.units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_not(sda.healthy);
+  catalog_free(c);
+}

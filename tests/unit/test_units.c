@@ -124,3 +124,14 @@ Test(units, id_bound_holds_for_longest_name_and_highest_index) {
   }
   cr_assert_not(ioq_disk_name_valid("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), "49 characters");
 }
+
+Test(units, id_set_sort_and_find) {
+  const char *ids[] = {"sdb-bw-2", "sda-bw-10", "sda-bw-9", "sda-iops-0", "sda-bw-1"};
+  ioq_ids_sort(ids, 5);
+  cr_assert_str_eq(ids[0], "sda-bw-1");
+  cr_assert_str_eq(ids[4], "sdb-bw-2");
+  cr_assert_eq(ioq_ids_find(ids, 5, "sda-bw-9"), 2);
+  cr_assert_eq(ioq_ids_find(ids, 5, "sdb-bw-2"), 4);
+  cr_assert_eq(ioq_ids_find(ids, 5, "sda-bw-3"), -1);
+  cr_assert_eq(ioq_ids_find(ids, 0, "sda-bw-1"), -1, "empty set");
+}
