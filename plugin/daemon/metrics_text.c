@@ -293,7 +293,8 @@ bool plugin_ready(struct plugin *p, char *why, size_t whysz) {
   if (atomic_load(&p->stopping))
     return snprintf(why, whysz, "shutting down"), false;
   if (!atomic_load(&p->inventory_ok))
-    return snprintf(why, whysz, "disk probe has not succeeded yet"), false;
+    return snprintf(why, whysz, "disk probe has not succeeded yet (no configured disk resolves, "
+                                "or no cgroup io hierarchy: see the log and ioqos_disk_select_errors)"), false;
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (!atomic_load(&p->ep[r].registered))
       return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;
