@@ -224,3 +224,34 @@ Test(catalog, kept_units_of_a_lost_disk_yield_to_the_node_bound) {
   cr_assert_not(sda.healthy);
   catalog_free(c);
 }
+
+/* issue 12 item 9: a disk with a fault is listed Unhealthy with the fault as
+ * reason (keeping units kubelet knows), the others are not touched; a lost
+ * disk whose selector now has a fault says so */
+Test(catalog, disk_fault_and_selector_fault_reasons) {
+  struct catalog *c = catalog_new();
+  struct ioq_disk d[2] = {disk("sda", 8, 0, 10, 5, true), disk("sdb", 8, 16, 7, 3, true)};
+  strcpy(d[0].selected_by, "sda");
+  strcpy(d[1].selected_by, "/mnt/b");
+  catalog_update(c, d, 2, NULL);
+  snprintf(d[0].fault, sizeof d[0].fault, "capacity of sda: calibration.json: not a JSON object");
+  d[0].units[0] = d[0].units[1] = 0; /* the probe advertises nothing for it */
+  struct ioq_select_fault f = {.select = "/mnt/b", .reason = "devices[1].select '/mnt/b': not found"};
+  catalog_set_faults(c, &f, 1);
+  cr_assert(catalog_update(c, d, 1, NULL), "sdb lost, sda faulted: lists change");
+  struct cat_disk a, b;
+  cr_assert(catalog_get(c, "sda", &a));
+  cr_assert_not(a.healthy);
+  cr_assert_str_eq(a.why, "capacity of sda: calibration.json: not a JSON object");
+  cr_assert_eq(a.units[0], 10, "units kubelet knows stay listed");
+  cr_assert(catalog_get(c, "sdb", &b));
+  cr_assert_not(b.healthy);
+  cr_assert_str_eq(b.why, "disk sdb is gone: devices[1].select '/mnt/b': not found");
+  struct ioq_select_fault *got;
+  cr_assert_eq(catalog_faults(c, &got), 1);
+  cr_assert_str_eq(got[0].select, "/mnt/b");
+  free(got);
+  cr_assert_not(catalog_set_faults(c, &f, 1), "unchanged");
+  cr_assert(catalog_set_faults(c, NULL, 0));
+  catalog_free(c);
+}
