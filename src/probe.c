@@ -293,7 +293,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     return -1;
   size_t n = cfg->n_devices ? cfg->n_devices : 1;
   inv->disks = calloc(n, sizeof *inv->disks);
-  inv->faults = calloc(n, sizeof *inv->faults) /* at most one per selector */;
+  inv->faults = calloc(n, sizeof *inv->faults); /* at most one per selector */
   /* config index of each disk, for its capacity settings */
   size_t *cfg_idx = calloc(n, sizeof *cfg_idx);
   if (!inv->disks || !inv->faults || !cfg_idx) {

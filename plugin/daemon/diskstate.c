@@ -65,7 +65,9 @@ void disks_report_health(struct plugin *p) {
   struct reported *now = calloc(n + nf + 1, sizeof *now);
   if (!cd || !f || !now) {
     ioq_error("disk health report failed reason=out-of-memory");
-    free(cd), free(f), free(now);
+    free(cd);
+    free(f);
+    free(now);
     return;
   }
   size_t m = 0;
