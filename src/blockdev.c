@@ -91,7 +91,11 @@ static int scan_class_block(const char *sysfs, const char *prefix, const char *a
     char p[PATH_MAX], line[256];
     if (ioq_path_join(p, sizeof p, NULL, dir, de->d_name, attr, NULL) == 0 &&
         ioq_read_line(p, line, sizeof line, NULL) == 0 && strcmp(line, want) == 0) {
-      ioq_copy(name, namesz, de->d_name);
+      if (!ioq_copy(name, namesz, de->d_name)) {
+        closedir(d);
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "block device %s is named '%s', longer than the %zu "
+                        "characters a unit ID can carry", want, de->d_name, namesz - 1);
+      }
       found = 1;
     }
   }
@@ -107,7 +111,10 @@ int ioq_blockdev_name_for(const char *sysfs, unsigned major, unsigned minor, cha
     return -1;
   if (realpath(p, real)) {
     const char *b = strrchr(real, '/');
-    ioq_copy(name, namesz, b ? b + 1 : real);
+    /* a cut name would be another (or no) disk: unit IDs need it whole */
+    if (!ioq_copy(name, namesz, b ? b + 1 : real))
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "block device %s is named '%s', longer than the %zu "
+                      "characters a unit ID can carry", mm, b ? b + 1 : real, namesz - 1);
     return 0;
   }
   /* no /sys/dev/block link: scan class/block/ (old kernels, minimal trees) */

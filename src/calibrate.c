@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/numconv.h"
 
 #define SEQ_BLOCK (1u << 20)
 #define RAND_BLOCK 4096u
@@ -206,10 +207,11 @@ int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq
   close(fd);
   if (rc < 0)
     return -1;
-  out->seq_write_bps = (uint64_t)r[IOQ_CAL_SEQ_WRITE];
-  out->seq_read_bps = (uint64_t)r[IOQ_CAL_SEQ_READ];
-  out->rand_read_iops = (uint64_t)r[IOQ_CAL_RAND_READ];
-  out->rand_write_iops = (uint64_t)r[IOQ_CAL_RAND_WRITE];
+  uint64_t *dst[4] = {[IOQ_CAL_SEQ_WRITE] = &out->seq_write_bps, [IOQ_CAL_SEQ_READ] = &out->seq_read_bps,
+                      [IOQ_CAL_RAND_READ] = &out->rand_read_iops, [IOQ_CAL_RAND_WRITE] = &out->rand_write_iops};
+  for (int ph = 0; ph < 4; ph++)
+    if (ioq_u64_from_double(r[ph], g_phase[ph], dst[ph], e) < 0)
+      return -1;
   out->seconds = o->seconds;
   ioq_copy(out->dir, sizeof out->dir, o->dir);
   time_t t = time(NULL);

@@ -9,6 +9,7 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/iocost.h"
+#include "ioqos/numconv.h"
 #include "ioqos/placement.h"
 
 static int cal_bad(ioq_err *e, const char *file, const char *disk, const char *field) {
@@ -230,10 +231,24 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
   ioq_copy(d->capacity_source, sizeof d->capacity_source, src);
   d->capacity_bw_bytes = bw;
   d->capacity_iops = iops;
-  d->units[IOQ_RES_BANDWIDTH] =
-      (uint64_t)floor((double)bw * d->allocatable_fraction / (double)cfg->units.size[IOQ_RES_BANDWIDTH]);
-  d->units[IOQ_RES_IOPS] =
-      (uint64_t)floor((double)iops * d->allocatable_fraction / (double)cfg->units.size[IOQ_RES_IOPS]);
+  /* a cost model line may say rbps=18446744073709551615: checked, not cast */
+  uint64_t raw[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = bw, [IOQ_RES_IOPS] = iops};
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    char what[96];
+    snprintf(what, sizeof what, "%s units from %s", ioq_resource_short(r), d->capacity_source);
+    if (ioq_u64_from_double(floor((double)raw[r] * d->allocatable_fraction / (double)cfg->units.size[r]),
+                            what, &d->units[r], e) < 0)
+      return -1;
+    /* more units than one ListAndWatch message should carry (units.h):
+     * advertise the bound and say so; a larger unit size fixes it */
+    if (d->units[r] > IOQ_MAX_UNITS_PER_DISK) {
+      size_t l = strlen(d->capacity_source);
+      snprintf(d->capacity_source + l, sizeof d->capacity_source - l,
+               "; %llu %s units capped at %u (raise units.%s)", (unsigned long long)d->units[r],
+               ioq_resource_short(r), IOQ_MAX_UNITS_PER_DISK, r ? "iops" : "bandwidthBytesPerSec");
+      d->units[r] = IOQ_MAX_UNITS_PER_DISK;
+    }
+  }
   if (devcfg) {
     /* a pool the config cannot check against a measured capacity is
      * checked here: cut to the disk, and said (probe, plugin log) */

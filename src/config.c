@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/numconv.h"
 
 static const char *const g_policy_names[] = {"least-allocated", "most-allocated", "balanced"};
 
@@ -253,6 +254,54 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
   return 0;
 }
 
+/* Units a configured capacity advertises: the same formula as capacity.c,
+ * in integers (floor(cap x fraction / size); fractions have few digits). */
+static uint64_t configured_units(uint64_t cap, double fraction, uint64_t size) {
+  double u = floor((double)cap * fraction / (double)size);
+  return ioq_u64_from_double_sat(u);
+}
+
+/* Every ListAndWatch message lists all units of a resource: a config that
+ * would advertise more than units.h allows is refused here, naming the
+ * numbers (measured capacities are capped by the probe instead). */
+static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
+  static const char *const field[IOQ_RES_COUNT] = {"bandwidthBytesPerSec", "iops"};
+  uint64_t total[IOQ_RES_COUNT] = {0};
+  for (size_t i = 0; i < c->n_devices; i++) {
+    const struct ioq_device_config *d = &c->devices[i];
+    double frac = d->allocatable_fraction > 0 ? d->allocatable_fraction : c->allocatable_fraction;
+    const uint64_t cap[IOQ_RES_COUNT] = {d->capacity_bw_bytes, d->capacity_iops};
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      uint64_t u = configured_units(cap[r], frac, c->units.size[r]);
+      if (u > IOQ_MAX_UNITS_PER_DISK) {
+        char p[80], what[400];
+        snprintf(p, sizeof p, "devices[%zu].capacity.%s", i, field[r]);
+        snprintf(what, sizeof what,
+                 "%llu x allocatable fraction %g / unit size %llu = %llu %s units, more than the %u "
+                 "one disk may advertise (each unit is one device in kubelet's ListAndWatch "
+                 "message, at most %u bytes each, limit %u bytes): raise units.%s",
+                 (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
+                 (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
+                 IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
+        return bad(x, p, what);
+      }
+      total[r] += u;
+    }
+  }
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (total[r] > IOQ_MAX_UNITS_PER_NODE) {
+      char what[400];
+      snprintf(what, sizeof what,
+               "the configured capacities add up to %llu %s units, more than the %u one node may "
+               "advertise (each unit is one device in kubelet's ListAndWatch message, at most %u "
+               "bytes each, limit %u bytes): raise units.%s",
+               (unsigned long long)total[r], ioq_resource_name(r), IOQ_MAX_UNITS_PER_NODE,
+               IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
+      return bad(x, "devices", what);
+    }
+  return 0;
+}
+
 static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   if (!json_object_is_type(root, json_type_object))
     return bad(x, "(top level)", "must be a JSON object");
@@ -315,6 +364,9 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         }
     }
   }
+
+  if (check_unit_bounds(x, c) < 0)
+    return -1;
 
   json_object *enf;
   if (get_object(x, root, "enforcement", "enforcement", &enf) < 0)

@@ -30,6 +30,55 @@ static bool concurrent(enum ioq_ctr_kind a, enum ioq_ctr_kind b) {
   return a != IOQ_CTR_INIT && b != IOQ_CTR_INIT;
 }
 
+/* One listed ID and the container listing it; sorted by ID, then
+ * container, equal IDs end up next to each other. */
+struct held {
+  const char *id;
+  size_t ctr;
+};
+
+static int by_id_ctr(const void *a, const void *b) {
+  const struct held *x = a, *y = b;
+  int c = strcmp(x->id, y->id);
+  return c ? c : (x->ctr > y->ctr) - (x->ctr < y->ctr);
+}
+
+/* The same ID twice in one container, or in two containers that run at the
+ * same time (it would be counted twice: kubelet never does that). One sort
+ * instead of comparing every pair: a pod may hold 100 k units. */
+static int check_duplicates(const struct ioq_ctr_units *ctrs, size_t n, size_t total, ioq_err *e) {
+  struct held *h = malloc((total ? total : 1) * sizeof *h);
+  if (!h)
+    return ioq_fail(e, ENOMEM, "out of memory for %zu unit IDs", total);
+  size_t m = 0;
+  for (size_t c = 0; c < n; c++)
+    for (size_t i = 0; i < ctrs[c].n_ids; i++)
+      h[m++] = (struct held){ctrs[c].ids[i], c};
+  qsort(h, m, sizeof *h, by_id_ctr);
+  int rc = 0;
+  for (size_t i = 0; i < m && rc == 0;) {
+    size_t j = i + 1;
+    while (j < m && strcmp(h[j].id, h[i].id) == 0)
+      j++;
+    /* h[i..j) hold one ID, containers ascending; a run is at most as long
+     * as the pod has containers once a repeat within one is refused */
+    for (size_t a = i; a < j && rc == 0; a++)
+      for (size_t b = a + 1; b < j && rc == 0; b++) {
+        const struct ioq_ctr_units *x = &ctrs[h[a].ctr], *y = &ctrs[h[b].ctr];
+        if (h[a].ctr == h[b].ctr)
+          rc = ioq_fail(e, IOQ_EINVAL_INPUT, "%s %s: unit %s listed twice", kind_name(x->kind),
+                        x->name ? x->name : "?", h[a].id);
+        else if (concurrent(x->kind, y->kind))
+          rc = ioq_fail(e, IOQ_ECONFLICT, "unit %s is held by %s %s and %s %s, which run at the same time",
+                        h[a].id, kind_name(x->kind), x->name ? x->name : "?", kind_name(y->kind),
+                        y->name ? y->name : "?");
+      }
+    i = j;
+  }
+  free(h);
+  return rc;
+}
+
 int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod_grant *out,
                       ioq_err *e) {
   memset(out, 0, sizeof *out);
@@ -38,33 +87,16 @@ int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod
     return ioq_fail(e, ENOMEM, "out of memory");
   int rc = -1;
 
+  size_t total = 0;
   for (size_t c = 0; c < n; c++) {
     const struct ioq_ctr_units *ct = &ctrs[c];
     const char *cname = ct->name ? ct->name : "?";
+    total += ct->n_ids;
     for (size_t i = 0; i < ct->n_ids; i++) {
       struct ioq_unit_id u;
       if (ioq_unit_id_parse(ct->ids[i], &u, e) < 0) {
         ioq_err_prefix(e, "%s %s", kind_name(ct->kind), cname);
         goto out;
-      }
-      for (size_t j = 0; j < i; j++)
-        if (strcmp(ct->ids[j], ct->ids[i]) == 0) {
-          ioq_fail(e, IOQ_EINVAL_INPUT, "%s %s: unit %s listed twice", kind_name(ct->kind), cname,
-                   ct->ids[i]);
-          goto out;
-        }
-      /* The same unit in two containers that run at the same time would be
-       * counted twice: kubelet never does that. */
-      for (size_t o = 0; o < c; o++) {
-        if (!concurrent(ctrs[o].kind, ct->kind))
-          continue;
-        for (size_t j = 0; j < ctrs[o].n_ids; j++)
-          if (strcmp(ctrs[o].ids[j], ct->ids[i]) == 0) {
-            ioq_fail(e, IOQ_ECONFLICT, "unit %s is held by %s %s and %s %s, which run at the same time",
-                     ct->ids[i], kind_name(ctrs[o].kind), ctrs[o].name ? ctrs[o].name : "?",
-                     kind_name(ct->kind), cname);
-            goto out;
-          }
       }
       int d = disk_index(out, u.disk, e);
       if (d < 0)
@@ -72,6 +104,8 @@ int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod
       per[c][d][u.res]++;
     }
   }
+  if (check_duplicates(ctrs, n, total, e) < 0)
+    goto out;
 
   for (size_t d = 0; d < out->n; d++)
     for (int r = 0; r < IOQ_RES_COUNT; r++) {

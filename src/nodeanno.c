@@ -278,6 +278,8 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     json_object_object_add(o, "dev", json_object_new_string(d->dev));
     json_object_object_add(o, "class", json_object_new_string(d->class_name));
     json_object_object_add(o, "healthy", json_object_new_boolean(d->healthy));
+    if (!d->healthy && d->reason[0])
+      json_object_object_add(o, "reason", json_object_new_string(d->reason));
     json_object_object_add(o, "capacity", res_map(d->capacity));
     json_object_object_add(o, "allocated", res_map(d->allocated));
     json_object *caps = json_object_new_array();
@@ -299,6 +301,16 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     for (size_t i = 0; i < s->n_pods; i++)
       json_object_array_add(pods, json_object_new_string(s->pods[i]));
     json_object_object_add(root, "pods", pods);
+  }
+  if (s->n_faults) {
+    json_object *faults = json_object_new_array();
+    for (size_t i = 0; i < s->n_faults; i++) {
+      json_object *f = json_object_new_object();
+      json_object_object_add(f, "select", json_object_new_string(s->faults[i].select));
+      json_object_object_add(f, "reason", json_object_new_string(s->faults[i].reason));
+      json_object_array_add(faults, f);
+    }
+    json_object_object_add(root, "faults", faults);
   }
   if (s->published_at > 0) {
     time_t t = (time_t)s->published_at;

@@ -267,6 +267,7 @@ void ioq_inventory_free(struct ioq_inventory *inv) {
   if (!inv)
     return;
   free(inv->disks);
+  free(inv->faults);
   memset(inv, 0, sizeof *inv);
 }
 
@@ -277,6 +278,14 @@ struct ioq_disk *ioq_inventory_find(struct ioq_inventory *inv, const char *name)
   return NULL;
 }
 
+/* Records a selector that gave no disk (inv->faults has room for every
+ * selector); the others are still probed. */
+static void select_fault(struct ioq_inventory *inv, const char *sel, const ioq_err *e) {
+  struct ioq_select_fault *f = &inv->faults[inv->n_faults++];
+  ioq_copy(f->select, sizeof f->select, sel);
+  ioq_copy(f->reason, sizeof f->reason, e->msg);
+}
+
 int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opts *o,
                         struct ioq_inventory *inv, ioq_err *e) {
   memset(inv, 0, sizeof *inv);
@@ -284,19 +293,29 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     return -1;
   size_t n = cfg->n_devices ? cfg->n_devices : 1;
   inv->disks = calloc(n, sizeof *inv->disks);
-  if (!inv->disks)
+  inv->faults = calloc(n, sizeof *inv->faults); /* at most one per selector */
+  /* config index of each disk, for its capacity settings */
+  size_t *cfg_idx = calloc(n, sizeof *cfg_idx);
+  if (!inv->disks || !inv->faults || !cfg_idx) {
+    free(cfg_idx);
+    ioq_inventory_free(inv);
     return ioq_fail(e, ENOMEM, "out of memory");
+  }
+  /* Per-selector errors cost that selector only: one bad entry must not take
+   * every disk of the node out of service (issue 12 item 9). */
   for (size_t i = 0; i < n; i++) {
     const struct ioq_device_config *dc = cfg->n_devices ? &cfg->devices[i] : NULL;
     struct ioq_disk *d = &inv->disks[inv->n];
     const char *sel = dc ? dc->select : cfg->kubelet_root;
-    if (ioq_disk_resolve(&o->roots, sel, d, e) < 0) {
+    ioq_err de;
+    if (ioq_disk_resolve(&o->roots, sel, d, &de) < 0) {
       if (dc)
-        ioq_err_prefix(e, "%s: devices[%zu].select '%s'", cfg->source, i, sel);
+        ioq_err_prefix(&de, "%s: devices[%zu].select '%s'", cfg->source, i, sel);
       else
-        ioq_err_prefix(e, "default disk (the one behind kubelet root directory %s)", sel);
-      ioq_inventory_free(inv);
-      return -1;
+        ioq_err_prefix(&de, "default disk (the one behind kubelet root directory %s)", sel);
+      select_fault(inv, sel, &de);
+      memset(d, 0, sizeof *d);
+      continue;
     }
     if (!dc) {
       char by[sizeof d->selected_by];
@@ -305,33 +324,54 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     }
     ioq_copy(d->class_name, sizeof d->class_name,
              dc && dc->class_name ? dc->class_name : IOQ_DEFAULT_CLASS);
-    /* two selectors reaching one disk would double its units */
+    /* two selectors reaching one disk would double its units: the first keeps it */
     struct ioq_disk *dup = ioq_inventory_find(inv, d->dev.name);
     if (dup) {
-      ioq_fail(e, IOQ_EINVAL_INPUT, "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'",
+      ioq_fail(&de, IOQ_EINVAL_INPUT, "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'",
                cfg->source, i, sel, d->dev.name, dup->selected_by);
-      ioq_inventory_free(inv);
-      return -1;
+      select_fault(inv, sel, &de);
+      memset(d, 0, sizeof *d);
+      continue;
     }
-    inv->n++;
+    cfg_idx[inv->n++] = i;
   }
   if (ioq_probe_capabilities(o, inv, e) < 0) {
+    free(cfg_idx);
     ioq_inventory_free(inv);
     return -1;
   }
   char cost_model[PATH_MAX] = "";
+  uint64_t total[IOQ_RES_COUNT] = {0};
   if (inv->layout.io_version == IOQ_CGV2)
     ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model", NULL);
   for (size_t i = 0; i < inv->n; i++) {
-    const struct ioq_device_config *dc = cfg->n_devices ? &cfg->devices[i] : NULL;
-    if (ioq_capacity_resolve(cfg, dc, cost_model, &inv->disks[i], e) < 0) {
-      ioq_err_prefix(e, "capacity of %s", inv->disks[i].dev.name);
-      ioq_inventory_free(inv);
-      return -1;
+    const struct ioq_device_config *dc = cfg->n_devices ? &cfg->devices[cfg_idx[i]] : NULL;
+    struct ioq_disk *d = &inv->disks[i];
+    ioq_err de;
+    if (ioq_capacity_resolve(cfg, dc, cost_model, d, &de) < 0) {
+      /* a corrupt calibration entry or io.cost.model line: this disk only */
+      ioq_err_prefix(&de, "capacity of %s", d->dev.name);
+      ioq_copy(d->fault, sizeof d->fault, de.msg);
+      d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
+      snprintf(d->capacity_source, sizeof d->capacity_source, "none: the capacity source is broken (see fault)");
     }
     /* a disk that cannot be enforced advertises nothing */
-    if (!inv->disks[i].enforceable)
-      inv->disks[i].units[IOQ_RES_BANDWIDTH] = inv->disks[i].units[IOQ_RES_IOPS] = 0;
+    if (!d->enforceable)
+      d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
+    /* the node's ListAndWatch message carries every disk (units.h): a disk
+     * that does not fit any more is a fault of that disk */
+    for (int r = 0; r < IOQ_RES_COUNT && !d->fault[0]; r++)
+      if (d->units[r] > IOQ_MAX_UNITS_PER_NODE - total[r])
+        snprintf(d->fault, sizeof d->fault,
+                 "its %llu %s units do not fit: the disks before it advertise %llu, a node at "
+                 "most %u (kubelet's 4 MiB gRPC message limit); raise the unit size",
+                 (unsigned long long)d->units[r], ioq_resource_short(r),
+                 (unsigned long long)total[r], IOQ_MAX_UNITS_PER_NODE);
+    if (d->fault[0])
+      d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      total[r] += d->units[r];
   }
+  free(cfg_idx);
   return 0;
 }

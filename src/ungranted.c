@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "ioqos/numconv.h"
+
 struct want {
   double w; /* wanted cap; HUGE = busy */
   size_t i;
@@ -48,17 +50,17 @@ void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in,
     double level = left / (double)(n - k);
     if (w[k].w > level)
       break;
-    out[w[k].i] = (uint64_t)w[k].w;
+    out[w[k].i] = ioq_u64_from_double_sat(w[k].w);
     left -= (double)out[w[k].i];
   }
   if (k < n) {
     /* the rest share what is left equally */
-    uint64_t each = (uint64_t)(left / (double)(n - k));
+    uint64_t each = ioq_u64_from_double_sat(left / (double)(n - k));
     for (; k < n; k++)
       out[w[k].i] = each;
   } else if (left >= (double)n) {
     /* everyone is served: spread the rest over all */
-    uint64_t extra = (uint64_t)(left / (double)n);
+    uint64_t extra = ioq_u64_from_double_sat(left / (double)n);
     for (size_t i = 0; i < n; i++)
       out[i] += extra;
   }
@@ -93,6 +95,6 @@ void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, doubl
     if (p > (double)cap[r])
       p = (double)cap[r];
     /* an empty pool: the floor of each cap is what the pods get */
-    pool[r] = p < 2 ? 2 : (uint64_t)p;
+    pool[r] = p < 2 ? 2 : ioq_u64_from_double_sat(p);
   }
 }

@@ -188,3 +188,19 @@ int ioq_unit_id_parse(const char *id, struct ioq_unit_id *out, ioq_err *e) {
   out->index = (uint32_t)v;
   return 0;
 }
+
+static int cmp_id(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void ioq_ids_sort(const char **ids, size_t n) {
+  if (n > 1)
+    qsort(ids, n, sizeof *ids, cmp_id);
+}
+
+long ioq_ids_find(const char *const *sorted, size_t n, const char *id) {
+  if (!n)
+    return -1;
+  const char *const *hit = bsearch(&id, sorted, n, sizeof *sorted, cmp_id);
+  return hit ? (long)(hit - sorted) : -1;
+}

@@ -26,7 +26,10 @@ static void usage(FILE *f) {
           "  --mountinfo FILE       default /proc/self/mountinfo\n"
           "  --dev-root DIR         default /dev\n"
           "  --kubepods-cgroup DIR  cgroup to judge per-cgroup io files by (default: kubepods[.slice])\n"
-          "\nExit status: 0 probe done (see 'enforceable' per disk), 1 probe failed, 2 usage error.\n");
+          "\nA configured disk with an error (selector that gives no disk, broken capacity\n"
+          "source) is reported as such; the other disks are reported as usual.\n"
+          "\nExit status: 0 probe done (see 'enforceable' per disk), 1 probe failed or a\n"
+          "configured disk has an error (listed in the output), 2 usage error.\n");
 }
 
 /* capabilities that matter for the layout's cgroup version */
@@ -113,6 +116,8 @@ static void print_text(const struct ioq_config *cfg, const struct ioq_inventory 
       printf("  queue %-8s scheduler %s, %s, logical block %u bytes\n", d->leaves[k].name,
              d->leaves[k].scheduler[0] ? d->leaves[k].scheduler : "?",
              d->leaves[k].rotational ? "rotational" : "non-rotational", d->leaves[k].logical_block_size);
+    if (d->fault[0])
+      printf("  ERROR:         %s (the disk is Unhealthy, advertises nothing)\n", d->fault);
     printf("  enforceable:   %s%s%s\n", d->enforceable ? "yes" : "NO",
            d->enforceable ? "" : ": ", d->enforceable ? "" : d->not_enforceable_reason);
     printf("  capabilities:\n");
@@ -133,6 +138,9 @@ static void print_text(const struct ioq_config *cfg, const struct ioq_inventory 
            (unsigned long long)d->units[IOQ_RES_IOPS], d->allocatable_fraction);
     print_pool(cfg, d);
   }
+  for (size_t i = 0; i < inv->n_faults; i++)
+    printf("\nselector '%s': ERROR: %s (no disk; the others are served)\n", inv->faults[i].select,
+           inv->faults[i].reason);
   if (inv->n_notes) {
     printf("\nnotes:\n");
     for (size_t i = 0; i < inv->n_notes; i++)
@@ -185,6 +193,8 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     for (size_t k = 0; k < d->n_leaves; k++)
       json_object_array_add(leaves, blockdev_json(&d->leaves[k]));
     json_object_object_add(o, "leaves", leaves);
+    if (d->fault[0])
+      json_object_object_add(o, "error", json_object_new_string(d->fault));
     json_object_object_add(o, "enforceable", json_object_new_boolean(d->enforceable));
     if (!d->enforceable)
       json_object_object_add(o, "notEnforceableReason", json_object_new_string(d->not_enforceable_reason));
@@ -223,6 +233,14 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     json_object_array_add(disks, o);
   }
   json_object_object_add(root, "disks", disks);
+  json_object *faults = json_object_new_array();
+  for (size_t i = 0; i < inv->n_faults; i++) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "select", json_object_new_string(inv->faults[i].select));
+    json_object_object_add(f, "error", json_object_new_string(inv->faults[i].reason));
+    json_object_array_add(faults, f);
+  }
+  json_object_object_add(root, "selectErrors", faults);
   printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(root);
 }
@@ -271,7 +289,16 @@ int cmd_probe(int argc, char **argv) {
     print_json(&cfg, &inv);
   else
     print_text(&cfg, &inv);
+  /* the report is complete; the errors also go to stderr for scripts */
+  int rc = 0;
+  for (size_t i = 0; i < inv.n_faults; i++, rc = 1)
+    fprintf(stderr, "ioqosctl probe: %s\n", inv.faults[i].reason);
+  for (size_t i = 0; i < inv.n; i++)
+    if (inv.disks[i].fault[0]) {
+      fprintf(stderr, "ioqosctl probe: %s\n", inv.disks[i].fault);
+      rc = 1;
+    }
   ioq_inventory_free(&inv);
   ioq_config_free(&cfg);
-  return 0;
+  return rc;
 }

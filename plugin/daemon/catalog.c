@@ -25,6 +25,8 @@ struct catalog {
   size_t n;
   uint64_t gen[IOQ_RES_COUNT];
   struct packed_cache cache[IOQ_RES_COUNT];
+  struct ioq_select_fault *faults; /* selectors of the last probe that gave no disk */
+  size_t n_faults;
 };
 
 struct catalog *catalog_new(void) {
@@ -43,6 +45,7 @@ void catalog_free(struct catalog *c) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     free(c->cache[r].data);
   free(c->disks);
+  free(c->faults);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -76,6 +79,16 @@ static int by_name(const void *a, const void *b) {
                 ((const struct cat_disk *)b)->disk.dev.name);
 }
 
+/* The selector fault (catalog_set_faults) of a disk the probe lost: the one
+ * whose selector had selected it (the default disk has the only selector). */
+static const struct ioq_select_fault *fault_of_locked(struct catalog *c, const struct ioq_disk *d) {
+  for (size_t i = 0; i < c->n_faults; i++)
+    if (strcmp(c->faults[i].select, d->selected_by) == 0 ||
+        strncmp(d->selected_by, "default:", 8) == 0)
+      return &c->faults[i];
+  return NULL;
+}
+
 bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
                     const char *missing_reason) {
   pthread_mutex_lock(&c->lock);
@@ -87,6 +100,13 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
     return false;
   }
   bool changed[IOQ_RES_COUNT] = {false};
+  bool *kept = calloc(cap ? cap : 1, sizeof *kept); /* units carried over, not probed */
+  if (!kept) {
+    free(next);
+    pthread_mutex_unlock(&c->lock);
+    ioq_error("catalog update failed reason=out-of-memory");
+    return false;
+  }
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     struct cat_disk *d = &next[m++];
@@ -95,20 +115,28 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
     d->dev.minor = disks[i].dev.minor;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->units[r] = disks[i].units[r];
-    d->healthy = disks[i].enforceable;
+    d->healthy = disks[i].enforceable && !disks[i].fault[0];
     const struct cat_disk *old = find_locked(c, d->disk.dev.name);
-    if (!d->healthy) {
+    if (disks[i].fault[0])
+      snprintf(d->why, sizeof d->why, "%s", disks[i].fault);
+    else if (!d->healthy)
       snprintf(d->why, sizeof d->why, "cannot enforce limits on %s: %s", disks[i].dev.name,
                disks[i].not_enforceable_reason[0] ? disks[i].not_enforceable_reason
                                                   : "(no reason given by the probe)");
+    if (!d->healthy) {
       /* The probe advertises nothing for such a disk; units that kubelet
        * already knows stay listed, as Unhealthy. */
       if (old)
         for (int r = 0; r < IOQ_RES_COUNT; r++)
-          if (!d->units[r])
+          if (!d->units[r] && old->units[r]) {
             d->units[r] = old->units[r];
+            kept[m - 1] = true;
+          }
     }
     note_change(old, d, changed);
+    if (old && old->healthy == d->healthy && !d->healthy && strcmp(old->why, d->why) != 0) {
+      ioq_warn("disk unhealthy reason changed disk=%s reason=\"%s\"", d->disk.dev.name, d->why);
+    }
     if (old && old->healthy != d->healthy && d->healthy)
       ioq_info("disk health changed disk=%s healthy=true", d->disk.dev.name);
     else if (old && old->healthy != d->healthy)
@@ -129,15 +157,39 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
       found = strcmp(disks[j].dev.name, c->disks[i].disk.dev.name) == 0;
     if (found)
       continue;
+    kept[m] = true;
     struct cat_disk *d = &next[m++];
     *d = c->disks[i];
     d->healthy = false;
-    snprintf(d->why, sizeof d->why, "%s", missing_reason ? missing_reason
-                                                         : "not found by the last probe");
+    const struct ioq_select_fault *f = fault_of_locked(c, &d->disk);
+    if (f)
+      snprintf(d->why, sizeof d->why, "disk %s is gone: %s", d->disk.dev.name, f->reason);
+    else
+      snprintf(d->why, sizeof d->why, "%s", missing_reason ? missing_reason
+                                                           : "not found by the last probe");
     note_change(&c->disks[i], d, changed);
     if (c->disks[i].healthy)
       ioq_warn("disk health changed disk=%s healthy=false reason=\"%s\"", d->disk.dev.name, d->why);
   }
+  /* Units carried over from an earlier probe must not take the list past the
+   * node bound (units.h: kubelet's 4 MiB message) next to what the probe
+   * gives now: those go first, said in the log. */
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < m; i++)
+      total += next[i].units[r];
+    for (size_t i = 0; i < m && total > IOQ_MAX_UNITS_PER_NODE; i++)
+      if (kept[i] && next[i].units[r]) {
+        ioq_warn("unhealthy disk units dropped from the list disk=%s resource=%s units=%llu "
+                 "reason=\"the node would list more than %u units\"",
+                 next[i].disk.dev.name, ioq_resource_name(r),
+                 (unsigned long long)next[i].units[r], IOQ_MAX_UNITS_PER_NODE);
+        total -= next[i].units[r];
+        next[i].units[r] = 0;
+        changed[r] = true;
+      }
+  }
+  free(kept);
   qsort(next, m, sizeof *next, by_name);
   free(c->disks);
   c->disks = next;
@@ -163,6 +215,35 @@ bool catalog_set_health(struct catalog *c, const char *disk, bool healthy, const
   }
   pthread_mutex_unlock(&c->lock);
   return changed[0] || changed[1];
+}
+
+bool catalog_set_faults(struct catalog *c, const struct ioq_select_fault *f, size_t n) {
+  struct ioq_select_fault *copy = NULL;
+  if (n && !(copy = malloc(n * sizeof *copy))) {
+    ioq_error("catalog faults update failed reason=out-of-memory");
+    return false;
+  }
+  if (n)
+    memcpy(copy, f, n * sizeof *copy);
+  pthread_mutex_lock(&c->lock);
+  bool changed = n != c->n_faults || (n && memcmp(copy, c->faults, n * sizeof *copy) != 0);
+  free(c->faults);
+  c->faults = copy;
+  c->n_faults = n;
+  pthread_mutex_unlock(&c->lock);
+  return changed;
+}
+
+size_t catalog_faults(struct catalog *c, struct ioq_select_fault **out) {
+  pthread_mutex_lock(&c->lock);
+  size_t n = c->n_faults;
+  *out = malloc((n ? n : 1) * sizeof **out);
+  if (*out && n)
+    memcpy(*out, c->faults, n * sizeof **out);
+  else if (!*out)
+    n = 0;
+  pthread_mutex_unlock(&c->lock);
+  return n;
 }
 
 uint64_t catalog_generation(struct catalog *c, enum ioq_resource r) {

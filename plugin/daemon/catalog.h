@@ -31,9 +31,12 @@ struct catalog;
 struct catalog *catalog_new(void);
 void catalog_free(struct catalog *c);
 
-/* Takes a fresh probe of `n` disks. Units of a disk that is not enforceable
- * are listed Unhealthy with the probe's reason. Disks missing from the probe
- * stay, Unhealthy with `missing_reason` (NULL: "not found by the last probe").
+/* Takes a fresh probe of `n` disks. Units of a disk that is not enforceable,
+ * or has a fault (a broken capacity source), are listed Unhealthy with the
+ * probe's reason. Disks missing from the probe
+ * stay, Unhealthy with the reason of their selector's fault when
+ * catalog_set_faults was given one (call it first), else `missing_reason`
+ * (NULL: "not found by the last probe").
  * Returns true if any list changed. */
 bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
                     const char *missing_reason);
@@ -41,6 +44,12 @@ bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
 /* Marks one disk unhealthy (healthy=false) or healthy again; no-op for
  * unknown names. Returns true if something changed. */
 bool catalog_set_health(struct catalog *c, const char *disk, bool healthy, const char *why);
+
+/* The configured selectors the last probe could not turn into a disk
+ * (probe.h). set: replaces them, true if they changed; get: a malloc'd copy
+ * (caller frees), count returned. */
+bool catalog_set_faults(struct catalog *c, const struct ioq_select_fault *f, size_t n);
+size_t catalog_faults(struct catalog *c, struct ioq_select_fault **out);
 
 uint64_t catalog_generation(struct catalog *c, enum ioq_resource r);
 /* Units of r on all disks, and on healthy disks only. */

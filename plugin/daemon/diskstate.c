@@ -1,9 +1,13 @@
 /* The node's disks as placement sees them: catalog (units, health, caps) plus
  * what the enforcer has allocated. One builder for GetPreferredAllocation and
- * the node annotation, so both describe the disks the same way. */
+ * the node annotation, so both describe the disks the same way. And the
+ * report of their health changes (log + Event on the node). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/log.h"
 #include "ioqos/ungranted.h"
 #include "plugin.h"
 
@@ -21,6 +25,8 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
     ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
     d->healthy = cd[i].healthy;
+    if (!d->healthy)
+      ioq_copy(d->reason, sizeof d->reason, cd[i].why);
     d->caps = cd[i].disk.caps;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->capacity[r] = cd[i].units[r];
@@ -32,4 +38,71 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
   }
   free(cd);
   return n;
+}
+
+/* What the last report said, so each change is told once (the probe runs
+ * every reconcile pass). Only the reconcile thread and startup call
+ * disks_report_health, never at once. */
+struct reported {
+  char name[320]; /* disk name, or the selector of a fault */
+  char why[320];  /* "" = healthy */
+};
+static struct reported *g_rep;
+static size_t g_nrep;
+
+static const struct reported *reported_find(const struct reported *r, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(r[i].name, name) == 0)
+      return &r[i];
+  return NULL;
+}
+
+void disks_report_health(struct plugin *p) {
+  struct cat_disk *cd;
+  struct ioq_select_fault *f;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  size_t nf = catalog_faults(p->catalog, &f);
+  struct reported *now = calloc(n + nf + 1, sizeof *now);
+  if (!cd || !f || !now) {
+    ioq_error("disk health report failed reason=out-of-memory");
+    free(cd);
+    free(f);
+    free(now);
+    return;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++, m++) {
+    ioq_copy(now[m].name, sizeof now[m].name, cd[i].disk.dev.name);
+    if (!cd[i].healthy)
+      ioq_copy(now[m].why, sizeof now[m].why, cd[i].why[0] ? cd[i].why : "unhealthy");
+    const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
+    if (!cd[i].healthy && (!was || strcmp(was->why, now[m].why) != 0))
+      events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosDiskUnhealthy",
+                  "disk %s (%u:%u): %s; its units are Unhealthy, the node's other disks keep serving",
+                  cd[i].disk.dev.name, cd[i].dev.major, cd[i].dev.minor, now[m].why);
+    else if (cd[i].healthy && was && was->why[0])
+      events_post(p->events, NULL, NULL, NULL, "Normal", "IoqosDiskHealthy",
+                  "disk %s (%u:%u) is healthy again", cd[i].disk.dev.name, cd[i].dev.major,
+                  cd[i].dev.minor);
+  }
+  for (size_t i = 0; i < nf; i++, m++) {
+    /* selector names are kept apart from disk names by a prefix */
+    snprintf(now[m].name, sizeof now[m].name, "select:%s", f[i].select);
+    ioq_copy(now[m].why, sizeof now[m].why, f[i].reason);
+    const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
+    if (!was || strcmp(was->why, now[m].why) != 0) {
+      ioq_warn("disk selector gave no disk select=\"%s\" error=\"%s\"", f[i].select, f[i].reason);
+      events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosDiskSelectFailed",
+                  "configured disk '%s' is not served: %s; the node's other disks keep serving",
+                  f[i].select, f[i].reason);
+    }
+  }
+  for (size_t i = 0; i < g_nrep; i++)
+    if (!strncmp(g_rep[i].name, "select:", 7) && !reported_find(now, m, g_rep[i].name))
+      ioq_info("disk selector resolves again select=\"%s\"", g_rep[i].name + 7);
+  free(g_rep);
+  g_rep = now;
+  g_nrep = m;
+  free(cd);
+  free(f);
 }

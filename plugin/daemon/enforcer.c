@@ -746,12 +746,18 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int
     rc = has_init(ap) ? 1 : -1;
   } else if (ap && ap->n_init[r]) {
     rc = ap->n_init[r] == n;
-    for (size_t i = 0; rc == 1 && i < n; i++) {
-      bool in = false;
-      for (size_t j = 0; j < ap->n_init[r] && !in; j++)
-        in = strcmp(ap->init_ids[r][j], ids[i]) == 0;
-      rc = in;
+    /* sorted copy + bsearch: O(n log n) for a pod holding many units */
+    const char **sorted = rc == 1 ? malloc(n * sizeof *sorted) : NULL;
+    if (rc == 1 && !sorted) {
+      ioq_error("init units check failed reason=out-of-memory pod=%s/%s", ns, name);
+      rc = 0; /* not known to be these units: the pod is not taken as the asker */
+    } else if (rc == 1) {
+      memcpy(sorted, ap->init_ids[r], n * sizeof *sorted);
+      ioq_ids_sort(sorted, n);
+      for (size_t i = 0; rc == 1 && i < n; i++)
+        rc = ioq_ids_find(sorted, n, ids[i]) >= 0;
     }
+    free(sorted);
   }
   pthread_mutex_unlock(&f->lock);
   return rc;

@@ -152,10 +152,10 @@ static int run(struct plugin *p, const sigset_t *sigs) {
       setup_enforcer(p, &e) < 0 || setup_kube(p, &e) < 0)
     goto fatal;
 
+  p->events = events_start(p); /* before the first probe: it reports disk faults */
   inventory_refresh(p); /* the first ListAndWatch already carries the units */
   if (!(p->pods = podcache_start(p->kube, p->kube_rpc, p->opts.node_name, on_pods_changed, p, &e)))
     goto fatal;
-  p->events = events_start(p);
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (endpoint_start(&p->ep[r], &e) < 0)
       goto fatal;

@@ -66,7 +66,25 @@ static void disks(FILE *f, struct plugin *p) {
       lv(f, cd[i].disk.dev.name);
       fprintf(f, "\",capability=\"%s\"} %d\n", name, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
     }
+  head(f, "ioqos_disk_capacity_error", "gauge",
+       "1 if the disk's capacity source is broken (corrupt calibration entry, bad io.cost.model "
+       "line): the disk is Unhealthy, the others keep serving.");
+  for (size_t i = 0; i < n; i++) {
+    fputs("ioqos_disk_capacity_error{disk=\"", f);
+    lv(f, cd[i].disk.dev.name);
+    fprintf(f, "\"} %d\n", cd[i].disk.fault[0] ? 1 : 0);
+  }
   free(cd);
+  struct ioq_select_fault *sf;
+  size_t nf = catalog_faults(p->catalog, &sf);
+  head(f, "ioqos_disk_select_errors", "gauge",
+       "Configured disk selectors that give no disk (1 per selector; the log and a node Event say why).");
+  for (size_t i = 0; i < nf; i++) {
+    fputs("ioqos_disk_select_errors{select=\"", f);
+    lv(f, sf[i].select);
+    fputs("\"} 1\n", f);
+  }
+  free(sf);
 }
 
 static void pods(FILE *f, struct plugin *p) {
@@ -279,7 +297,8 @@ bool plugin_ready(struct plugin *p, char *why, size_t whysz) {
   if (atomic_load(&p->stopping))
     return snprintf(why, whysz, "shutting down"), false;
   if (!atomic_load(&p->inventory_ok))
-    return snprintf(why, whysz, "disk probe has not succeeded yet"), false;
+    return snprintf(why, whysz, "disk probe has not succeeded yet (no configured disk resolves, "
+                                "or no cgroup io hierarchy: see the log and ioqos_disk_select_errors)"), false;
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (!atomic_load(&p->ep[r].registered))
       return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;

@@ -15,6 +15,7 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/iocost.h"
 #include "ioqos/log.h"
+#include "ioqos/numconv.h"
 #include "ioqos/podcg.h"
 #include "plugin.h"
 
@@ -49,8 +50,9 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
     failed(p, &e);
     return 0;
   }
-  struct ioq_iocost_model want = {.bps = (uint64_t)(pace * (double)d->capacity_bw_bytes),
-                                  .iops = (uint64_t)(pace * (double)d->capacity_iops)};
+  /* pace is in (0, 1]: the products stay within the capacities */
+  struct ioq_iocost_model want = {.bps = ioq_u64_from_double_sat(pace * (double)d->capacity_bw_bytes),
+                                  .iops = ioq_u64_from_double_sat(pace * (double)d->capacity_iops)};
   if (!want.bps || !want.iops)
     want.bps = want.iops = 1; /* a disk of a few bytes: the kernel needs > 0 */
   struct ioq_devno dev = {d->leaves[0].major, d->leaves[0].minor};

@@ -104,6 +104,9 @@ struct ioq_disk_state;
  * placement function and the node annotation. *out is malloc'd (NULL and 0
  * when out of memory). */
 size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out);
+/* After a probe: tells each change of a disk's health or reason, and each
+ * configured selector that gives no disk, once (log + Event on the node). */
+void disks_report_health(struct plugin *p);
 
 /* ---- prestart.c ---- */
 struct grpcs_reply;

@@ -54,8 +54,13 @@ void inventory_refresh(struct plugin *p) {
     if (g_probe_err[0])
       ioq_info("disk probe recovered");
     g_probe_err[0] = '\0';
+    catalog_set_faults(p->catalog, inv.faults, inv.n_faults); /* first: reasons of lost disks */
     catalog_update(p->catalog, inv.disks, inv.n, NULL);
-    atomic_store(&p->inventory_ok, true);
+    disks_report_health(p);
+    /* selectors that gave no disk cost only themselves; with none left
+     * there is nothing to serve (readyz says why) */
+    if (inv.n || !inv.n_faults)
+      atomic_store(&p->inventory_ok, true);
     ioq_inventory_free(&inv);
     return;
   }
@@ -82,6 +87,7 @@ failed:
     }
   }
   free(cd);
+  disks_report_health(p);
 }
 
 /* ---- grants ---- */
@@ -169,7 +175,11 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
   if (st.disks) {
     /* which pods `allocated` counts: lets the extender drop its assumptions */
     st.n_pods = enforcer_listed_uids(p->enf, p->pods, &st.pods);
-    text = ioq_node_anno_format(&st);
+    struct ioq_select_fault *f;
+    st.n_faults = catalog_faults(p->catalog, &f);
+    st.faults = f;
+    text = f ? ioq_node_anno_format(&st) : NULL;
+    free(f);
   }
   free(st.disks);
   free(st.pods);

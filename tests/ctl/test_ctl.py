@@ -69,12 +69,16 @@ class Probe(unittest.TestCase):
 
     def test_probe_config_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-            f.write('{"devices": [{"select": "nosuchdisk0"}]}')
+            # one bad selector next to a good one: the good disk is still
+            # reported (issue 12 item 9), the error named, the exit status 1
+            f.write('{"devices": [{"select": "nosuchdisk0"}, {"select": "/var/lib/kubelet"}]}')
             f.flush()
             r = run("probe", "--config", f.name)
             self.assertEqual(r.returncode, 1)
             self.assertIn("devices[0].select 'nosuchdisk0'", r.stderr)
             self.assertIn("not found", r.stderr)
+            self.assertIn("disk %s" % disk_behind("/var/lib/kubelet"), r.stdout)
+            self.assertIn("selector 'nosuchdisk0': ERROR:", r.stdout)
         r = run("probe", "--config", "/nonexistent.json")
         self.assertEqual(r.returncode, 1)
         self.assertIn("/nonexistent.json", r.stderr)

@@ -58,7 +58,7 @@ class NothingToAdvertise(PluginTest):
         k = self.env.kubelet
         k.wait_registered(BW)
         self.assertEqual(k.wait_list(BW, lambda l: True), [])
-        d.wait_log(r"disk probe failed error=.*devices\[0\]\.select 'diskz'")
+        d.wait_log(r"disk selector gave no disk select=\"diskz\" error=.*devices\[0\]\.select 'diskz'")
         code, body = d.http("/readyz")
         self.assertEqual(code, 503)
         self.assertIn("disk probe has not succeeded", body)

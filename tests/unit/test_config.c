@@ -81,7 +81,7 @@ Test(config, full_file) {
   free(dir);
 }
 
-struct bad { char json[200]; char want[200]; };
+struct bad { char json[200]; char want[320]; };
 ParameterizedTestParameters(config, rejects) {
   static struct bad cases[] = {
       {"", "c.json: line 1: invalid JSON"},
@@ -133,6 +133,11 @@ ParameterizedTestParameters(config, rejects) {
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bw\": 1}}]}", "c.json: devices[0].ungrantedPool: unknown field 'bw'"},
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 100}, \"ungrantedPool\": {\"iops\": 101}}]}", "c.json: devices[0].ungrantedPool.iops: is larger than the disk (capacity.iops)"},
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 100}, \"ungrantedPool\": {\"bandwidthBytesPerSec\": 200}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: is larger than the disk"},
+      /* issue 12 item 10: ListAndWatch must stay well under kubelet's 4 MiB */
+      {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 3200000}}]}",
+       "c.json: devices[0].capacity.iops: 3200000 x allocatable fraction 0.8 / unit size 100 = 25600 ioqos/iops units, more than the 25000 one disk may advertise (each unit is one device in kubelet's ListAndWatch message, at most 78 bytes each, limit 4194304 bytes): raise units.iops"},
+      {"{\"allocatableFraction\": 1, \"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 16106127360}}, {\"select\": \"sdb\", \"capacity\": {\"bandwidthBytesPerSec\": 16106127360}}]}",
+       "c.json: devices: the configured capacities add up to 30720 ioqos/bandwidth units, more than the 25000 one node may advertise"},
   };
   return cr_make_param_array(struct bad, cases, sizeof cases / sizeof cases[0]);
 }
@@ -158,4 +163,17 @@ Test(config, policy_names) {
   cr_assert_eq(p, IOQ_POLICY_MOST_ALLOCATED);
   cr_assert_eq(ioq_policy_parse("least", &p), -1);
   cr_assert_str_eq(ioq_policy_name(IOQ_POLICY_BALANCED), "balanced");
+}
+
+/* issue 12 item 10: the bound itself is accepted, and a larger unit size
+ * is the way out */
+Test(config, unit_bounds_edge) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse("{\"allocatableFraction\": 1, \"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 2500000}}]}",
+                                "c.json", &c, &e), 0, "%s", e.msg);
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"units\": {\"iops\": 1000}, \"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 3200000}}]}",
+                                "c.json", &c, &e), 0, "%s", e.msg);
+  ioq_config_free(&c);
 }

@@ -121,6 +121,39 @@ Test(nodeanno, not_nul_terminated) {
   ioq_node_state_free(&s);
 }
 
+/* issue 12 item 9: why a disk is unhealthy and which selectors give no disk
+ * are published for people; readers (the extender) parse the annotation as
+ * before and do not keep them */
+Test(nodeanno, health_reason_and_faults_are_written_and_skipped_by_readers) {
+  struct ioq_disk_state d[2] = {0};
+  strcpy(d[0].name, "sda");
+  strcpy(d[0].dev, "8:0");
+  strcpy(d[0].class_name, "default");
+  d[0].healthy = true;
+  strcpy(d[0].reason, "ignored: healthy");
+  strcpy(d[1].name, "sdb");
+  strcpy(d[1].dev, "8:16");
+  strcpy(d[1].class_name, "default");
+  strcpy(d[1].reason, "capacity of sdb: calibration.json: not a JSON object");
+  struct ioq_select_fault f = {.select = "/mnt/gone", .reason = "devices[2].select '/mnt/gone': not found"};
+  struct ioq_node_state s = {.version = 1, .node = "node-a", .units = {{1048576, 100}}, .disks = d,
+                             .n_disks = 2, .faults = &f, .n_faults = 1};
+  char *txt = ioq_node_anno_format(&s);
+  cr_assert_not_null(txt);
+  cr_assert(strstr(txt, "\"name\":\"sdb\",\"dev\":\"8:16\",\"class\":\"default\",\"healthy\":false,"
+                        "\"reason\":\"capacity of sdb: calibration.json: not a JSON object\""), "%s", txt);
+  cr_assert_null(strstr(txt, "ignored: healthy"), "no reason on a healthy disk: %s", txt);
+  cr_assert(strstr(txt, "\"faults\":[{\"select\":\"/mnt/gone\",\"reason\":\"devices[2].select '/mnt/gone': not found\"}]"),
+            "%s", txt);
+  struct ioq_node_state back;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s", e.msg);
+  cr_assert_eq(back.n_disks, 2);
+  cr_assert_not(back.disks[1].healthy);
+  cr_assert_str_eq(back.disks[1].reason, "", "not parsed");
+  ioq_node_state_free(&back);
+  free(txt);
+  }
 /* issue 12 item 3: the freshness marker */
 Test(nodeanno, published_at_roundtrip_and_optional) {
   struct ioq_disk_state d = {.name = "sda", .dev = "8:0", .class_name = "default", .healthy = true};

@@ -166,3 +166,92 @@ Test(catalog, lost_disk_keeps_units_unhealthy_and_bumps_generation) {
   cr_assert_not(catalog_update(g_cat, lost, 2, NULL));
   cr_assert_eq(catalog_generation(g_cat, IOQ_RES_BANDWIDTH), g2);
 }
+
+/* issue 12 item 10: the largest list a node may send (every unit of the
+ * node on disks with the longest names a unit ID takes, all Unhealthy) is
+ * within the per-device bound units.h computes, under half of kubelet's
+ * 4 MiB message limit */
+Test(catalog, largest_list_stays_well_under_the_grpc_limit) {
+  struct catalog *c = catalog_new();
+  char name[2][IOQ_DISK_NAME_MAX + 1];
+  memset(name, 'x', sizeof name);
+  name[0][IOQ_DISK_NAME_MAX] = name[1][IOQ_DISK_NAME_MAX] = '\0';
+  name[1][0] = 'y';
+  /* the node bound split over two disks */
+  struct ioq_disk d[2] = {disk(name[0], 8, 0, IOQ_MAX_UNITS_PER_NODE / 2, IOQ_MAX_UNITS_PER_NODE / 2, false),
+                          disk(name[1], 8, 16, IOQ_MAX_UNITS_PER_NODE - IOQ_MAX_UNITS_PER_NODE / 2,
+                               IOQ_MAX_UNITS_PER_NODE - IOQ_MAX_UNITS_PER_NODE / 2, false)};
+  catalog_update(c, d, 2, NULL);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    uint8_t *data;
+    size_t len;
+    uint64_t gen;
+    cr_assert_eq(catalog_list_packed(c, r, &data, &len, &gen), 0);
+    V1beta1__ListAndWatchResponse *m = v1beta1__list_and_watch_response__unpack(NULL, len, data);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->n_devices, IOQ_MAX_UNITS_PER_NODE);
+    for (size_t i = 0; i < m->n_devices; i++)
+      cr_assert_leq(strlen(m->devices[i]->id), IOQ_UNIT_ID_MAX);
+    cr_assert_leq(len, (size_t)IOQ_MAX_UNITS_PER_NODE * IOQ_DEVICE_ENCODED_MAX);
+    cr_assert_lt(len, IOQ_GRPC_MESSAGE_MAX / 2, "%zu bytes", len);
+    cr_log_info("%s: %u units, %zu bytes (%.0f%% of 4 MiB)", ioq_resource_name(r),
+                IOQ_MAX_UNITS_PER_NODE, len, 100.0 * (double)len / IOQ_GRPC_MESSAGE_MAX);
+    v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+    free(data);
+  }
+  catalog_free(c);
+}
+
+/* issue 12 item 10: units a lost disk keeps (Unhealthy) never take the list
+ * past the node bound next to a disk the probe now finds */
+Test(catalog, kept_units_of_a_lost_disk_yield_to_the_node_bound) {
+  struct catalog *c = catalog_new();
+  struct ioq_disk a = disk("sda", 8, 0, IOQ_MAX_UNITS_PER_NODE, 10, true);
+  catalog_update(c, &a, 1, NULL);
+  /* sda is gone, sdb (new) takes the whole bandwidth bound */
+  struct ioq_disk b = disk("sdb", 8, 16, IOQ_MAX_UNITS_PER_NODE, 10, true);
+  catalog_update(c, &b, 1, "gone");
+  uint64_t all, healthy;
+  catalog_totals(c, IOQ_RES_BANDWIDTH, &all, &healthy);
+  cr_assert_eq(all, IOQ_MAX_UNITS_PER_NODE);
+  cr_assert_eq(healthy, IOQ_MAX_UNITS_PER_NODE);
+  catalog_totals(c, IOQ_RES_IOPS, &all, &healthy);
+  cr_assert_eq(all, 20, "within the bound the lost disk keeps its units");
+  cr_assert_eq(healthy, 10);
+  struct cat_disk sda;
+  cr_assert(catalog_get(c, "sda", &sda));
+  cr_assert_eq(sda.units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_not(sda.healthy);
+  catalog_free(c);
+}
+
+/* issue 12 item 9: a disk with a fault is listed Unhealthy with the fault as
+ * reason (keeping units kubelet knows), the others are not touched; a lost
+ * disk whose selector now has a fault says so */
+Test(catalog, disk_fault_and_selector_fault_reasons) {
+  struct catalog *c = catalog_new();
+  struct ioq_disk d[2] = {disk("sda", 8, 0, 10, 5, true), disk("sdb", 8, 16, 7, 3, true)};
+  strcpy(d[0].selected_by, "sda");
+  strcpy(d[1].selected_by, "/mnt/b");
+  catalog_update(c, d, 2, NULL);
+  snprintf(d[0].fault, sizeof d[0].fault, "capacity of sda: calibration.json: not a JSON object");
+  d[0].units[0] = d[0].units[1] = 0; /* the probe advertises nothing for it */
+  struct ioq_select_fault f = {.select = "/mnt/b", .reason = "devices[1].select '/mnt/b': not found"};
+  catalog_set_faults(c, &f, 1);
+  cr_assert(catalog_update(c, d, 1, NULL), "sdb lost, sda faulted: lists change");
+  struct cat_disk a, b;
+  cr_assert(catalog_get(c, "sda", &a));
+  cr_assert_not(a.healthy);
+  cr_assert_str_eq(a.why, "capacity of sda: calibration.json: not a JSON object");
+  cr_assert_eq(a.units[0], 10, "units kubelet knows stay listed");
+  cr_assert(catalog_get(c, "sdb", &b));
+  cr_assert_not(b.healthy);
+  cr_assert_str_eq(b.why, "disk sdb is gone: devices[1].select '/mnt/b': not found");
+  struct ioq_select_fault *got;
+  cr_assert_eq(catalog_faults(c, &got), 1);
+  cr_assert_str_eq(got[0].select, "/mnt/b");
+  free(got);
+  cr_assert_not(catalog_set_faults(c, &f, 1), "unchanged");
+  cr_assert(catalog_set_faults(c, NULL, 0));
+  catalog_free(c);
+}

@@ -245,17 +245,30 @@ Test(probe, no_cgroup_hierarchy) {
   ioq_config_free(&c);
 }
 
+/* issue 12 item 9: a selector that gives no disk costs that selector only */
 Test(probe, duplicate_and_unresolvable_selectors) {
   hybrid_tree(false);
-  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\"},{\"select\":\"259:0\"}]}");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"/\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}},{\"select\":\"259:0\"}]}");
   struct ioq_inventory inv;
   ioq_err e = {0};
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "devices[1] '259:0' resolves to nvme0n1, already selected by '/'"), "%s", e.msg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "nvme0n1");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 80, "the first selector keeps the disk");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert_str_eq(inv.faults[0].select, "259:0");
+  cr_assert(strstr(inv.faults[0].reason, "devices[1] '259:0' resolves to nvme0n1, already selected by '/'"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
-  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sdq\"}]}");
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "test.json: devices[0].select 'sdq': block device sdq not found"), "%s", e.msg);
+  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sdq\"},{\"select\":\"sda\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}");
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 80, "the good disk is served");
+  cr_assert_str_eq(inv.disks[0].fault, "");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert(strstr(inv.faults[0].reason, "test.json: devices[0].select 'sdq': block device sdq not found"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
 
@@ -306,19 +319,48 @@ Test(probe, ungranted_pool_larger_than_measured_capacity_is_cut) {
   ioq_config_free(&c);
 }
 
+/* issue 12 item 9: a corrupt calibration (entry or whole file) faults the
+ * disks that read it, not the disk whose capacity is configured */
 Test(probe, malformed_calibration_file) {
   hybrid_tree(false);
   fx_write(g_root, "state/calibration.json", "{\"version\":1,\"disks\":{\"sda\":{\"seqReadBytesPerSec\":\"fast\"}}}");
-  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"}]}");
+  const char *cfg = "{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}";
+  struct ioq_config c = config_for(cfg);
   struct ioq_inventory inv;
   ioq_err e = {0};
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "calibration.json: disks.sda.seqReadBytesPerSec"), "%s", e.msg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 2);
+  cr_assert(strstr(inv.disks[0].fault, "capacity of sda: ") &&
+            strstr(inv.disks[0].fault, "calibration.json: disks.sda.seqReadBytesPerSec"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_str_eq(inv.disks[1].fault, "");
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_BANDWIDTH], 80);
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
   fx_write(g_root, "state/calibration.json", "not json");
-  c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"}]}");
-  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), -1);
-  cr_assert(strstr(e.msg, "not a JSON object"), "%s", e.msg);
+  c = config_for(cfg);
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert(strstr(inv.disks[0].fault, "not a JSON object"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_BANDWIDTH], 80);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
+/* issue 12 item 9: a bad io.cost.model line faults its own disk only */
+Test(probe, bad_cost_model_line_faults_one_disk) {
+  v2_tree(true, false);
+  fx_write(g_root, "cgroup/io.cost.model", "259:0 ctrl=user model=linear rbps=2000000000 rseqiops=400000 rrandiops=300000 wbps=1000000000 wseqiops=300000 wrandiops=200000\n"
+                                          "8:0 ctrl=user model=linear rbps=lots rseqiops=1 rrandiops=1 wbps=1 wseqiops=1 wrandiops=1\n");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\"}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 2);
+  cr_assert(strstr(inv.disks[0].fault, "capacity of sda: io.cost.model line for 8:0: bad value 'rbps=lots'"), "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_str_eq(inv.disks[1].fault, "");
+  cr_assert_gt(inv.disks[1].units[IOQ_RES_BANDWIDTH], 0, "nvme0n1 keeps its units");
+  ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
 
@@ -334,4 +376,64 @@ Test(capacity, cost_model_parse) {
   cr_assert(strstr(e.msg, "bad value 'rbps=x'"), "%s", e.msg);
   cr_assert_eq(ioq_cost_model_parse("8:0 ctrl=user rbps=1\n", 8, 0, &bw, &iops, &e), -1);
   cr_assert(strstr(e.msg, "lacks"), "%s", e.msg);
+}
+
+/* issue 12 item 10: 2^64-1 IOPS with 1-IOPS units is 2^64 as a double; a
+ * cast of it is undefined (x86 gives 2^63) - a fault of that disk instead */
+Test(probe, huge_cost_model_value_is_a_fault_not_a_wrapped_cast) {
+  v2_tree(true, false);
+  fx_write(g_root, "cgroup/io.cost.model", "8:0 ctrl=user model=linear rbps=1000000000 rseqiops=1 rrandiops=18446744073709551615 wbps=1000000000 wseqiops=1 wrandiops=18446744073709551615\n");
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"allocatableFraction\":1.0,\"units\":{\"iops\":1},\"devices\":[{\"select\":\"sda\"}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert(strstr(inv.disks[0].fault, "iops units from io.cost.model (ctrl=user): 1.84467e+19 is not a number in 0..2^64-1"),
+            "%s", inv.disks[0].fault);
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_IOPS], 0);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
+/* issue 12 item 10: a measured capacity above the per-disk bound is capped
+ * (and said); the disk that would take the node over its bound is a fault */
+Test(probe, unit_bounds_per_disk_and_node) {
+  hybrid_tree(false);
+  struct ioq_calibration cal = {.disk = "sda", .dev = "8:0", .measured_at = "2026-01-01T00:00:00Z",
+                                .seconds = 5, .seq_read_bps = 40000ull << 20, .seq_write_bps = 40000ull << 20,
+                                .rand_read_iops = 900, .rand_write_iops = 1200};
+  ioq_err e = {0};
+  cr_assert_eq(ioq_calibration_save(g_cal, &cal, &e), 0, "%s", e.msg);
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"allocatableFraction\":1.0,\"devices\":[{\"select\":\"sda\"},{\"select\":\"nvme0n1\",\"capacity\":{\"bandwidthBytesPerSec\":1048576,\"iops\":100}}]}");
+  struct ioq_inventory inv;
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.disks[0].units[IOQ_RES_BANDWIDTH], IOQ_MAX_UNITS_PER_DISK);
+  cr_assert(strstr(inv.disks[0].capacity_source, "40000 bandwidth units capped at 25000 (raise units.bandwidthBytesPerSec)"),
+            "%s", inv.disks[0].capacity_source);
+  cr_assert_str_eq(inv.disks[0].fault, "");
+  /* the node is full in bandwidth: the next disk does not fit */
+  cr_assert(strstr(inv.disks[1].fault, "its 1 bandwidth units do not fit: the disks before it advertise 25000, a node at most 25000"),
+            "%s", inv.disks[1].fault);
+  cr_assert_eq(inv.disks[1].units[IOQ_RES_IOPS], 0);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
+}
+
+/* issue 12 item 10: a disk whose kernel name is too long for a unit ID is a
+ * fault of its selector, never a cut name */
+Test(probe, disk_name_too_long_for_unit_ids) {
+  hybrid_tree(false);
+  const char *lng = "averyveryveryveryveryveryveryveryverylongdiskname0123";
+  fx_sys_disk(g_root, lng, "252:0", "[none]", 0);
+  struct ioq_config c = config_for("{\"calibrationFile\":\"%s\",\"devices\":[{\"select\":\"252:0\"},{\"select\":\"sda\",\"capacity\":{\"bandwidthBytesPerSec\":104857600,\"iops\":1000}}]}");
+  struct ioq_inventory inv;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_inventory_build(&c, &g_po, &inv, &e), 0, "%s", e.msg);
+  cr_assert_eq(inv.n, 1);
+  cr_assert_str_eq(inv.disks[0].dev.name, "sda");
+  cr_assert_eq(inv.n_faults, 1);
+  cr_assert(strstr(inv.faults[0].reason, "block device 252:0 is named 'averyvery"), "%s", inv.faults[0].reason);
+  cr_assert(strstr(inv.faults[0].reason, "longer than the 48 characters a unit ID can carry"), "%s", inv.faults[0].reason);
+  ioq_inventory_free(&inv);
+  ioq_config_free(&c);
 }

@@ -106,3 +106,32 @@ ParameterizedTest(struct badid *c, units, id_rejects) {
   cr_assert_eq(ioq_unit_id_parse(c->id, &u, &e), -1, "'%s' accepted", c->id);
   cr_assert(strstr(e.msg, c->why) != NULL, "'%s': message '%s' lacks '%s'", c->id, e.msg, c->why);
 }
+
+/* issue 12 item 10: every ID the plugin can build fits 63 characters: the
+ * longest disk name a unit ID takes with the highest index a disk may have */
+Test(units, id_bound_holds_for_longest_name_and_highest_index) {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  memset(disk, 'x', IOQ_DISK_NAME_MAX);
+  disk[IOQ_DISK_NAME_MAX] = '\0';
+  char id[IOQ_UNIT_ID_MAX + 1];
+  ioq_err e = {0};
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    cr_assert_eq(ioq_unit_id_format(id, sizeof id, disk, r, IOQ_MAX_UNITS_PER_DISK - 1, &e), 0, "%s", e.msg);
+    cr_assert_leq(strlen(id), IOQ_UNIT_ID_MAX);
+    struct ioq_unit_id u;
+    cr_assert_eq(ioq_unit_id_parse(id, &u, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(u.disk, disk);
+  }
+  cr_assert_not(ioq_disk_name_valid("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), "49 characters");
+}
+
+Test(units, id_set_sort_and_find) {
+  const char *ids[] = {"sdb-bw-2", "sda-bw-10", "sda-bw-9", "sda-iops-0", "sda-bw-1"};
+  ioq_ids_sort(ids, 5);
+  cr_assert_str_eq(ids[0], "sda-bw-1");
+  cr_assert_str_eq(ids[4], "sdb-bw-2");
+  cr_assert_eq(ioq_ids_find(ids, 5, "sda-bw-9"), 2);
+  cr_assert_eq(ioq_ids_find(ids, 5, "sdb-bw-2"), 4);
+  cr_assert_eq(ioq_ids_find(ids, 5, "sda-bw-3"), -1);
+  cr_assert_eq(ioq_ids_find(ids, 0, "sda-bw-1"), -1, "empty set");
+}

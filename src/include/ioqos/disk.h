@@ -66,6 +66,17 @@ struct ioq_disk {
    * says so */
   uint64_t ungranted_pool_bw_bytes, ungranted_pool_iops;
   char ungranted_note[200];
+  /* a per-disk error (capacity source unreadable or malformed): the disk is
+   * listed Unhealthy with this reason and advertises nothing, the other
+   * disks are not affected; "" if none */
+  char fault[320];
+};
+
+/* A configured selector that gave no disk (does not resolve, or reaches a
+ * disk another selector already took). */
+struct ioq_select_fault {
+  char select[256];
+  char reason[320];
 };
 
 struct ioq_inventory {
@@ -75,6 +86,9 @@ struct ioq_inventory {
   unsigned node_caps;          /* cgroup-wide capabilities (e.g. buffered writes) */
   char node_notes[4][256];     /* node-wide findings (controllers not enabled, ...) */
   size_t n_notes;
+  /* selectors that gave no disk; the disks of the others are listed */
+  struct ioq_select_fault *faults;
+  size_t n_faults;
 };
 
 #endif

@@ -7,8 +7,11 @@
  *    "capacity":{"ioqos/bandwidth":2000,"ioqos/iops":500},
  *    "allocated":{"ioqos/bandwidth":350,"ioqos/iops":0},
  *    "capabilities":["io.max","io.weight"],
- *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}}],
+ *    "ungrantedPool":{"bytesPerSecond":41943040,"iops":10240}},
+ *   {"name":"sdb","dev":"8:16","class":"default","healthy":false,
+ *    "reason":"capacity of sdb: /var/lib/ioqos/calibration.json: not a JSON object ...", ...}],
  *  "pods":["8f0c...-uid", ...],
+ *  "faults":[{"select":"/mnt/gone","reason":"config.json: devices[2].select '/mnt/gone': ..."}],
  *  "publishedAt":"2026-12-01T02:38:15Z"}
  *
  * units: bytes/s per bandwidth unit and IOPS per iops unit; capacity and
@@ -19,7 +22,11 @@
  * there, in bytes/s and IOPS (0 = not bounded). publishedAt (optional: plugins
  * before it do not write it) is when the plugin built the value, UTC to the
  * second; the plugin refreshes it at least every IOQ_NODE_ANNO_REFRESH_S, so
- * a reader can tell a stale annotation (the plugin is gone) from a fresh one. Unknown fields and unknown capability
+ * a reader can tell a stale annotation (the plugin is gone) from a fresh one.
+ * reason (only on an unhealthy
+ * disk) and faults (configured selectors that give no disk; optional) are
+ * for people reading the node: the parser skips them, so extenders of any
+ * version read the annotation as before. Unknown fields and unknown capability
  * names are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */
@@ -29,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ioqos/disk.h"
 #include "ioqos/error.h"
 #include "ioqos/placement.h"
 
@@ -50,6 +58,9 @@ struct ioq_node_state {
   char (*pods)[IOQ_POD_UID_STR_MAX + 1]; /* UIDs of the pods counted in allocated */
   size_t n_pods;
   int64_t published_at; /* unix seconds; 0: no publishedAt (older plugin) */
+  /* written, never parsed: selectors that give no disk (not owned) */
+  const struct ioq_select_fault *faults;
+  size_t n_faults;
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */

@@ -54,6 +54,9 @@ struct ioq_disk_state {
   /* what pods without a grant share on the disk now, bytes/s and IOPS
    * (ungranted.h); 0 = not bounded. Informational: placement ignores it. */
   uint64_t ungranted_pool[IOQ_RES_COUNT];
+  /* why the disk is unhealthy ("" when healthy); the plugin publishes it in
+   * the node annotation for people, placement and the parser ignore it */
+  char reason[256];
 };
 
 struct ioq_need {

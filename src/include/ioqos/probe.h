@@ -29,8 +29,13 @@ int ioq_disk_resolve(const struct ioq_roots *roots, const char *selector, struct
 int ioq_probe_capabilities(const struct ioq_probe_opts *o, struct ioq_inventory *inv, ioq_err *e);
 
 /* Builds the inventory: layout detection, disk resolution (config devices,
- * or the disk behind cfg->kubelet_root), capabilities, capacity. A disk that
- * cannot be resolved is an error naming the selector. */
+ * or the disk behind cfg->kubelet_root), capabilities, capacity. Errors are
+ * kept to what they concern: a selector that does not resolve (or reaches a
+ * disk an earlier selector took) goes to inv->faults with the reason, a
+ * disk whose capacity source is broken (corrupt calibration entry, bad
+ * io.cost.model line) gets d->fault and no units; the other disks are
+ * unaffected. Only node-wide failures (no cgroup io hierarchy, OOM) fail the
+ * whole build. */
 int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opts *o,
                         struct ioq_inventory *inv, ioq_err *e);
 void ioq_inventory_free(struct ioq_inventory *inv);

@@ -24,6 +24,24 @@ enum ioq_resource { IOQ_RES_BANDWIDTH = 0, IOQ_RES_IOPS = 1, IOQ_RES_COUNT = 2 }
 #define IOQ_UNIT_ID_MAX 63
 #define IOQ_DISK_NAME_MAX 48 /* leaves room for "-iops-" + 8 digits within 63 */
 
+/* Bounds on what is advertised, per resource. kubelet refuses gRPC messages
+ * over 4 MiB, and every ListAndWatch message carries all units of the
+ * resource. One Device encodes as at most IOQ_DEVICE_ENCODED_MAX bytes:
+ * field tag + length (2), ID tag + length + <= 63 characters (65), health
+ * tag + length + "Unhealthy" (11). 25000 units are then at most 1.95 MB, under
+ * half the limit; the node total counts every disk. The index of a unit is
+ * below 25000 (5 digits), so with a disk name of at most IOQ_DISK_NAME_MAX
+ * characters an ID is at most 48 + 6 + 5 = 59 characters (asserted below). */
+#define IOQ_MAX_UNITS_PER_NODE 25000u
+#define IOQ_MAX_UNITS_PER_DISK IOQ_MAX_UNITS_PER_NODE
+#define IOQ_DEVICE_ENCODED_MAX (2u + 2u + IOQ_UNIT_ID_MAX + 2u + 9u)
+#define IOQ_GRPC_MESSAGE_MAX (4u << 20)
+_Static_assert(IOQ_MAX_UNITS_PER_NODE * IOQ_DEVICE_ENCODED_MAX < IOQ_GRPC_MESSAGE_MAX / 2,
+               "a full ListAndWatch message must stay under half of kubelet's limit");
+_Static_assert(IOQ_DISK_NAME_MAX + sizeof "-iops-" - 1 + 5 <= IOQ_UNIT_ID_MAX &&
+                   IOQ_MAX_UNITS_PER_DISK <= 100000u,
+               "unit IDs must fit 63 characters");
+
 #define IOQ_DEFAULT_UNIT_BW_BYTES (1024u * 1024u) /* 1 unit = 1 MiB/s */
 #define IOQ_DEFAULT_UNIT_IOPS 100u                /* 1 unit = 100 IOPS */
 
@@ -61,5 +79,12 @@ struct ioq_unit_id {
 /* Parses an ID; anything not produced by ioq_unit_id_format is rejected with
  * a message saying what is wrong (never guessed). */
 int ioq_unit_id_parse(const char *id, struct ioq_unit_id *out, ioq_err *e);
+
+/* Sets of unit IDs (a pod may hold tens of thousands): sorted in strcmp
+ * order with qsort, looked up with bsearch, so matching two sets is
+ * O(n log n), never a scan per ID. */
+void ioq_ids_sort(const char **ids, size_t n);
+/* Index of id in a sorted array, -1 if absent. */
+long ioq_ids_find(const char *const *sorted, size_t n, const char *id);
 
 #endif
