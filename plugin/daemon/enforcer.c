@@ -109,9 +109,12 @@ void enforcer_free(struct enforcer *f) {
   free(f);
 }
 
-static struct applied_pod *find_locked(struct enforcer *f, const char *ns, const char *name) {
+/* Pods are keyed by UID: a pod recreated under the same namespace/name (a
+ * StatefulSet's) is another pod and must not inherit the old one's init
+ * container units. */
+static struct applied_pod *find_locked(struct enforcer *f, const char *uid) {
   for (size_t i = 0; i < f->n; i++)
-    if (strcmp(f->pods[i].name, name) == 0 && strcmp(f->pods[i].ns, ns) == 0)
+    if (strcmp(f->pods[i].uid, uid) == 0)
       return &f->pods[i];
   return NULL;
 }
@@ -251,14 +254,14 @@ static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_de
 /* The init container units that count now: the ones given, plus those an
  * earlier PreStart left while the pod is still Pending (init containers only
  * run then). Returns copies (malloc'd array of malloc'd strings), so the
- * table lock is not held while computing and writing. */
-static char **init_units(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+ * table lock is not held while computing the grant. */
+static char **init_units(struct enforcer *f, const struct pod_info *pi,
                          enum ioq_resource init_res, char *const *given, size_t n_given,
                          size_t *n_out) {
   *n_out = 0;
   bool pending = pi && strcmp(pi->phase, "Pending") == 0;
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
+  struct applied_pod *ap = pi ? find_locked(f, pi->uid) : NULL;
   size_t n = n_given;
   for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
     if (!(given && r == (int)init_res))
@@ -299,6 +302,50 @@ static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *
   return true;
 }
 
+/* Clears the limits a remembered pod has in its cgroup; a cgroup that is
+ * gone already has none. */
+static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const char *why) {
+  struct ioq_cg cg;
+  ioq_err e;
+  if (!ioq_is_dir(ap->cgroup)) {
+    ioq_info("%s, its cgroup too pod=%s/%s uid=%s cgroup=%s", why, ap->ns, ap->name, ap->uid,
+             ap->cgroup);
+    return;
+  }
+  if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
+    ioq_warn("%s, cgroup not usable pod=%s/%s cgroup=%s error=\"%s\"", why, ap->ns, ap->name,
+             ap->cgroup, e.msg);
+    return;
+  }
+  for (size_t d = 0; d < ap->grant.n; d++) {
+    if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
+      ioq_warn("%s, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"", why, ap->ns,
+               ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
+    else
+      ioq_info("%s, limits cleared pod=%s/%s uid=%s cgroup=%s disk=%s", why, ap->ns, ap->name,
+               ap->uid, ap->cgroup, ap->grant.disks[d].disk);
+  }
+}
+
+/* Names are unique among live pods: a grant applied under this name for
+ * another UID belonged to an earlier instance (a StatefulSet pod deleted and
+ * recreated), which is gone. Called with apply_lock held. */
+static void forget_earlier_instances(struct enforcer *f, const char *ns, const char *name,
+                                     const char *uid) {
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->n;) {
+    struct applied_pod *ap = &f->pods[i];
+    if (strcmp(ap->name, name) != 0 || strcmp(ap->ns, ns) != 0 || strcmp(ap->uid, uid) == 0) {
+      i++;
+      continue;
+    }
+    clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
+    free_all_init(ap);
+    f->pods[i] = f->pods[--f->n];
+  }
+  pthread_mutex_unlock(&f->lock);
+}
+
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
                         struct enforce_result *res, ioq_err *e);
@@ -317,7 +364,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
                         struct enforce_result *res, ioq_err *e) {
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
-  char **init = init_units(f, pr, pi, init_res, init_ids, n_init_ids, &n_init);
+  char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
   free_strs(init, n_init);
   if (grc < 0) {
@@ -383,29 +430,39 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
                pr->ns, pr->name, me.msg);
   }
 
-  pthread_mutex_lock(&f->lock);
+  /* The kernel writes are made without the table lock: every change of the
+   * table happens under apply_lock, held here, so the entry read below
+   * cannot change meanwhile, and readers of the table (metrics, allocated
+   * units, the pool of pods without a grant) do not wait on the kernel. */
   for (size_t i = 0; i < res->grant.n; i++) {
     if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, e) < 0) {
-      pthread_mutex_unlock(&f->lock);
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
     }
   }
-  /* Remember it; clear disks an earlier grant of the same pod had. */
-  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
-  res->known = ap && strcmp(ap->cgroup, cg.dir) == 0;
-  res->grant_changed = res->known && !grant_eq(&ap->grant, &res->grant);
+  /* Clear disks an earlier grant of the same pod had. */
+  pthread_mutex_lock(&f->lock);
+  struct applied_pod *ap = find_locked(f, pi->uid), before;
+  if (ap)
+    before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
+  pthread_mutex_unlock(&f->lock);
+  res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
+  res->grant_changed = res->known && !grant_eq(&before.grant, &res->grant);
   if (res->known) {
-    for (size_t i = 0; i < ap->grant.n; i++) {
-      if (ioq_grant_find(&res->grant, ap->grant.disks[i].disk))
+    for (size_t i = 0; i < before.grant.n; i++) {
+      if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
         continue;
       ioq_err ce;
-      if (clear_disk(f, &cg, ap->devs[i], &ce) < 0)
+      if (clear_disk(f, &cg, before.devs[i], &ce) < 0)
         ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
-                 pr->ns, pr->name, ap->grant.disks[i].disk, ce.msg);
+                 pr->ns, pr->name, before.grant.disks[i].disk, ce.msg);
     }
   }
+  forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
+  /* Remember it. */
+  pthread_mutex_lock(&f->lock);
+  ap = find_locked(f, pi->uid);
   if (!ap) {
     if (f->n == f->cap) {
       size_t nc = f->cap ? f->cap * 2 : 32;
@@ -476,6 +533,7 @@ struct missing_pod {
   char uid[IOQ_POD_UID_MAX + 1];
   char cgroup[PATH_MAX];
   bool cgroup_there, alive;
+  bool replaced; /* the API server shows the name under another UID */
   char phase[16];
 };
 
@@ -487,9 +545,11 @@ static bool listed_with_units(const struct podres_list *l, const struct applied_
   return pr && (pr->n_ctrs || has_init(ap));
 }
 
-/* The remembered pods the List leaves out, with what the cgroup tree and the
- * pod cache say of them. Gathered without the enforcer's locks held, since
- * the pod cache calls into the enforcer with its own lock held. */
+/* The remembered pods applied before the List, with what the cgroup tree
+ * and the pod cache say of them: the List names pods by namespace/name only,
+ * so a listed name may be a new instance of a recreated pod. Gathered
+ * without the enforcer's locks held, since the pod cache calls into the
+ * enforcer with its own lock held. */
 static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
@@ -497,7 +557,7 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
   struct missing_pod *m = calloc(f->n ? f->n : 1, sizeof *m);
   for (size_t i = 0; m && i < f->n; i++) {
     const struct applied_pod *ap = &f->pods[i];
-    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at)
+    if (ap->applied_at >= listed->asked_at)
       continue;
     ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
     ioq_copy(m[n].name, sizeof m[n].name, ap->name);
@@ -509,9 +569,10 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
   for (size_t i = 0; i < n; i++) {
     m[i].cgroup_there = ioq_is_dir(m[i].cgroup);
     struct pod_info pi;
+    bool cached = pc && podcache_peek(pc, m[i].ns, m[i].name, &pi);
+    m[i].replaced = cached && pi.uid[0] && strcmp(pi.uid, m[i].uid) != 0;
     /* alive: the API server still shows it, same UID, not on its way out */
-    m[i].alive = m[i].cgroup_there && pc && podcache_peek(pc, m[i].ns, m[i].name, &pi) &&
-                 strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
+    m[i].alive = m[i].cgroup_there && cached && strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
                  strcmp(pi.phase, "Succeeded") != 0 && strcmp(pi.phase, "Failed") != 0;
     if (m[i].alive)
       ioq_copy(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
@@ -542,17 +603,17 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   pthread_mutex_lock(&f->lock);
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
-    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at) {
+    const struct missing_pod *mp = find_missing(miss, n_miss, ap);
+    if (ap->applied_at >= listed->asked_at ||
+        (listed_with_units(listed, ap) && !(mp && mp->replaced))) {
       ap->missing_since = 0;
       i++;
       continue;
     }
-    const struct missing_pod *mp = find_missing(miss, n_miss, ap);
-    if (!mp) { /* re-applied for another UID meanwhile: the next pass decides */
+    if (!mp) { /* applied after the gathering: the next pass decides */
       i++;
       continue;
     }
-    bool cgroup_there = mp->cgroup_there;
     if (mp->alive) {
       if (!ap->missing_since) {
         ap->missing_since = listed->asked_at;
@@ -568,24 +629,7 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
                "uid=%s",
                ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
-    struct ioq_cg cg;
-    ioq_err e;
-    if (!cgroup_there) {
-      ioq_info("pod gone, its cgroup too pod=%s/%s uid=%s cgroup=%s", ap->ns, ap->name, ap->uid,
-               ap->cgroup);
-    } else if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
-      ioq_warn("pod gone, cgroup not usable pod=%s/%s cgroup=%s error=\"%s\"", ap->ns, ap->name,
-               ap->cgroup, e.msg);
-    } else {
-      for (size_t d = 0; d < ap->grant.n; d++) {
-        if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
-          ioq_warn("pod gone, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"",
-                   ap->ns, ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
-        else
-          ioq_info("pod gone, limits cleared pod=%s/%s uid=%s cgroup=%s disk=%s", ap->ns, ap->name,
-                   ap->uid, ap->cgroup, ap->grant.disks[d].disk);
-      }
-    }
+    clear_pod(f, ap, "pod gone");
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
     released++;
@@ -737,10 +781,14 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
   pthread_mutex_unlock(&f->lock);
 }
 
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
-                       char *const *ids, size_t n) {
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+                       int r, char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = find_locked(f, ns, name);
+  const struct applied_pod *ap = NULL;
+  for (size_t i = 0; i < f->n && !ap; i++)
+    if (uid ? strcmp(f->pods[i].uid, uid) == 0
+            : strcmp(f->pods[i].name, name) == 0 && strcmp(f->pods[i].ns, ns) == 0)
+      ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
     rc = has_init(ap) ? 1 : -1;

@@ -90,8 +90,9 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
                    struct enforce_result *res, ioq_err *e);
 
 /* Clears the limits of every remembered pod that is not in `listed`
- * (matching namespace, name); a pod whose cgroup is already gone just is
- * forgotten. A pod applied after the List was asked for is kept: a PreStart
+ * (matching namespace, name; a listed name the pod cache `pc` shows under
+ * another UID is a recreated pod, the remembered one is gone); a pod whose
+ * cgroup is already gone just is forgotten. A pod applied after the List was asked for is kept: a PreStart
  * that raced the List must not lose its limits. So is, for up to
  * ENFORCER_MISSING_GRACE_S, a pod the pod cache `pc` (may be NULL) still
  * shows alive under the same UID: a kubelet that just restarted lists pods
@@ -102,10 +103,11 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
 size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc);
 
-/* The regular init container units the pod holds: -1 none, 0 others than
- * `ids`, 1 exactly `ids` (n of resource r); with r < 0, 1 if it holds any. */
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
-                       char *const *ids, size_t n);
+/* The regular init container units the pod with this UID (uid NULL: the
+ * pod remembered under ns/name) holds: -1 none, 0 others than `ids`, 1
+ * exactly `ids` (n of resource r); with r < 0, 1 if it holds any. */
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+                       int r, char *const *ids, size_t n);
 
 /* Remembers the List result: pods holding units, units allocated per disk.
  * A List asked for before the one already noted is ignored (the reconcile

@@ -109,7 +109,7 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
     /* a pod whose init container already started on these very units is
      * the asker (a restart, the next init container); one that started on
      * other units is not */
-    int held = enforcer_init_held(p->enf, pr->ns, pr->name, (int)r, ids, n);
+    int held = enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, (int)r, ids, n);
     if (held == 1) {
       *n_cand = 1;
       found = pr;

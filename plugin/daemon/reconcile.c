@@ -106,7 +106,7 @@ void reconcile_pass(struct plugin *p) {
     const struct podres_pod *pr = &list.pods[i];
     /* a pod without listed units matters only if it has a grant in place:
      * its regular init container's, which kubelet does not list */
-    if (!pr->n_ctrs && enforcer_init_held(p->enf, pr->ns, pr->name, -1, NULL, 0) != 1)
+    if (!pr->n_ctrs && enforcer_init_held(p->enf, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;
     considered++;
     if (!p->pods) {

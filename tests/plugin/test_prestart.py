@@ -8,8 +8,8 @@ import unittest
 
 import grpc
 
-from harness import (BW, IOPS, MIB, PluginTest, pod_object, new_uid, read, v2_pod_cgroup,
-                     write)
+from harness import (BW, IOPS, MIB, PluginTest, pod_object, new_uid, read, rm_pod_cgroup,
+                     v2_pod_cgroup, write)
 
 
 def iomax(cg):
@@ -223,6 +223,39 @@ class InitContainers(PluginTest):
                    r"kubelet does not say which asks; taking the one created first pod=default/r2")
         k.prestart(BW, [i for i, _ in avail[100:200]])
         self.assertEqual(iomax(cgs["r1"]), want)
+
+
+    def test_recreated_pod_does_not_inherit_init_units(self):
+        # a StatefulSet pod is deleted and recreated under the same
+        # namespace/name with a new UID: the old instance's init container
+        # units are not the new instance's (issue 12 item 8)
+        d = self.start()
+        k, api = self.env.kubelet, self.env.api
+        avail = k.wait_list(BW, lambda l: len(l) == 1000)
+        uid1 = new_uid()
+        pod = pod_object("db-0", uid1, bw=100)
+        pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+            "limits": {BW: "300"}, "requests": {BW: "300"}}}]
+        api.put_pod(pod)
+        init_ids = [i for i, _ in avail[:300]]
+        k.set_pod("default", "db-0", {"app": {BW: init_ids[:100]}})
+        cg1 = v2_pod_cgroup(self.env.cgroup_root, uid1)
+        k.prestart(BW, init_ids)
+        self.assertEqual(iomax(cg1), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
+        # recreated at once (its init container asks for nothing now)
+        uid2 = new_uid()
+        api.put_pod(pod_object("db-0", uid2, bw=100))
+        ids2 = [i for i, _ in avail[300:400]]
+        k.set_pod("default", "db-0", {"app": {BW: ids2}})
+        rm_pod_cgroup(self.env.cgroup_root, cg1)
+        cg2 = v2_pod_cgroup(self.env.cgroup_root, uid2)
+        d.wait_log(r"pod event type=\w+ pod=default/db-0 uid=%s" % uid2)
+        k.prestart(BW, ids2)
+        self.assertEqual(iomax(cg2), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max")
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        self.assertEqual(iomax(cg2), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max")
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
 
 
 class FailOpen(PluginTest):
