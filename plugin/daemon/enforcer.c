@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "initstate.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -26,6 +27,7 @@ struct enforcer {
   struct enforcer_opts o;
   char kubelet_cgroup_root[PATH_MAX];
   char sysfs_root[PATH_MAX];
+  char state_file[PATH_MAX];
   /* One apply or release at a time (PreStart threads and the reconcile
    * loop): a pass that computed a grant before a PreStart changed it must
    * not write it after. Taken before `lock`. */
@@ -40,6 +42,14 @@ struct enforcer {
   size_t n_listed;
   struct alloc_entry *alloc;
   size_t n_alloc;
+  /* the init container grants (applied_pod.init_ids) changed since the last
+   * save; under apply_lock */
+  bool state_dirty;
+  bool state_lost; /* the state file was unusable at start */
+  /* with state_lost: pods found unknown whose grant was written since, so
+   * they are not unknown again (under apply_lock) */
+  char (*settled)[IOQ_POD_UID_MAX + 1];
+  size_t n_settled, cap_settled;
 };
 
 const char *enforce_fail_name(enum enforce_fail f) {
@@ -61,7 +71,6 @@ static void free_all_init(struct applied_pod *ap) {
     free_init(ap, r);
 }
 
-/* a malloc'd copy of n strings (NULL on OOM) */
 static bool has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
@@ -69,6 +78,19 @@ static bool has_init(const struct applied_pod *ap) {
   return false;
 }
 
+/* known init units, or unknown ones that may be in place */
+static bool holds_init(const struct applied_pod *ap) { return has_init(ap) || ap->init_unknown; }
+
+bool pod_init_asks(const struct pod_info *pi) {
+  for (size_t k = 0; k < pi->n_ctrs; k++)
+    if (pi->ctrs[k].kind == IOQ_CTR_INIT)
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        if (pi->ctrs[k].units[r])
+          return true;
+  return false;
+}
+
+/* a malloc'd copy of n strings (NULL on OOM) */
 static char **copy_ids(char *const *ids, size_t n) {
   char **c = calloc(n ? n : 1, sizeof *c);
   for (size_t i = 0; c && i < n; i++)
@@ -91,6 +113,10 @@ struct enforcer *enforcer_new(const struct enforcer_opts *o) {
   ioq_copy(f->sysfs_root, sizeof f->sysfs_root, o->sysfs_root ? o->sysfs_root : "/sys");
   f->o.kubelet_cgroup_root = f->kubelet_cgroup_root;
   f->o.sysfs_root = f->sysfs_root;
+  if (o->state_file) {
+    ioq_copy(f->state_file, sizeof f->state_file, o->state_file);
+    f->o.state_file = f->state_file;
+  }
   pthread_mutex_init(&f->apply_lock, NULL);
   pthread_mutex_init(&f->lock, NULL);
   return f;
@@ -104,6 +130,7 @@ void enforcer_free(struct enforcer *f) {
   pthread_mutex_destroy(&f->lock);
   pthread_mutex_destroy(&f->apply_lock);
   free(f->pods);
+  free(f->settled);
   free(f->listed);
   free(f->alloc);
   free(f);
@@ -340,28 +367,203 @@ static void forget_earlier_instances(struct enforcer *f, const char *ns, const c
       continue;
     }
     clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
+    f->state_dirty |= holds_init(ap);
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
   }
   pthread_mutex_unlock(&f->lock);
 }
 
-static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
-                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        struct enforce_result *res, ioq_err *e);
+/* Clears every managed disk but the grant's in the pod cgroup: what a
+ * grant the plugin lost track of held. */
+static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
+                              const struct ioq_pod_grant *g, const struct podres_pod *pr) {
+  struct cat_disk *cds;
+  size_t n = catalog_snapshot(f->o.catalog, &cds);
+  for (size_t i = 0; i < n; i++) {
+    if (ioq_grant_find(g, cds[i].disk.dev.name))
+      continue;
+    ioq_err ce;
+    if (clear_disk(f, cg, cds[i].dev, &ce) < 0)
+      ioq_warn("clearing what a lost init container grant held failed pod=%s/%s disk=%s "
+               "error=\"%s\"",
+               pr->ns, pr->name, cds[i].disk.dev.name, ce.msg);
+    else
+      ioq_info("pod no longer unknown, limits of a disk it holds no units of cleared pod=%s/%s "
+               "cgroup=%s disk=%s",
+               pr->ns, pr->name, cg->dir, cds[i].disk.dev.name);
+  }
+  free(cds);
+}
 
-int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
-                   enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   struct enforce_result *res, ioq_err *e) {
+static bool is_settled(struct enforcer *f, const char *uid) {
+  for (size_t i = 0; i < f->n_settled; i++)
+    if (strcmp(f->settled[i], uid) == 0)
+      return true;
+  return false;
+}
+
+static void settle(struct enforcer *f, const char *uid) {
+  if (is_settled(f, uid))
+    return;
+  if (f->n_settled == f->cap_settled) {
+    size_t nc = f->cap_settled ? f->cap_settled * 2 : 16;
+    char(*ns)[IOQ_POD_UID_MAX + 1] = realloc(f->settled, nc * sizeof *ns);
+    if (!ns) { /* the pod is found unknown again: its limits are cleared once more */
+      ioq_error("remembering a settled pod failed uid=%s error=\"out of memory\"", uid);
+      return;
+    }
+    f->settled = ns;
+    f->cap_settled = nc;
+  }
+  ioq_copy(f->settled[f->n_settled++], sizeof f->settled[0], uid);
+}
+
+bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi) {
   pthread_mutex_lock(&f->apply_lock);
-  int rc = apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, res, e);
+  pthread_mutex_lock(&f->lock);
+  const struct applied_pod *ap = find_locked(f, pi->uid);
+  bool u = ap ? ap->init_unknown : f->state_lost && pod_init_asks(pi) && !is_settled(f, pi->uid);
+  pthread_mutex_unlock(&f->lock);
   pthread_mutex_unlock(&f->apply_lock);
-  return rc;
+  return u;
+}
+
+/* Writes the init container grants to the state file if they changed since
+ * the last save; with apply_lock held, so saves are in order. A failed save
+ * is retried on the next change or pass. */
+static void save_state(struct enforcer *f) {
+  if (!f->o.state_file || !f->state_dirty)
+    return;
+  pthread_mutex_lock(&f->lock);
+  struct init_record *r = calloc(f->n ? f->n : 1, sizeof *r);
+  size_t n = 0;
+  for (size_t i = 0; r && i < f->n; i++) {
+    const struct applied_pod *ap = &f->pods[i];
+    if (!holds_init(ap))
+      continue;
+    struct init_record *o = &r[n++];
+    ioq_copy(o->ns, sizeof o->ns, ap->ns);
+    ioq_copy(o->name, sizeof o->name, ap->name);
+    ioq_copy(o->uid, sizeof o->uid, ap->uid);
+    ioq_copy(o->cgroup, sizeof o->cgroup, ap->cgroup);
+    o->version = ap->version;
+    o->grant = ap->grant;
+    memcpy(o->devs, ap->devs, sizeof o->devs);
+    o->init_unknown = ap->init_unknown;
+    for (int k = 0; k < IOQ_RES_COUNT; k++) { /* borrowed from the table */
+      o->ids[k] = ap->init_ids[k];
+      o->n_ids[k] = ap->n_init[k];
+    }
+  }
+  char *text = r ? initstate_format(r, n) : NULL;
+  pthread_mutex_unlock(&f->lock);
+  free(r);
+  ioq_err e;
+  if (!text) {
+    ioq_error("saving init container grants failed path=%s error=\"out of memory\"",
+              f->o.state_file);
+    return;
+  }
+  if (ioq_write_file_atomic(f->o.state_file, text, &e) < 0) {
+    ioq_error("saving init container grants failed, a plugin restart would forget them "
+              "path=%s error=\"%s\"",
+              f->o.state_file, e.msg);
+  } else {
+    f->state_dirty = false;
+    ioq_debug("init container grants saved path=%s pods=%zu", f->o.state_file, n);
+  }
+  free(text);
 }
 
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        struct enforce_result *res, ioq_err *e) {
+                        bool prestart, struct enforce_result *res, ioq_err *e);
+
+int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                   enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                   bool prestart, struct enforce_result *res, ioq_err *e) {
+  pthread_mutex_lock(&f->apply_lock);
+  int rc = apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, prestart, res, e);
+  save_state(f); /* before PreStart answers */
+  pthread_mutex_unlock(&f->apply_lock);
+  return rc;
+}
+
+void enforcer_restore(struct enforcer *f) {
+  if (!f->o.state_file)
+    return;
+  struct init_record *r;
+  size_t n;
+  ioq_err e;
+  if (initstate_load(f->o.state_file, &r, &n, &e) < 0) {
+    if (e.code == ENOENT) {
+      ioq_info("no saved init container grants (first start) path=%s", f->o.state_file);
+      return;
+    }
+    ioq_error("saved init container grants unusable, rebuilding from the pods: Pending pods with "
+              "an init container asking for units keep their limits until they run path=%s "
+              "error=\"%s\"",
+              f->o.state_file, e.msg);
+    pthread_mutex_lock(&f->lock);
+    f->state_lost = true;
+    pthread_mutex_unlock(&f->lock);
+    return;
+  }
+  pthread_mutex_lock(&f->apply_lock);
+  pthread_mutex_lock(&f->lock);
+  size_t restored = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (find_locked(f, r[i].uid))
+      continue;
+    if (f->n == f->cap) {
+      size_t nc = f->cap ? f->cap * 2 : 32;
+      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
+      if (!np) {
+        ioq_error("restoring init container grants: out of memory, %zu of %zu restored", restored,
+                  n);
+        break;
+      }
+      f->pods = np;
+      f->cap = nc;
+    }
+    struct applied_pod *ap = &f->pods[f->n++];
+    memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
+    ioq_copy(ap->ns, sizeof ap->ns, r[i].ns);
+    ioq_copy(ap->name, sizeof ap->name, r[i].name);
+    ioq_copy(ap->uid, sizeof ap->uid, r[i].uid);
+    ioq_copy(ap->cgroup, sizeof ap->cgroup, r[i].cgroup);
+    ap->version = r[i].version;
+    ap->grant = r[i].grant;
+    memcpy(ap->devs, r[i].devs, sizeof ap->devs);
+    ap->init_unknown = r[i].init_unknown;
+    for (int k = 0; k < IOQ_RES_COUNT; k++) { /* moved into the table */
+      ap->init_ids[k] = r[i].ids[k];
+      ap->n_init[k] = r[i].n_ids[k];
+      r[i].ids[k] = NULL;
+      r[i].n_ids[k] = 0;
+    }
+    ioq_info("init container grant restored pod=%s/%s uid=%s cgroup=%s bandwidth_units=%zu "
+             "iops_units=%zu%s",
+             ap->ns, ap->name, ap->uid, ap->cgroup, ap->n_init[IOQ_RES_BANDWIDTH],
+             ap->n_init[IOQ_RES_IOPS], ap->init_unknown ? " (unknown)" : "");
+    restored++;
+  }
+  pthread_mutex_unlock(&f->lock);
+  pthread_mutex_unlock(&f->apply_lock);
+  initstate_free(r, n);
+}
+
+bool enforcer_state_lost(struct enforcer *f) {
+  pthread_mutex_lock(&f->lock);
+  bool lost = f->state_lost;
+  pthread_mutex_unlock(&f->lock);
+  return lost;
+}
+
+static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                        bool prestart, struct enforce_result *res, ioq_err *e) {
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
@@ -431,25 +633,41 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
 
   /* The kernel writes are made without the table lock: every change of the
-   * table happens under apply_lock, held here, so the entry read below
-   * cannot change meanwhile, and readers of the table (metrics, allocated
-   * units, the pool of pods without a grant) do not wait on the kernel. */
-  for (size_t i = 0; i < res->grant.n; i++) {
+   * table happens under apply_lock, held here, so the entry read here cannot
+   * change meanwhile, and readers of the table (metrics, allocated units,
+   * the pool of pods without a grant) do not wait on the kernel. */
+  pthread_mutex_lock(&f->lock);
+  struct applied_pod *ap = find_locked(f, pi->uid), before;
+  if (ap)
+    before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
+  bool state_lost = f->state_lost;
+  pthread_mutex_unlock(&f->lock);
+  bool had_init = ap && holds_init(&before);
+  bool was_unknown =
+      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !is_settled(f, pi->uid);
+  /* a reconcile pass leaves an unknown Pending pod as it is: a running
+   * init container may hold more than this grant. A PreStart knows: no
+   * regular init container but the asking one runs then. */
+  bool hold = was_unknown && !prestart && strcmp(pi->phase, "Pending") == 0;
+  if (hold && !(ap && before.init_unknown))
+    ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
+             "are while it is Pending pod=%s/%s uid=%s cgroup=%s",
+             pr->ns, pr->name, pi->uid, cg.dir);
+  for (size_t i = 0; i < res->grant.n && !hold; i++) {
     if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, e) < 0) {
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
     }
   }
+  if (was_unknown && !hold) { /* whatever the lost grant held goes */
+    clear_other_disks(f, &cg, &res->grant, pr);
+    settle(f, pi->uid);
+  }
   /* Clear disks an earlier grant of the same pod had. */
-  pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = find_locked(f, pi->uid), before;
-  if (ap)
-    before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
-  pthread_mutex_unlock(&f->lock);
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
   res->grant_changed = res->known && !grant_eq(&before.grant, &res->grant);
-  if (res->known) {
+  if (res->known && !hold) {
     for (size_t i = 0; i < before.grant.n; i++) {
       if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
         continue;
@@ -493,6 +711,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
+  ap->init_unknown = hold;
   ioq_copy(ap->ns, sizeof ap->ns, pr->ns);
   ioq_copy(ap->name, sizeof ap->name, pr->name);
   ioq_copy(ap->uid, sizeof ap->uid, pi->uid);
@@ -506,7 +725,11 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     ap->devs[i] = cds[i].dev;
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
-  if (!ap->grant.n && !has_init(ap)) {
+  bool has_init_now = holds_init(ap);
+  if ((init_ids && n_init_ids) || had_init != has_init_now ||
+      (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
+    f->state_dirty = true;
+  if (!ap->grant.n && !has_init_now) {
     f->pods[ap - f->pods] = f->pods[--f->n];
     ap = NULL;
   }
@@ -542,7 +765,7 @@ struct missing_pod {
  * what it holds. */
 static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || has_init(ap));
+  return pr && (pr->n_ctrs || holds_init(ap));
 }
 
 /* The remembered pods applied before the List, with what the cgroup tree
@@ -630,11 +853,13 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
                ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
     clear_pod(f, ap, "pod gone");
+    f->state_dirty |= holds_init(ap);
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
     released++;
   }
   pthread_mutex_unlock(&f->lock);
+  save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);
   return released;
@@ -791,7 +1016,7 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
       ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
-    rc = has_init(ap) ? 1 : -1;
+    rc = holds_init(ap) ? 1 : -1;
   } else if (ap && ap->n_init[r]) {
     rc = ap->n_init[r] == n;
     for (size_t i = 0; rc == 1 && i < n; i++) {

@@ -7,7 +7,18 @@
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how
- * many units of each disk are allocated. Thread-safe. */
+ * many units of each disk are allocated. Thread-safe.
+ *
+ * Regular init containers' grants (units kubelet never lists) are saved to
+ * a state file before PreStart answers (initstate.h) and restored at start,
+ * so a restarted plugin neither lowers a running init container's limit nor
+ * forgets to clear an init-only pod's. When the file is unusable (corrupt,
+ * another version) the plugin starts anyway and rebuilds from the pods: a
+ * Pending pod whose spec has a regular init container asking for ioqos units
+ * and that no PreStart has told about since is "unknown" — its limits are
+ * left as they are while it is Pending (never lowered without knowing), and
+ * once it runs (or a PreStart of one of its containers comes) its grant is
+ * written and every other managed disk of its cgroup cleared. */
 #ifndef IOQOS_PLUGIN_ENFORCER_H
 #define IOQOS_PLUGIN_ENFORCER_H
 
@@ -32,6 +43,7 @@ struct enforcer_opts {
   struct ioq_unit_sizes sizes;
   bool io_weight, bfq_weight, enable_controllers;
   struct catalog *catalog;
+  const char *state_file; /* where init container grants are saved; NULL: nowhere */
 };
 
 /* Why an apply failed, for metrics and Events. */
@@ -69,6 +81,9 @@ struct applied_pod {
    * copied by enforcer_snapshot. */
   char **init_ids[IOQ_RES_COUNT];
   size_t n_init[IOQ_RES_COUNT];
+  /* the state file was lost and the pod may hold an init container's grant
+   * the plugin does not know: nothing is written while it is Pending */
+  bool init_unknown;
   double applied_at; /* CLOCK_MONOTONIC seconds of the last apply */
   /* when a List first left the pod out while the API server still showed it
    * alive (0: listed); see enforcer_release_gone */
@@ -80,14 +95,30 @@ struct enforcer;
 struct enforcer *enforcer_new(const struct enforcer_opts *o);
 void enforcer_free(struct enforcer *f);
 
+/* Loads the saved init container grants (once, before serving). A missing
+ * file is a first start; an unusable one is logged and the enforcer
+ * rebuilds from the pods (see above). */
+void enforcer_restore(struct enforcer *f);
+/* true when the state file was unusable at start */
+bool enforcer_state_lost(struct enforcer *f);
+/* true if the pod is unknown: it may hold an init container grant the
+ * plugin lost with the state file, which only its grant being written
+ * (a PreStart, or a reconcile pass once it runs) settles */
+bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi);
+
 /* Applies the grant of pod `pr` (as listed by kubelet) whose API object is
  * `pi`, verifies it and remembers it. `init_ids` (may be NULL) are the units
  * of resource `init_res` of a regular init container about to start, which
  * kubelet does not list: they count as an init container (grant.h) now and
- * on later passes while the pod is still Pending. */
+ * on later passes while the pod is still Pending. `prestart`: called for a
+ * container about to start (its PreStart), else by a reconcile pass, which
+ * leaves an unknown Pending pod's limits alone. */
 int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   struct enforce_result *res, ioq_err *e);
+                   bool prestart, struct enforce_result *res, ioq_err *e);
+
+/* true if the pod's spec has a regular init container asking for units */
+bool pod_init_asks(const struct pod_info *pi);
 
 /* Clears the limits of every remembered pod that is not in `listed`
  * (matching namespace, name; a listed name the pod cache `pc` shows under

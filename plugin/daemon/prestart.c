@@ -214,7 +214,7 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
                "pod=%s/%s units=%zu",
                ioq_resource_name(r), pr->ns, pr->name, n_init);
     struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, &res, &e) < 0) {
+    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, true, &res, &e) < 0) {
       fail(p, r, out, res.fail == EF_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
                                             : GRPC_STATUS_INTERNAL,
            reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);

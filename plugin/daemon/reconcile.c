@@ -101,26 +101,34 @@ void reconcile_pass(struct plugin *p) {
   last_err[0] = '\0';
   enforcer_note_list(p->enf, &list);
   size_t ok = 0, failed = 0, considered = 0;
+  /* the state file was lost: init-only pods may hold a grant nobody knows */
+  bool lost = enforcer_state_lost(p->enf);
   struct pod_info *pi = malloc(sizeof *pi);
   for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
     const struct podres_pod *pr = &list.pods[i];
     /* a pod without listed units matters only if it has a grant in place:
      * its regular init container's, which kubelet does not list */
-    if (!pr->n_ctrs && enforcer_init_held(p->enf, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
+    bool init_only = !pr->n_ctrs;
+    if (init_only && !lost && enforcer_init_held(p->enf, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;
-    considered++;
     if (!p->pods) {
+      considered++;
       failed++;
       continue;
     }
     if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
       metrics_err(p->metrics, ER_POD_LOOKUP);
       ioq_warn("reconcile: pod lookup failed pod=%s/%s error=\"%s\"", pr->ns, pr->name, e.msg);
+      considered++;
       failed++;
       continue;
     }
+    if (init_only && lost && enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
+        !enforcer_unknown(p->enf, pi))
+      continue;
+    considered++;
     struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, &res, &e) < 0) {
+    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, false, &res, &e) < 0) {
       static const enum err_reason map[EF_COUNT_] = {ER_WRITE, ER_GRANT,      ER_UID,    ER_CGROUP,
                                                      ER_CONTROLLER, ER_WRITE, ER_VERIFY};
       metrics_err(p->metrics, map[res.fail]);

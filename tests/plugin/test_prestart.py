@@ -258,6 +258,102 @@ class InitContainers(PluginTest):
         self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
 
 
+class InitState(PluginTest):
+    """Init container grants across plugin restarts (issue 12 item 6)."""
+    JOB = "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max"      # init: 300
+    APP = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"      # app: 100
+    RESTORE = "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max"  # init only: 250
+    CLEARED = "250:0 rbps=max wbps=max riops=max wiops=max"
+    POOL = "250:0 rbps=943718400 wbps=943718400 riops=100000 wiops=100000"
+
+    def pods(self, avail):
+        """job: init container 300 + app 100 (kubelet lists the app's 100);
+        restore: only its init container asks (250), listed without units."""
+        api, k = self.env.api, self.env.kubelet
+        out = {}
+        for name, app, init in (("job", 100, 300), ("restore", 0, 250)):
+            uid = new_uid()
+            pod = pod_object(name, uid, bw=app)
+            pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+                "limits": {BW: str(init)}, "requests": {BW: str(init)}}}]
+            api.put_pod(pod)
+            out[name] = (pod, v2_pod_cgroup(self.env.cgroup_root, uid))
+        k.set_pod("default", "job", {"app": {BW: [i for i, _ in avail[:100]]}})
+        k.set_pod("default", "restore", {"app": {}})
+        return out
+
+    def passes(self, d, n=2):
+        m = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (m + n))
+
+    def run_to_completion(self, d, pods):
+        """The init containers finish, the pods run: job drops to its app
+        grant, restore's limit is cleared."""
+        for name in ("job", "restore"):
+            pod = pods[name][0]
+            pod["status"]["phase"] = "Running"
+            self.env.api.put_pod(pod)
+        for name, want in (("job", self.APP), ("restore", self.CLEARED)):
+            self.env.api.wait(lambda: iomax(pods[name][1]) == want, what=name + " " + want)
+
+    def test_restart_keeps_init_grants(self):
+        d = self.start()
+        k = self.env.kubelet
+        avail = k.wait_list(BW, lambda l: len(l) == 1000)
+        pods = self.pods(avail)
+        k.prestart(BW, [i for i, _ in avail[:300]])  # job's init container
+        self.assertEqual(iomax(pods["job"][1]), self.JOB)
+        k.prestart(BW, [i for i, _ in avail[300:550]])  # restore's
+        self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
+        state = json.loads(read(os.path.join(self.env.state_dir, "init-grants.json")))
+        self.assertEqual(state["version"], 1)
+        self.assertEqual(sorted(p["name"] for p in state["pods"]), ["job", "restore"])
+        d.kill()  # no goodbye
+        d2 = self.start()
+        d2.wait_log(r"init container grant restored pod=default/job .*bandwidth_units=300")
+        d2.wait_log(r"init container grant restored pod=default/restore .*bandwidth_units=250")
+        self.passes(d2)
+        # reconcile keeps the running init containers' limits
+        self.assertEqual(iomax(pods["job"][1]), self.JOB)
+        self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
+        self.assertEqual(d2.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 350)
+        self.run_to_completion(d2, pods)
+        self.passes(d2)
+        state = json.loads(read(os.path.join(self.env.state_dir, "init-grants.json")))
+        self.assertEqual(state["pods"], [])
+
+    def test_corrupt_state_file_rebuilds_from_pods(self):
+        # the limits a previous instance put in place while the init
+        # containers run; its state file torn
+        pods = self.pods([("fakedisk0-bw-%d" % i, "Healthy") for i in range(1000)])
+        write(os.path.join(pods["job"][1], "io.max"), self.JOB)
+        write(os.path.join(pods["restore"][1], "io.max"), self.RESTORE)
+        write(os.path.join(self.env.state_dir, "init-grants.json"), '{"version": 1, "pods": [{"uid"')
+        d = self.start()
+        d.wait_log(r"saved init container grants unusable, rebuilding from the pods.*invalid JSON")
+        d.wait_log(r"init containers of the pod unknown \(state file lost\): its limits are left "
+                   r"as they are while it is Pending pod=default/job")
+        d.wait_log(r"init containers of the pod unknown .* pod=default/restore")
+        self.passes(d, 3)
+        # never lowered while Pending without knowing (nor bounded as a pod
+        # without a grant)
+        self.assertEqual(iomax(pods["job"][1]), self.JOB)
+        self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
+        self.run_to_completion(d, pods)
+        self.passes(d)
+        self.assertEqual(iomax(pods["job"][1]), self.APP)
+        # restore holds no grant now: the pool of pods without one bounds it
+        # (capacity 1000 MiB/s minus job's 100; nodePolicy.ungranted)
+        self.env.api.wait(lambda: iomax(pods["restore"][1]) == self.POOL, what="restore pooled")
+        state = json.loads(read(os.path.join(self.env.state_dir, "init-grants.json")))
+        self.assertEqual(state, {"version": 1, "pods": []})
+        # another version is refused the same way, and the plugin still starts
+        d.kill()
+        write(os.path.join(self.env.state_dir, "init-grants.json"), '{"version": 7, "pods": []}')
+        d2 = self.start()
+        d2.wait_log(r"saved init container grants unusable.*unknown version 7")
+
+
 class FailOpen(PluginTest):
     env_args = {"fail_open": True}
 

@@ -15,6 +15,7 @@ static void clean_env(void) {
   unsetenv("NODE_NAME");
   unsetenv("IOQOS_METRICS_ADDRESS");
   unsetenv("IOQOS_CGROUP_DRIVER");
+  unsetenv("IOQOS_STATE_DIR");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -29,6 +30,7 @@ Test(opts, defaults) {
   cr_assert_str_eq(o.cgroup_root, "/sys/fs/cgroup");
   cr_assert_str_eq(o.sysfs_root, "/sys");
   cr_assert_str_eq(o.kubelet_cgroup_root, "/");
+  cr_assert_str_eq(o.state_dir, "/var/lib/ioqos");
   cr_assert_str_eq(o.metrics_address, ":9464");
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_AUTO);
   cr_assert_eq(o.log_level, IOQ_LOG_INFO);
