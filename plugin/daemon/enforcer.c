@@ -67,8 +67,10 @@ static void free_init(struct applied_pod *ap, int r) {
 }
 
 static void free_all_init(struct applied_pod *ap) {
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
     free_init(ap, r);
+    ap->init_guess[r] = false;
+  }
 }
 
 static bool has_init(const struct applied_pod *ap) {
@@ -374,6 +376,95 @@ static void forget_earlier_instances(struct enforcer *f, const char *ns, const c
   pthread_mutex_unlock(&f->lock);
 }
 
+static void save_state(struct enforcer *f);
+
+static bool disk_of(const char *id, char *disk, size_t sz) {
+  struct ioq_unit_id u;
+  return ioq_unit_id_parse(id, &u, NULL) == 0 && ioq_copy(disk, sz, u.disk);
+}
+
+/* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`
+ * has none of (malloc'd copies), or NULL when there is nothing to add. */
+static char **merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r,
+                          char *const *ids, size_t n, size_t *n_out) {
+  *n_out = 0;
+  char disks[IOQ_POD_DISKS_MAX][IOQ_DISK_NAME_MAX + 1];
+  size_t nd = 0;
+  for (size_t i = 0; i < n; i++) {
+    char d[IOQ_DISK_NAME_MAX + 1];
+    if (!disk_of(ids[i], d, sizeof d))
+      continue;
+    size_t k = 0;
+    while (k < nd && strcmp(disks[k], d) != 0)
+      k++;
+    if (k == nd && nd < IOQ_POD_DISKS_MAX)
+      ioq_copy(disks[nd++], sizeof disks[0], d);
+  }
+  pthread_mutex_lock(&f->lock);
+  const struct applied_pod *ap = find_locked(f, uid);
+  char **out = NULL;
+  if (ap && ap->init_guess[r] && ap->n_init[r] && (out = calloc(n + ap->n_init[r], sizeof *out))) {
+    for (size_t i = 0; i < n; i++)
+      out[(*n_out)++] = strdup(ids[i]);
+    for (size_t i = 0; i < ap->n_init[r]; i++) {
+      char d[IOQ_DISK_NAME_MAX + 1];
+      bool same = !disk_of(ap->init_ids[r][i], d, sizeof d);
+      for (size_t k = 0; k < nd && !same; k++)
+        same = strcmp(disks[k], d) == 0;
+      if (!same)
+        out[(*n_out)++] = strdup(ap->init_ids[r][i]);
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  for (size_t i = 0; out && i < *n_out; i++)
+    if (!out[i]) { /* OOM: the new guess alone */
+      free_strs(out, *n_out);
+      *n_out = 0;
+      return NULL;
+    }
+  if (out && *n_out == n) { /* nothing added */
+    free_strs(out, *n_out);
+    *n_out = 0;
+    return NULL;
+  }
+  return out;
+}
+
+size_t enforcer_guesses(struct enforcer *f, struct init_guess **out) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = 0;
+  *out = calloc(f->n * IOQ_RES_COUNT + 1, sizeof **out);
+  for (size_t i = 0; *out && i < f->n; i++)
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      const struct applied_pod *ap = &f->pods[i];
+      if (!ap->init_guess[r] || !ap->n_init[r])
+        continue;
+      struct init_guess *g = &(*out)[n++];
+      ioq_copy(g->ns, sizeof g->ns, ap->ns);
+      ioq_copy(g->name, sizeof g->name, ap->name);
+      ioq_copy(g->uid, sizeof g->uid, ap->uid);
+      g->r = (enum ioq_resource)r;
+      ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0]);
+    }
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+void enforcer_settle_guess(struct enforcer *f, const char *uid, enum ioq_resource r, bool keep) {
+  pthread_mutex_lock(&f->apply_lock);
+  pthread_mutex_lock(&f->lock);
+  struct applied_pod *ap = find_locked(f, uid);
+  if (ap && ap->init_guess[r]) {
+    if (!keep)
+      free_init(ap, r);
+    ap->init_guess[r] = false;
+    f->state_dirty = true;
+  }
+  pthread_mutex_unlock(&f->lock);
+  save_state(f);
+  pthread_mutex_unlock(&f->apply_lock);
+}
+
 /* Clears every managed disk but the grant's in the pod cgroup: what a
  * grant the plugin lost track of held. */
 static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
@@ -478,13 +569,20 @@ static void save_state(struct enforcer *f) {
 
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        bool prestart, struct enforce_result *res, ioq_err *e);
+                        unsigned flags, struct enforce_result *res, ioq_err *e);
 
 int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   bool prestart, struct enforce_result *res, ioq_err *e) {
+                   unsigned flags, struct enforce_result *res, ioq_err *e) {
   pthread_mutex_lock(&f->apply_lock);
-  int rc = apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, prestart, res, e);
+  /* a guess adds to the pod's earlier guess on other disks */
+  size_t n_merged = 0;
+  char **merged = init_ids && (flags & ENF_GUESS)
+                      ? merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
+                      : NULL;
+  int rc = merged ? apply_locked(f, pr, pi, init_res, merged, n_merged, flags, res, e)
+                  : apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, flags, res, e);
+  free_strs(merged, n_merged);
   save_state(f); /* before PreStart answers */
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
@@ -563,7 +661,8 @@ bool enforcer_state_lost(struct enforcer *f) {
 
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        bool prestart, struct enforce_result *res, ioq_err *e) {
+                        unsigned flags, struct enforce_result *res, ioq_err *e) {
+  bool prestart = flags & ENF_PRESTART;
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
@@ -699,15 +798,19 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   /* keep the init container units across the reset below */
   char **keep_ids[IOQ_RES_COUNT];
   size_t keep_n[IOQ_RES_COUNT];
+  bool keep_guess[IOQ_RES_COUNT];
   memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
   memcpy(keep_n, ap->n_init, sizeof keep_n);
+  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
   memset(ap, 0, sizeof *ap);
   memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
   memcpy(ap->n_init, keep_n, sizeof keep_n);
+  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
   if (init_ids && n_init_ids) {
     free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
       ap->n_init[init_res] = n_init_ids;
+    ap->init_guess[init_res] = flags & ENF_GUESS;
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
@@ -1017,6 +1120,8 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
   int rc = -1;
   if (ap && r < 0) {
     rc = holds_init(ap) ? 1 : -1;
+  } else if (ap && ap->n_init[r] && ap->init_guess[r]) {
+    rc = 2;
   } else if (ap && ap->n_init[r]) {
     rc = ap->n_init[r] == n;
     for (size_t i = 0; rc == 1 && i < n; i++) {

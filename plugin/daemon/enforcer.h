@@ -81,6 +81,9 @@ struct applied_pod {
    * copied by enforcer_snapshot. */
   char **init_ids[IOQ_RES_COUNT];
   size_t n_init[IOQ_RES_COUNT];
+  /* init_ids[r] are a guess: an ambiguous init-only PreStart wrote them to
+   * every candidate pod (prestart.c) until the asker is known */
+  bool init_guess[IOQ_RES_COUNT];
   /* the state file was lost and the pod may hold an init container's grant
    * the plugin does not know: nothing is written while it is Pending */
   bool init_unknown;
@@ -110,12 +113,31 @@ bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi);
  * `pi`, verifies it and remembers it. `init_ids` (may be NULL) are the units
  * of resource `init_res` of a regular init container about to start, which
  * kubelet does not list: they count as an init container (grant.h) now and
- * on later passes while the pod is still Pending. `prestart`: called for a
- * container about to start (its PreStart), else by a reconcile pass, which
- * leaves an unknown Pending pod's limits alone. */
+ * on later passes while the pod is still Pending. Flags: ENF_PRESTART,
+ * called for a container about to start (else by a reconcile pass, which
+ * leaves an unknown Pending pod's limits alone); ENF_GUESS, `init_ids` are
+ * written to every candidate of an ambiguous PreStart (they replace an
+ * earlier guess on the same disks, and add to one on other disks: the pod
+ * may run either). */
+#define ENF_PRESTART 1u
+#define ENF_GUESS 2u
 int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   bool prestart, struct enforce_result *res, ioq_err *e);
+                   unsigned flags, struct enforce_result *res, ioq_err *e);
+
+/* Pods holding guessed init container units, for settling them. */
+struct init_guess {
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  enum ioq_resource r;
+  char first[IOQ_UNIT_ID_MAX + 1]; /* the latest ambiguous PreStart's first ID */
+};
+/* Returns how many (malloc'd array in *out). */
+size_t enforcer_guesses(struct enforcer *f, struct init_guess **out);
+/* The asker of a guess is known: keep (its units are certain now) or drop
+ * the pod's guessed units of r. The caller applies the pod again. */
+void enforcer_settle_guess(struct enforcer *f, const char *uid, enum ioq_resource r, bool keep);
 
 /* true if the pod's spec has a regular init container asking for units */
 bool pod_init_asks(const struct pod_info *pi);
@@ -136,7 +158,8 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
 
 /* The regular init container units the pod with this UID (uid NULL: the
  * pod remembered under ns/name) holds: -1 none, 0 others than `ids`, 1
- * exactly `ids` (n of resource r); with r < 0, 1 if it holds any. */
+ * exactly `ids` (n of resource r), 2 a guess (ENF_GUESS); with r < 0, 1 if
+ * it holds any. */
 int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
                        int r, char *const *ids, size_t n);
 

@@ -195,35 +195,60 @@ class InitContainers(PluginTest):
 
     def test_init_container_alone_ambiguous(self):
         # two Pending pods with the same init-only request: nothing kubelet
-        # says tells them apart, so the one created first is taken (kubelet
-        # starts pods in creation order); the other start then finds it
-        # holding other units and takes the remaining pod
+        # says tells them apart. r1 is a decoy whose init image never pulls
+        # (so it never starts, never asks); guessing one pod would leave the
+        # real asker unthrottled whenever the guess is wrong, so the limit
+        # goes to both until the pod status shows which one runs (issue 12
+        # item 7)
         d = self.start()
         k, api = self.env.kubelet, self.env.api
         avail = k.wait_list(BW, lambda l: len(l) == 1000)
-        cgs = {}
-        # named against their creation order, so name order would pick the other
-        for name, created in (("r1", "2026-01-01T10:00:05Z"), ("r2", "2026-01-01T10:00:00Z")):
+        cgs, pods = {}, {}
+        # the decoy is created first: a creation-order guess would take it
+        for name, created in (("r1", "2026-01-01T10:00:00Z"), ("r2", "2026-01-01T10:00:05Z")):
             uid = new_uid()
             pod = pod_object(name, uid)
             pod["metadata"]["creationTimestamp"] = created
             pod["spec"]["initContainers"] = [{"name": "load", "resources": {
                 "limits": {BW: "100"}, "requests": {BW: "100"}}}]
+            pod["status"]["initContainerStatuses"] = [
+                {"name": "load", "state": {"waiting": {"reason": "PodInitializing"}}}]
             api.put_pod(pod)
             k.set_pod("default", name, {"app": {}})
-            cgs[name] = v2_pod_cgroup(self.env.cgroup_root, uid)
+            cgs[name], pods[name] = v2_pod_cgroup(self.env.cgroup_root, uid), pod
         want = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"
-        k.prestart(BW, [i for i, _ in avail[:100]])
+        ids = [i for i, _ in avail[:100]]
+        k.prestart(BW, ids)  # r2's init container
         self.assertEqual(iomax(cgs["r2"]), want)
-        # r1 holds no grant yet: it is bounded to the pool of pods without
-        # one (capacity 1000 MiB/s minus r2's 100; nodePolicy.ungranted)
-        self.assertEqual(iomax(cgs["r1"]),
-                         "250:0 rbps=943718400 wbps=943718400 riops=100000 wiops=100000")
-        d.wait_log(r"2 pending pods have one asking for exactly 100 ioqos/bandwidth units and "
-                   r"kubelet does not say which asks; taking the one created first pod=default/r2")
-        k.prestart(BW, [i for i, _ in avail[100:200]])
         self.assertEqual(iomax(cgs["r1"]), want)
+        d.wait_log(r"2 pending pods have one asking for exactly 100 ioqos/bandwidth units and "
+                   r"kubelet does not say which asks; limiting every one of them")
+        # passes keep both while nothing tells them apart
+        self.passes(d)
+        self.assertEqual(iomax(cgs["r1"]), want)
+        # the status shows r2's init container running, r1's stuck pulling
+        pods["r2"]["status"]["initContainerStatuses"][0]["state"] = {"running": {}}
+        pods["r1"]["status"]["initContainerStatuses"][0]["state"] = {
+            "waiting": {"reason": "ImagePullBackOff"}}
+        api.put_pod(pods["r1"])
+        api.put_pod(pods["r2"])
+        d.wait_log(r"ambiguous init container start settled: the pod status shows which ran "
+                   r"resource=ioqos/bandwidth pod=default/r2")
+        d.wait_log(r"limit of a pod that did not ask lowered to its own grant pod=default/r1")
+        # r1 holds no grant: bounded to the pool of pods without one
+        # (capacity 1000 MiB/s minus r2's 100; nodePolicy.ungranted)
+        api.wait(lambda: iomax(cgs["r1"]) == "250:0 rbps=943718400 wbps=943718400 riops=100000 "
+                 "wiops=100000", what="r1 pooled")
+        self.assertEqual(iomax(cgs["r2"]), want)
+        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
+        # r2's init container restarts on its units: it alone is the asker
+        k.prestart(BW, ids)
+        self.assertEqual(iomax(cgs["r2"]), want)
+        self.assertNotEqual(iomax(cgs["r1"]), want)
 
+    def passes(self, d, n=2):
+        m = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (m + n))
 
     def test_recreated_pod_does_not_inherit_init_units(self):
         # a StatefulSet pod is deleted and recreated under the same
