@@ -545,6 +545,7 @@ static void save_state(struct enforcer *f) {
     for (int k = 0; k < IOQ_RES_COUNT; k++) { /* borrowed from the table */
       o->ids[k] = ap->init_ids[k];
       o->n_ids[k] = ap->n_init[k];
+      o->guess[k] = ap->init_guess[k];
     }
   }
   char *text = r ? initstate_format(r, n) : NULL;
@@ -638,6 +639,7 @@ void enforcer_restore(struct enforcer *f) {
     for (int k = 0; k < IOQ_RES_COUNT; k++) { /* moved into the table */
       ap->init_ids[k] = r[i].ids[k];
       ap->n_init[k] = r[i].n_ids[k];
+      ap->init_guess[k] = r[i].guess[k] && r[i].n_ids[k];
       r[i].ids[k] = NULL;
       r[i].n_ids[k] = 0;
     }

@@ -49,6 +49,11 @@ static json_object *record_json(const struct init_record *r) {
     json_object_object_add(iu, ioq_resource_name((enum ioq_resource)k), a);
   }
   json_object_object_add(o, "initUnits", iu);
+  json_object *gs = json_object_new_array();
+  for (int k = 0; k < IOQ_RES_COUNT; k++)
+    if (r->guess[k])
+      json_object_array_add(gs, json_object_new_string(ioq_resource_name((enum ioq_resource)k)));
+  json_object_object_add(o, "initGuess", gs);
   json_object_object_add(o, "initUnknown", json_object_new_boolean(r->init_unknown));
   return o;
 }
@@ -183,6 +188,18 @@ static int parse_record(json_object *o, struct init_record *r, size_t i, ioq_err
     if (!json_object_is_type(v, json_type_boolean))
       return ioq_fail(e, IOQ_EINVAL_INPUT, "pods[%zu].initUnknown: not a boolean", i);
     r->init_unknown = json_object_get_boolean(v);
+  }
+  if (json_object_object_get_ex(o, "initGuess", &v)) {
+    if (!json_object_is_type(v, json_type_array))
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "pods[%zu].initGuess: not an array", i);
+    for (size_t k = 0; k < json_object_array_length(v); k++) {
+      json_object *rn = json_object_array_get_idx(v, k);
+      enum ioq_resource res;
+      if (!json_object_is_type(rn, json_type_string) ||
+          ioq_resource_from_name(json_object_get_string(rn), &res) < 0)
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "pods[%zu].initGuess[%zu]: not a resource name", i, k);
+      r->guess[res] = true;
+    }
   }
   if (parse_grant(o, r, i, e) < 0)
     return -1;

@@ -12,10 +12,11 @@
  *     "cgroup": "/sys/fs/cgroup/...", "cgroupVersion": 2,
  *     "grant": [{"disk": "sda", "dev": "8:0", "bandwidth": 300, "iops": 0}],
  *     "initUnits": {"ioqos/bandwidth": ["sda-bw-0", ...], "ioqos/iops": []},
- *     "initUnknown": false}]}
+ *     "initGuess": ["ioqos/bandwidth"], "initUnknown": false}]}
  *
- * initUnknown: the pod may hold an init container grant the plugin lost
- * (enforcer.h); such a pod has no initUnits.
+ * initGuess: resources whose initUnits are a guess (an ambiguous PreStart,
+ * prestart.c). initUnknown: the pod may hold an init container grant the
+ * plugin lost (enforcer.h); such a pod has no initUnits.
  *
  * Loading validates every field; a file that does not parse, has another
  * version or a bad field is refused as a whole (the caller logs it and
@@ -49,6 +50,7 @@ struct init_record {
   struct ioq_devno devs[IOQ_POD_DISKS_MAX]; /* device of each grant disk */
   char **ids[IOQ_RES_COUNT];                /* the init container's unit IDs */
   size_t n_ids[IOQ_RES_COUNT];
+  bool guess[IOQ_RES_COUNT];
   bool init_unknown;
 };
 

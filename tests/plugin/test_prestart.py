@@ -223,9 +223,17 @@ class InitContainers(PluginTest):
         self.assertEqual(iomax(cgs["r1"]), want)
         d.wait_log(r"2 pending pods have one asking for exactly 100 ioqos/bandwidth units and "
                    r"kubelet does not say which asks; limiting every one of them")
-        # passes keep both while nothing tells them apart
+        # passes keep both while nothing tells them apart, restarts too (the
+        # guess is saved as one)
         self.passes(d)
         self.assertEqual(iomax(cgs["r1"]), want)
+        d.kill()
+        d = self.start()
+        d.wait_log(r"init container grant restored pod=default/r1 ")
+        d.wait_log(r"init container grant restored pod=default/r2 ")
+        self.passes(d)
+        self.assertEqual(iomax(cgs["r1"]), want)
+        self.assertEqual(iomax(cgs["r2"]), want)
         # the status shows r2's init container running, r1's stuck pulling
         pods["r2"]["status"]["initContainerStatuses"][0]["state"] = {"running": {}}
         pods["r1"]["status"]["initContainerStatuses"][0]["state"] = {

@@ -38,6 +38,7 @@ Test(initstate, round_trip) {
   r[1].n_ids[IOQ_RES_BANDWIDTH] = 0;
   r[1].grant.n = 0;
   r[1].init_unknown = true; /* no IDs: allowed only so */
+  r[0].guess[IOQ_RES_BANDWIDTH] = true;
   char *text = initstate_format(r, 2);
   cr_assert(text);
   struct init_record *out;
@@ -56,6 +57,9 @@ Test(initstate, round_trip) {
   cr_assert_str_eq(out[0].ids[IOQ_RES_BANDWIDTH][2], "sda-bw-2");
   cr_assert_eq(out[0].n_ids[IOQ_RES_IOPS], 0);
   cr_assert(!out[0].init_unknown);
+  cr_assert(out[0].guess[IOQ_RES_BANDWIDTH]);
+  cr_assert(!out[0].guess[IOQ_RES_IOPS]);
+  cr_assert(!out[1].guess[IOQ_RES_BANDWIDTH]);
   cr_assert(out[1].init_unknown);
   initstate_free(out, n);
   free(text);
@@ -117,6 +121,8 @@ ParameterizedTestParameters(initstate, refused) {
       {POD("\"grant\":[{\"disk\":\"sda\",\"dev\":\"8:0\",\"bandwidth\":-1,\"iops\":0}]," IDS),
        "bandwidth: missing or not a count"},
       {POD(GRANT "," IDS ",\"initUnknown\":1"), "initUnknown: not a boolean"},
+      {POD(GRANT "," IDS ",\"initGuess\":[\"ioqos/disk\"]"), "initGuess[0]: not a resource"},
+      {POD(GRANT "," IDS ",\"initGuess\":{}"), "initGuess: not an array"},
   };
   return cr_make_param_array(struct bad, b, sizeof b / sizeof b[0]);
 }
