@@ -861,7 +861,8 @@ struct missing_pod {
   char uid[IOQ_POD_UID_MAX + 1];
   char cgroup[PATH_MAX];
   bool cgroup_there, alive;
-  bool replaced; /* the API server shows the name under another UID */
+  bool replaced;     /* the API server shows the name under another UID */
+  bool cache_synced; /* the pod cache has listed */
   char phase[16];
 };
 
@@ -898,6 +899,7 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
     m[i].cgroup_there = ioq_is_dir(m[i].cgroup);
     struct pod_info pi;
     bool cached = pc && podcache_peek(pc, m[i].ns, m[i].name, &pi);
+    m[i].cache_synced = pc && podcache_synced(pc);
     m[i].replaced = cached && pi.uid[0] && strcmp(pi.uid, m[i].uid) != 0;
     /* alive: the API server still shows it, same UID, not on its way out */
     m[i].alive = m[i].cgroup_there && cached && strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
@@ -939,6 +941,12 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
       continue;
     }
     if (!mp) { /* applied after the gathering: the next pass decides */
+      i++;
+      continue;
+    }
+    /* restored from the state file: only the API server can say it is gone
+     * (a restarting kubelet may not list it yet) */
+    if (ap->applied_at == 0 && !mp->alive && !mp->cache_synced && mp->cgroup_there) {
       i++;
       continue;
     }
