@@ -83,6 +83,17 @@ static bool has_init(const struct applied_pod *ap) {
 /* known init units, or unknown ones that may be in place */
 static bool holds_init(const struct applied_pod *ap) { return has_init(ap) || ap->init_unknown; }
 
+/* a regular init container asking for units whose status does not say it
+ * terminated */
+static bool init_may_run(const struct pod_info *pi) {
+  for (size_t k = 0; k < pi->n_ctrs; k++)
+    if (pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].state != PCS_TERMINATED)
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        if (pi->ctrs[k].units[r])
+          return true;
+  return false;
+}
+
 bool pod_init_asks(const struct pod_info *pi) {
   for (size_t k = 0; k < pi->n_ctrs; k++)
     if (pi->ctrs[k].kind == IOQ_CTR_INIT)
@@ -746,10 +757,11 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   bool had_init = ap && holds_init(&before);
   bool was_unknown =
       ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !is_settled(f, pi->uid);
-  /* a reconcile pass leaves an unknown Pending pod as it is: a running
-   * init container may hold more than this grant. A PreStart knows: no
+  /* a reconcile pass leaves an unknown Pending pod as it is while one of
+   * its init containers asking for units may run (its status does not say
+   * it terminated): it may hold more than this grant. A PreStart knows: no
    * regular init container but the asking one runs then. */
-  bool hold = was_unknown && !prestart && strcmp(pi->phase, "Pending") == 0;
+  bool hold = was_unknown && !prestart && strcmp(pi->phase, "Pending") == 0 && init_may_run(pi);
   if (hold && !(ap && before.init_unknown))
     ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
              "are while it is Pending pod=%s/%s uid=%s cgroup=%s",

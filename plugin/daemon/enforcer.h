@@ -16,9 +16,11 @@
  * another version) the plugin starts anyway and rebuilds from the pods: a
  * Pending pod whose spec has a regular init container asking for ioqos units
  * and that no PreStart has told about since is "unknown" — its limits are
- * left as they are while it is Pending (never lowered without knowing), and
- * once it runs (or a PreStart of one of its containers comes) its grant is
- * written and every other managed disk of its cgroup cleared. */
+ * left as they are while it is Pending and such an init container may run
+ * (its status does not say it terminated): never lowered without knowing.
+ * Once it runs, its status shows those init containers terminated, or a
+ * PreStart of one of its containers comes, its grant is written and every
+ * other managed disk of its cgroup cleared. */
 #ifndef IOQOS_PLUGIN_ENFORCER_H
 #define IOQOS_PLUGIN_ENFORCER_H
 

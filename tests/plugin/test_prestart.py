@@ -380,6 +380,14 @@ class InitState(PluginTest):
         self.passes(d, 2)
         self.assertEqual(iomax(pods["job"][1]), self.JOB)
         self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
+        # job's status shows its init container done while the pod is still
+        # Pending (an app image pulling): that is knowing, its limit goes down
+        pods["job"][0]["status"]["initContainerStatuses"] = [
+            {"name": "load", "state": {"terminated": {"exitCode": 0}}}]
+        self.env.api.put_pod(pods["job"][0])
+        self.env.api.wait(lambda: iomax(pods["job"][1]) == self.APP, what="job lowered")
+        self.passes(d, 1)
+        self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
         self.run_to_completion(d, pods)
         self.passes(d)
         self.assertEqual(iomax(pods["job"][1]), self.APP)
