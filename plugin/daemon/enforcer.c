@@ -7,50 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "initstate.h"
+#include "enforcer_internal.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-
-struct listed_pod {
-  char ns[PODRES_NAME_MAX + 1];
-  char name[PODRES_NAME_MAX + 1];
-  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
-};
-
-struct alloc_entry {
-  char disk[IOQ_DISK_NAME_MAX + 1];
-  uint64_t units[IOQ_RES_COUNT];
-};
-
-struct enforcer {
-  struct enforcer_opts o;
-  char kubelet_cgroup_root[PATH_MAX];
-  char sysfs_root[PATH_MAX];
-  char state_file[PATH_MAX];
-  /* One apply or release at a time (PreStart threads and the reconcile
-   * loop): a pass that computed a grant before a PreStart changed it must
-   * not write it after. Taken before `lock`. */
-  pthread_mutex_t apply_lock;
-  pthread_mutex_t lock; /* the tables below */
-  struct applied_pod *pods;
-  size_t n, cap;
-  /* the last List */
-  bool have_list;
-  double listed_at; /* its asked_at */
-  struct listed_pod *listed;
-  size_t n_listed;
-  struct alloc_entry *alloc;
-  size_t n_alloc;
-  /* the init container grants (applied_pod.init_ids) changed since the last
-   * save; under apply_lock */
-  bool state_dirty;
-  bool state_lost; /* the state file was unusable at start */
-  /* with state_lost: pods found unknown whose grant was written since, so
-   * they are not unknown again (under apply_lock) */
-  char (*settled)[IOQ_POD_UID_MAX + 1];
-  size_t n_settled, cap_settled;
-};
 
 const char *enforce_fail_name(enum enforce_fail f) {
   static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
@@ -58,7 +18,7 @@ const char *enforce_fail_name(enum enforce_fail f) {
   return (unsigned)f < EF_COUNT_ ? names[f] : "?";
 }
 
-static void free_init(struct applied_pod *ap, int r) {
+void enf_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
     free(ap->init_ids[r][i]);
   free(ap->init_ids[r]);
@@ -68,12 +28,12 @@ static void free_init(struct applied_pod *ap, int r) {
 
 static void free_all_init(struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
-    free_init(ap, r);
+    enf_free_init(ap, r);
     ap->init_guess[r] = false;
   }
 }
 
-static bool has_init(const struct applied_pod *ap) {
+bool enf_has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
       return true;
@@ -81,22 +41,13 @@ static bool has_init(const struct applied_pod *ap) {
 }
 
 /* known init units, or unknown ones that may be in place */
-static bool holds_init(const struct applied_pod *ap) { return has_init(ap) || ap->init_unknown; }
+bool enf_holds_init(const struct applied_pod *ap) { return enf_has_init(ap) || ap->init_unknown; }
 
 /* a regular init container asking for units whose status does not say it
  * terminated */
 static bool init_may_run(const struct pod_info *pi) {
   for (size_t k = 0; k < pi->n_ctrs; k++)
     if (pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].state != PCS_TERMINATED)
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        if (pi->ctrs[k].units[r])
-          return true;
-  return false;
-}
-
-bool pod_init_asks(const struct pod_info *pi) {
-  for (size_t k = 0; k < pi->n_ctrs; k++)
-    if (pi->ctrs[k].kind == IOQ_CTR_INIT)
       for (int r = 0; r < IOQ_RES_COUNT; r++)
         if (pi->ctrs[k].units[r])
           return true;
@@ -152,7 +103,7 @@ void enforcer_free(struct enforcer *f) {
 /* Pods are keyed by UID: a pod recreated under the same namespace/name (a
  * StatefulSet's) is another pod and must not inherit the old one's init
  * container units. */
-static struct applied_pod *find_locked(struct enforcer *f, const char *uid) {
+struct applied_pod *enf_find_locked(struct enforcer *f, const char *uid) {
   for (size_t i = 0; i < f->n; i++)
     if (strcmp(f->pods[i].uid, uid) == 0)
       return &f->pods[i];
@@ -301,7 +252,7 @@ static char **init_units(struct enforcer *f, const struct pod_info *pi,
   *n_out = 0;
   bool pending = pi && strcmp(pi->phase, "Pending") == 0;
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = pi ? find_locked(f, pi->uid) : NULL;
+  struct applied_pod *ap = pi ? enf_find_locked(f, pi->uid) : NULL;
   size_t n = n_given;
   for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
     if (!(given && r == (int)init_res))
@@ -325,7 +276,7 @@ static char **init_units(struct enforcer *f, const struct pod_info *pi,
   return all;
 }
 
-static void free_strs(char **s, size_t n) {
+void enf_free_strs(char **s, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(s[i]);
   free(s);
@@ -380,100 +331,11 @@ static void forget_earlier_instances(struct enforcer *f, const char *ns, const c
       continue;
     }
     clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
-    f->state_dirty |= holds_init(ap);
+    f->state_dirty |= enf_holds_init(ap);
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
   }
   pthread_mutex_unlock(&f->lock);
-}
-
-static void save_state(struct enforcer *f);
-
-static bool disk_of(const char *id, char *disk, size_t sz) {
-  struct ioq_unit_id u;
-  return ioq_unit_id_parse(id, &u, NULL) == 0 && ioq_copy(disk, sz, u.disk);
-}
-
-/* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`
- * has none of (malloc'd copies), or NULL when there is nothing to add. */
-static char **merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r,
-                          char *const *ids, size_t n, size_t *n_out) {
-  *n_out = 0;
-  char disks[IOQ_POD_DISKS_MAX][IOQ_DISK_NAME_MAX + 1];
-  size_t nd = 0;
-  for (size_t i = 0; i < n; i++) {
-    char d[IOQ_DISK_NAME_MAX + 1];
-    if (!disk_of(ids[i], d, sizeof d))
-      continue;
-    size_t k = 0;
-    while (k < nd && strcmp(disks[k], d) != 0)
-      k++;
-    if (k == nd && nd < IOQ_POD_DISKS_MAX)
-      ioq_copy(disks[nd++], sizeof disks[0], d);
-  }
-  pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = find_locked(f, uid);
-  char **out = NULL;
-  if (ap && ap->init_guess[r] && ap->n_init[r] && (out = calloc(n + ap->n_init[r], sizeof *out))) {
-    for (size_t i = 0; i < n; i++)
-      out[(*n_out)++] = strdup(ids[i]);
-    for (size_t i = 0; i < ap->n_init[r]; i++) {
-      char d[IOQ_DISK_NAME_MAX + 1];
-      bool same = !disk_of(ap->init_ids[r][i], d, sizeof d);
-      for (size_t k = 0; k < nd && !same; k++)
-        same = strcmp(disks[k], d) == 0;
-      if (!same)
-        out[(*n_out)++] = strdup(ap->init_ids[r][i]);
-    }
-  }
-  pthread_mutex_unlock(&f->lock);
-  for (size_t i = 0; out && i < *n_out; i++)
-    if (!out[i]) { /* OOM: the new guess alone */
-      free_strs(out, *n_out);
-      *n_out = 0;
-      return NULL;
-    }
-  if (out && *n_out == n) { /* nothing added */
-    free_strs(out, *n_out);
-    *n_out = 0;
-    return NULL;
-  }
-  return out;
-}
-
-size_t enforcer_guesses(struct enforcer *f, struct init_guess **out) {
-  pthread_mutex_lock(&f->lock);
-  size_t n = 0;
-  *out = calloc(f->n * IOQ_RES_COUNT + 1, sizeof **out);
-  for (size_t i = 0; *out && i < f->n; i++)
-    for (int r = 0; r < IOQ_RES_COUNT; r++) {
-      const struct applied_pod *ap = &f->pods[i];
-      if (!ap->init_guess[r] || !ap->n_init[r])
-        continue;
-      struct init_guess *g = &(*out)[n++];
-      ioq_copy(g->ns, sizeof g->ns, ap->ns);
-      ioq_copy(g->name, sizeof g->name, ap->name);
-      ioq_copy(g->uid, sizeof g->uid, ap->uid);
-      g->r = (enum ioq_resource)r;
-      ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0]);
-    }
-  pthread_mutex_unlock(&f->lock);
-  return n;
-}
-
-void enforcer_settle_guess(struct enforcer *f, const char *uid, enum ioq_resource r, bool keep) {
-  pthread_mutex_lock(&f->apply_lock);
-  pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = find_locked(f, uid);
-  if (ap && ap->init_guess[r]) {
-    if (!keep)
-      free_init(ap, r);
-    ap->init_guess[r] = false;
-    f->state_dirty = true;
-  }
-  pthread_mutex_unlock(&f->lock);
-  save_state(f);
-  pthread_mutex_unlock(&f->apply_lock);
 }
 
 /* Clears every managed disk but the grant's in the pod cgroup: what a
@@ -498,87 +360,6 @@ static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
   free(cds);
 }
 
-static bool is_settled(struct enforcer *f, const char *uid) {
-  for (size_t i = 0; i < f->n_settled; i++)
-    if (strcmp(f->settled[i], uid) == 0)
-      return true;
-  return false;
-}
-
-static void settle(struct enforcer *f, const char *uid) {
-  if (is_settled(f, uid))
-    return;
-  if (f->n_settled == f->cap_settled) {
-    size_t nc = f->cap_settled ? f->cap_settled * 2 : 16;
-    char(*ns)[IOQ_POD_UID_MAX + 1] = realloc(f->settled, nc * sizeof *ns);
-    if (!ns) { /* the pod is found unknown again: its limits are cleared once more */
-      ioq_error("remembering a settled pod failed uid=%s error=\"out of memory\"", uid);
-      return;
-    }
-    f->settled = ns;
-    f->cap_settled = nc;
-  }
-  ioq_copy(f->settled[f->n_settled++], sizeof f->settled[0], uid);
-}
-
-bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi) {
-  pthread_mutex_lock(&f->apply_lock);
-  pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = find_locked(f, pi->uid);
-  bool u = ap ? ap->init_unknown : f->state_lost && pod_init_asks(pi) && !is_settled(f, pi->uid);
-  pthread_mutex_unlock(&f->lock);
-  pthread_mutex_unlock(&f->apply_lock);
-  return u;
-}
-
-/* Writes the init container grants to the state file if they changed since
- * the last save; with apply_lock held, so saves are in order. A failed save
- * is retried on the next change or pass. */
-static void save_state(struct enforcer *f) {
-  if (!f->o.state_file || !f->state_dirty)
-    return;
-  pthread_mutex_lock(&f->lock);
-  struct init_record *r = calloc(f->n ? f->n : 1, sizeof *r);
-  size_t n = 0;
-  for (size_t i = 0; r && i < f->n; i++) {
-    const struct applied_pod *ap = &f->pods[i];
-    if (!holds_init(ap))
-      continue;
-    struct init_record *o = &r[n++];
-    ioq_copy(o->ns, sizeof o->ns, ap->ns);
-    ioq_copy(o->name, sizeof o->name, ap->name);
-    ioq_copy(o->uid, sizeof o->uid, ap->uid);
-    ioq_copy(o->cgroup, sizeof o->cgroup, ap->cgroup);
-    o->version = ap->version;
-    o->grant = ap->grant;
-    memcpy(o->devs, ap->devs, sizeof o->devs);
-    o->init_unknown = ap->init_unknown;
-    for (int k = 0; k < IOQ_RES_COUNT; k++) { /* borrowed from the table */
-      o->ids[k] = ap->init_ids[k];
-      o->n_ids[k] = ap->n_init[k];
-      o->guess[k] = ap->init_guess[k];
-    }
-  }
-  char *text = r ? initstate_format(r, n) : NULL;
-  pthread_mutex_unlock(&f->lock);
-  free(r);
-  ioq_err e;
-  if (!text) {
-    ioq_error("saving init container grants failed path=%s error=\"out of memory\"",
-              f->o.state_file);
-    return;
-  }
-  if (ioq_write_file_atomic(f->o.state_file, text, &e) < 0) {
-    ioq_error("saving init container grants failed, a plugin restart would forget them "
-              "path=%s error=\"%s\"",
-              f->o.state_file, e.msg);
-  } else {
-    f->state_dirty = false;
-    ioq_debug("init container grants saved path=%s pods=%zu", f->o.state_file, n);
-  }
-  free(text);
-}
-
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
                         unsigned flags, struct enforce_result *res, ioq_err *e);
@@ -590,86 +371,14 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
   /* a guess adds to the pod's earlier guess on other disks */
   size_t n_merged = 0;
   char **merged = init_ids && (flags & ENF_GUESS)
-                      ? merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
+                      ? enf_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
                       : NULL;
   int rc = merged ? apply_locked(f, pr, pi, init_res, merged, n_merged, flags, res, e)
                   : apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, flags, res, e);
-  free_strs(merged, n_merged);
-  save_state(f); /* before PreStart answers */
+  enf_free_strs(merged, n_merged);
+  enf_save_state(f); /* before PreStart answers */
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
-}
-
-void enforcer_restore(struct enforcer *f) {
-  if (!f->o.state_file)
-    return;
-  struct init_record *r;
-  size_t n;
-  ioq_err e;
-  if (initstate_load(f->o.state_file, &r, &n, &e) < 0) {
-    if (e.code == ENOENT) {
-      ioq_info("no saved init container grants (first start) path=%s", f->o.state_file);
-      return;
-    }
-    ioq_error("saved init container grants unusable, rebuilding from the pods: Pending pods with "
-              "an init container asking for units keep their limits until they run path=%s "
-              "error=\"%s\"",
-              f->o.state_file, e.msg);
-    pthread_mutex_lock(&f->lock);
-    f->state_lost = true;
-    pthread_mutex_unlock(&f->lock);
-    return;
-  }
-  pthread_mutex_lock(&f->apply_lock);
-  pthread_mutex_lock(&f->lock);
-  size_t restored = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (find_locked(f, r[i].uid))
-      continue;
-    if (f->n == f->cap) {
-      size_t nc = f->cap ? f->cap * 2 : 32;
-      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
-      if (!np) {
-        ioq_error("restoring init container grants: out of memory, %zu of %zu restored", restored,
-                  n);
-        break;
-      }
-      f->pods = np;
-      f->cap = nc;
-    }
-    struct applied_pod *ap = &f->pods[f->n++];
-    memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
-    ioq_copy(ap->ns, sizeof ap->ns, r[i].ns);
-    ioq_copy(ap->name, sizeof ap->name, r[i].name);
-    ioq_copy(ap->uid, sizeof ap->uid, r[i].uid);
-    ioq_copy(ap->cgroup, sizeof ap->cgroup, r[i].cgroup);
-    ap->version = r[i].version;
-    ap->grant = r[i].grant;
-    memcpy(ap->devs, r[i].devs, sizeof ap->devs);
-    ap->init_unknown = r[i].init_unknown;
-    for (int k = 0; k < IOQ_RES_COUNT; k++) { /* moved into the table */
-      ap->init_ids[k] = r[i].ids[k];
-      ap->n_init[k] = r[i].n_ids[k];
-      ap->init_guess[k] = r[i].guess[k] && r[i].n_ids[k];
-      r[i].ids[k] = NULL;
-      r[i].n_ids[k] = 0;
-    }
-    ioq_info("init container grant restored pod=%s/%s uid=%s cgroup=%s bandwidth_units=%zu "
-             "iops_units=%zu%s",
-             ap->ns, ap->name, ap->uid, ap->cgroup, ap->n_init[IOQ_RES_BANDWIDTH],
-             ap->n_init[IOQ_RES_IOPS], ap->init_unknown ? " (unknown)" : "");
-    restored++;
-  }
-  pthread_mutex_unlock(&f->lock);
-  pthread_mutex_unlock(&f->apply_lock);
-  initstate_free(r, n);
-}
-
-bool enforcer_state_lost(struct enforcer *f) {
-  pthread_mutex_lock(&f->lock);
-  bool lost = f->state_lost;
-  pthread_mutex_unlock(&f->lock);
-  return lost;
 }
 
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
@@ -680,7 +389,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
-  free_strs(init, n_init);
+  enf_free_strs(init, n_init);
   if (grc < 0) {
     res->fail = EF_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -749,14 +458,14 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
    * change meanwhile, and readers of the table (metrics, allocated units,
    * the pool of pods without a grant) do not wait on the kernel. */
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = find_locked(f, pi->uid), before;
+  struct applied_pod *ap = enf_find_locked(f, pi->uid), before;
   if (ap)
     before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
   bool state_lost = f->state_lost;
   pthread_mutex_unlock(&f->lock);
-  bool had_init = ap && holds_init(&before);
+  bool had_init = ap && enf_holds_init(&before);
   bool was_unknown =
-      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !is_settled(f, pi->uid);
+      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !enf_is_settled(f, pi->uid);
   /* a reconcile pass leaves an unknown Pending pod as it is while one of
    * its init containers asking for units may run (its status does not say
    * it terminated): it may hold more than this grant. A PreStart knows: no
@@ -775,7 +484,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   if (was_unknown && !hold) { /* whatever the lost grant held goes */
     clear_other_disks(f, &cg, &res->grant, pr);
-    settle(f, pi->uid);
+    enf_settle(f, pi->uid);
   }
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
@@ -793,7 +502,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);
-  ap = find_locked(f, pi->uid);
+  ap = enf_find_locked(f, pi->uid);
   if (!ap) {
     if (f->n == f->cap) {
       size_t nc = f->cap ? f->cap * 2 : 32;
@@ -821,7 +530,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   memcpy(ap->n_init, keep_n, sizeof keep_n);
   memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
   if (init_ids && n_init_ids) {
-    free_init(ap, init_res);
+    enf_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
       ap->n_init[init_res] = n_init_ids;
     ap->init_guess[init_res] = flags & ENF_GUESS;
@@ -842,7 +551,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     ap->devs[i] = cds[i].dev;
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
-  bool has_init_now = holds_init(ap);
+  bool has_init_now = enf_holds_init(ap);
   if ((init_ids && n_init_ids) || had_init != has_init_now ||
       (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
     f->state_dirty = true;
@@ -883,7 +592,7 @@ struct missing_pod {
  * what it holds. */
 static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || holds_init(ap));
+  return pr && (pr->n_ctrs || enf_holds_init(ap));
 }
 
 /* The remembered pods applied before the List, with what the cgroup tree
@@ -978,13 +687,13 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
                ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
     clear_pod(f, ap, "pod gone");
-    f->state_dirty |= holds_init(ap);
+    f->state_dirty |= enf_holds_init(ap);
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
     released++;
   }
   pthread_mutex_unlock(&f->lock);
-  save_state(f);
+  enf_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);
   return released;
@@ -1141,7 +850,7 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
       ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
-    rc = holds_init(ap) ? 1 : -1;
+    rc = enf_holds_init(ap) ? 1 : -1;
   } else if (ap && ap->n_init[r] && ap->init_guess[r]) {
     rc = 2;
   } else if (ap && ap->n_init[r]) {

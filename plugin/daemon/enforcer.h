@@ -147,8 +147,10 @@ bool pod_init_asks(const struct pod_info *pi);
 /* Clears the limits of every remembered pod that is not in `listed`
  * (matching namespace, name; a listed name the pod cache `pc` shows under
  * another UID is a recreated pod, the remembered one is gone); a pod whose
- * cgroup is already gone just is forgotten. A pod applied after the List was asked for is kept: a PreStart
- * that raced the List must not lose its limits. So is, for up to
+ * cgroup is already gone just is forgotten. A pod applied after the List
+ * was asked for is kept: a PreStart that raced the List must not lose its
+ * limits. So is a pod restored from the state file while the pod cache has
+ * not listed yet, and, for up to
  * ENFORCER_MISSING_GRACE_S, a pod the pod cache `pc` (may be NULL) still
  * shows alive under the same UID: a kubelet that just restarted lists pods
  * only as its pod sources deliver them, and a running pod must not lose its

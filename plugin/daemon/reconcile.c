@@ -200,7 +200,8 @@ void reconcile_pass(struct plugin *p) {
       failed++;
       continue;
     }
-    if (init_only && lost && enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
+    if (init_only && lost &&
+        enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
         !enforcer_unknown(p->enf, pi))
       continue;
     considered++;
