@@ -7,40 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "enforcer_internal.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-
-struct listed_pod {
-  char ns[PODRES_NAME_MAX + 1];
-  char name[PODRES_NAME_MAX + 1];
-  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
-};
-
-struct alloc_entry {
-  char disk[IOQ_DISK_NAME_MAX + 1];
-  uint64_t units[IOQ_RES_COUNT];
-};
-
-struct enforcer {
-  struct enforcer_opts o;
-  char kubelet_cgroup_root[PATH_MAX];
-  char sysfs_root[PATH_MAX];
-  /* One apply or release at a time (PreStart threads and the reconcile
-   * loop): a pass that computed a grant before a PreStart changed it must
-   * not write it after. Taken before `lock`. */
-  pthread_mutex_t apply_lock;
-  pthread_mutex_t lock; /* the tables below */
-  struct applied_pod *pods;
-  size_t n, cap;
-  /* the last List */
-  bool have_list;
-  double listed_at; /* its asked_at */
-  struct listed_pod *listed;
-  size_t n_listed;
-  struct alloc_entry *alloc;
-  size_t n_alloc;
-};
 
 const char *enforce_fail_name(enum enforce_fail f) {
   static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
@@ -48,7 +18,7 @@ const char *enforce_fail_name(enum enforce_fail f) {
   return (unsigned)f < EF_COUNT_ ? names[f] : "?";
 }
 
-static void free_init(struct applied_pod *ap, int r) {
+void enf_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
     free(ap->init_ids[r][i]);
   free(ap->init_ids[r]);
@@ -57,18 +27,34 @@ static void free_init(struct applied_pod *ap, int r) {
 }
 
 static void free_all_init(struct applied_pod *ap) {
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    free_init(ap, r);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    enf_free_init(ap, r);
+    ap->init_guess[r] = false;
+  }
 }
 
-/* a malloc'd copy of n strings (NULL on OOM) */
-static bool has_init(const struct applied_pod *ap) {
+bool enf_has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
       return true;
   return false;
 }
 
+/* known init units, or unknown ones that may be in place */
+bool enf_holds_init(const struct applied_pod *ap) { return enf_has_init(ap) || ap->init_unknown; }
+
+/* a regular init container asking for units whose status does not say it
+ * terminated */
+static bool init_may_run(const struct pod_info *pi) {
+  for (size_t k = 0; k < pi->n_ctrs; k++)
+    if (pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].state != PCS_TERMINATED)
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        if (pi->ctrs[k].units[r])
+          return true;
+  return false;
+}
+
+/* a malloc'd copy of n strings (NULL on OOM) */
 static char **copy_ids(char *const *ids, size_t n) {
   char **c = calloc(n ? n : 1, sizeof *c);
   for (size_t i = 0; c && i < n; i++)
@@ -91,6 +77,10 @@ struct enforcer *enforcer_new(const struct enforcer_opts *o) {
   ioq_copy(f->sysfs_root, sizeof f->sysfs_root, o->sysfs_root ? o->sysfs_root : "/sys");
   f->o.kubelet_cgroup_root = f->kubelet_cgroup_root;
   f->o.sysfs_root = f->sysfs_root;
+  if (o->state_file) {
+    ioq_copy(f->state_file, sizeof f->state_file, o->state_file);
+    f->o.state_file = f->state_file;
+  }
   pthread_mutex_init(&f->apply_lock, NULL);
   pthread_mutex_init(&f->lock, NULL);
   return f;
@@ -104,14 +94,18 @@ void enforcer_free(struct enforcer *f) {
   pthread_mutex_destroy(&f->lock);
   pthread_mutex_destroy(&f->apply_lock);
   free(f->pods);
+  free(f->settled);
   free(f->listed);
   free(f->alloc);
   free(f);
 }
 
-static struct applied_pod *find_locked(struct enforcer *f, const char *ns, const char *name) {
+/* Pods are keyed by UID: a pod recreated under the same namespace/name (a
+ * StatefulSet's) is another pod and must not inherit the old one's init
+ * container units. */
+struct applied_pod *enf_find_locked(struct enforcer *f, const char *uid) {
   for (size_t i = 0; i < f->n; i++)
-    if (strcmp(f->pods[i].name, name) == 0 && strcmp(f->pods[i].ns, ns) == 0)
+    if (strcmp(f->pods[i].uid, uid) == 0)
       return &f->pods[i];
   return NULL;
 }
@@ -251,14 +245,14 @@ static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_de
 /* The init container units that count now: the ones given, plus those an
  * earlier PreStart left while the pod is still Pending (init containers only
  * run then). Returns copies (malloc'd array of malloc'd strings), so the
- * table lock is not held while computing and writing. */
-static char **init_units(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+ * table lock is not held while computing the grant. */
+static char **init_units(struct enforcer *f, const struct pod_info *pi,
                          enum ioq_resource init_res, char *const *given, size_t n_given,
                          size_t *n_out) {
   *n_out = 0;
   bool pending = pi && strcmp(pi->phase, "Pending") == 0;
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
+  struct applied_pod *ap = pi ? enf_find_locked(f, pi->uid) : NULL;
   size_t n = n_given;
   for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
     if (!(given && r == (int)init_res))
@@ -282,7 +276,7 @@ static char **init_units(struct enforcer *f, const struct podres_pod *pr, const 
   return all;
 }
 
-static void free_strs(char **s, size_t n) {
+void enf_free_strs(char **s, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(s[i]);
   free(s);
@@ -299,27 +293,103 @@ static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *
   return true;
 }
 
+/* Clears the limits a remembered pod has in its cgroup; a cgroup that is
+ * gone already has none. */
+static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const char *why) {
+  struct ioq_cg cg;
+  ioq_err e;
+  if (!ioq_is_dir(ap->cgroup)) {
+    ioq_info("%s, its cgroup too pod=%s/%s uid=%s cgroup=%s", why, ap->ns, ap->name, ap->uid,
+             ap->cgroup);
+    return;
+  }
+  if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
+    ioq_warn("%s, cgroup not usable pod=%s/%s cgroup=%s error=\"%s\"", why, ap->ns, ap->name,
+             ap->cgroup, e.msg);
+    return;
+  }
+  for (size_t d = 0; d < ap->grant.n; d++) {
+    if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
+      ioq_warn("%s, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"", why, ap->ns,
+               ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
+    else
+      ioq_info("%s, limits cleared pod=%s/%s uid=%s cgroup=%s disk=%s", why, ap->ns, ap->name,
+               ap->uid, ap->cgroup, ap->grant.disks[d].disk);
+  }
+}
+
+/* Names are unique among live pods: a grant applied under this name for
+ * another UID belonged to an earlier instance (a StatefulSet pod deleted and
+ * recreated), which is gone. Called with apply_lock held. */
+static void forget_earlier_instances(struct enforcer *f, const char *ns, const char *name,
+                                     const char *uid) {
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = 0; i < f->n;) {
+    struct applied_pod *ap = &f->pods[i];
+    if (strcmp(ap->name, name) != 0 || strcmp(ap->ns, ns) != 0 || strcmp(ap->uid, uid) == 0) {
+      i++;
+      continue;
+    }
+    clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
+    f->state_dirty |= enf_holds_init(ap);
+    free_all_init(ap);
+    f->pods[i] = f->pods[--f->n];
+  }
+  pthread_mutex_unlock(&f->lock);
+}
+
+/* Clears every managed disk but the grant's in the pod cgroup: what a
+ * grant the plugin lost track of held. */
+static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
+                              const struct ioq_pod_grant *g, const struct podres_pod *pr) {
+  struct cat_disk *cds;
+  size_t n = catalog_snapshot(f->o.catalog, &cds);
+  for (size_t i = 0; i < n; i++) {
+    if (ioq_grant_find(g, cds[i].disk.dev.name))
+      continue;
+    ioq_err ce;
+    if (clear_disk(f, cg, cds[i].dev, &ce) < 0)
+      ioq_warn("clearing what a lost init container grant held failed pod=%s/%s disk=%s "
+               "error=\"%s\"",
+               pr->ns, pr->name, cds[i].disk.dev.name, ce.msg);
+    else
+      ioq_info("pod no longer unknown, limits of a disk it holds no units of cleared pod=%s/%s "
+               "cgroup=%s disk=%s",
+               pr->ns, pr->name, cg->dir, cds[i].disk.dev.name);
+  }
+  free(cds);
+}
+
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        struct enforce_result *res, ioq_err *e);
+                        unsigned flags, struct enforce_result *res, ioq_err *e);
 
 int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   struct enforce_result *res, ioq_err *e) {
+                   unsigned flags, struct enforce_result *res, ioq_err *e) {
   pthread_mutex_lock(&f->apply_lock);
-  int rc = apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, res, e);
+  /* a guess adds to the pod's earlier guess on other disks */
+  size_t n_merged = 0;
+  char **merged = init_ids && (flags & ENF_GUESS)
+                      ? enf_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
+                      : NULL;
+  int rc = merged ? apply_locked(f, pr, pi, init_res, merged, n_merged, flags, res, e)
+                  : apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, flags, res, e);
+  enf_free_strs(merged, n_merged);
+  enf_save_state(f); /* before PreStart answers */
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
 }
 
 static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        struct enforce_result *res, ioq_err *e) {
+                        unsigned flags, struct enforce_result *res, ioq_err *e) {
+  bool prestart = flags & ENF_PRESTART;
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
-  char **init = init_units(f, pr, pi, init_res, init_ids, n_init_ids, &n_init);
+  char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
-  free_strs(init, n_init);
+  enf_free_strs(init, n_init);
   if (grc < 0) {
     res->fail = EF_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -383,29 +453,56 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
                pr->ns, pr->name, me.msg);
   }
 
+  /* The kernel writes are made without the table lock: every change of the
+   * table happens under apply_lock, held here, so the entry read here cannot
+   * change meanwhile, and readers of the table (metrics, allocated units,
+   * the pool of pods without a grant) do not wait on the kernel. */
   pthread_mutex_lock(&f->lock);
-  for (size_t i = 0; i < res->grant.n; i++) {
+  struct applied_pod *ap = enf_find_locked(f, pi->uid), before;
+  if (ap)
+    before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
+  bool state_lost = f->state_lost;
+  pthread_mutex_unlock(&f->lock);
+  bool had_init = ap && enf_holds_init(&before);
+  bool was_unknown =
+      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !enf_is_settled(f, pi->uid);
+  /* a reconcile pass leaves an unknown Pending pod as it is while one of
+   * its init containers asking for units may run (its status does not say
+   * it terminated): it may hold more than this grant. A PreStart knows: no
+   * regular init container but the asking one runs then. */
+  bool hold = was_unknown && !prestart && strcmp(pi->phase, "Pending") == 0 && init_may_run(pi);
+  if (hold && !(ap && before.init_unknown))
+    ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
+             "are while it is Pending pod=%s/%s uid=%s cgroup=%s",
+             pr->ns, pr->name, pi->uid, cg.dir);
+  for (size_t i = 0; i < res->grant.n && !hold; i++) {
     if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, e) < 0) {
-      pthread_mutex_unlock(&f->lock);
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
     }
   }
-  /* Remember it; clear disks an earlier grant of the same pod had. */
-  struct applied_pod *ap = find_locked(f, pr->ns, pr->name);
-  res->known = ap && strcmp(ap->cgroup, cg.dir) == 0;
-  res->grant_changed = res->known && !grant_eq(&ap->grant, &res->grant);
-  if (res->known) {
-    for (size_t i = 0; i < ap->grant.n; i++) {
-      if (ioq_grant_find(&res->grant, ap->grant.disks[i].disk))
+  if (was_unknown && !hold) { /* whatever the lost grant held goes */
+    clear_other_disks(f, &cg, &res->grant, pr);
+    enf_settle(f, pi->uid);
+  }
+  /* Clear disks an earlier grant of the same pod had. */
+  res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
+  res->grant_changed = res->known && !grant_eq(&before.grant, &res->grant);
+  if (res->known && !hold) {
+    for (size_t i = 0; i < before.grant.n; i++) {
+      if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
         continue;
       ioq_err ce;
-      if (clear_disk(f, &cg, ap->devs[i], &ce) < 0)
+      if (clear_disk(f, &cg, before.devs[i], &ce) < 0)
         ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
-                 pr->ns, pr->name, ap->grant.disks[i].disk, ce.msg);
+                 pr->ns, pr->name, before.grant.disks[i].disk, ce.msg);
     }
   }
+  forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
+  /* Remember it. */
+  pthread_mutex_lock(&f->lock);
+  ap = enf_find_locked(f, pi->uid);
   if (!ap) {
     if (f->n == f->cap) {
       size_t nc = f->cap ? f->cap * 2 : 32;
@@ -424,18 +521,23 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   /* keep the init container units across the reset below */
   char **keep_ids[IOQ_RES_COUNT];
   size_t keep_n[IOQ_RES_COUNT];
+  bool keep_guess[IOQ_RES_COUNT];
   memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
   memcpy(keep_n, ap->n_init, sizeof keep_n);
+  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
   memset(ap, 0, sizeof *ap);
   memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
   memcpy(ap->n_init, keep_n, sizeof keep_n);
+  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
   if (init_ids && n_init_ids) {
-    free_init(ap, init_res);
+    enf_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
       ap->n_init[init_res] = n_init_ids;
+    ap->init_guess[init_res] = flags & ENF_GUESS;
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
+  ap->init_unknown = hold;
   ioq_copy(ap->ns, sizeof ap->ns, pr->ns);
   ioq_copy(ap->name, sizeof ap->name, pr->name);
   ioq_copy(ap->uid, sizeof ap->uid, pi->uid);
@@ -449,7 +551,11 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     ap->devs[i] = cds[i].dev;
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
-  if (!ap->grant.n && !has_init(ap)) {
+  bool has_init_now = enf_holds_init(ap);
+  if ((init_ids && n_init_ids) || had_init != has_init_now ||
+      (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
+    f->state_dirty = true;
+  if (!ap->grant.n && !has_init_now) {
     f->pods[ap - f->pods] = f->pods[--f->n];
     ap = NULL;
   }
@@ -476,6 +582,8 @@ struct missing_pod {
   char uid[IOQ_POD_UID_MAX + 1];
   char cgroup[PATH_MAX];
   bool cgroup_there, alive;
+  bool replaced;     /* the API server shows the name under another UID */
+  bool cache_synced; /* the pod cache has listed */
   char phase[16];
 };
 
@@ -484,12 +592,14 @@ struct missing_pod {
  * what it holds. */
 static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || has_init(ap));
+  return pr && (pr->n_ctrs || enf_holds_init(ap));
 }
 
-/* The remembered pods the List leaves out, with what the cgroup tree and the
- * pod cache say of them. Gathered without the enforcer's locks held, since
- * the pod cache calls into the enforcer with its own lock held. */
+/* The remembered pods applied before the List, with what the cgroup tree
+ * and the pod cache say of them: the List names pods by namespace/name only,
+ * so a listed name may be a new instance of a recreated pod. Gathered
+ * without the enforcer's locks held, since the pod cache calls into the
+ * enforcer with its own lock held. */
 static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
@@ -497,7 +607,7 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
   struct missing_pod *m = calloc(f->n ? f->n : 1, sizeof *m);
   for (size_t i = 0; m && i < f->n; i++) {
     const struct applied_pod *ap = &f->pods[i];
-    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at)
+    if (ap->applied_at >= listed->asked_at)
       continue;
     ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
     ioq_copy(m[n].name, sizeof m[n].name, ap->name);
@@ -509,9 +619,11 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
   for (size_t i = 0; i < n; i++) {
     m[i].cgroup_there = ioq_is_dir(m[i].cgroup);
     struct pod_info pi;
+    bool cached = pc && podcache_peek(pc, m[i].ns, m[i].name, &pi);
+    m[i].cache_synced = pc && podcache_synced(pc);
+    m[i].replaced = cached && pi.uid[0] && strcmp(pi.uid, m[i].uid) != 0;
     /* alive: the API server still shows it, same UID, not on its way out */
-    m[i].alive = m[i].cgroup_there && pc && podcache_peek(pc, m[i].ns, m[i].name, &pi) &&
-                 strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
+    m[i].alive = m[i].cgroup_there && cached && strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
                  strcmp(pi.phase, "Succeeded") != 0 && strcmp(pi.phase, "Failed") != 0;
     if (m[i].alive)
       ioq_copy(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
@@ -542,17 +654,23 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   pthread_mutex_lock(&f->lock);
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
-    if (listed_with_units(listed, ap) || ap->applied_at >= listed->asked_at) {
+    const struct missing_pod *mp = find_missing(miss, n_miss, ap);
+    if (ap->applied_at >= listed->asked_at ||
+        (listed_with_units(listed, ap) && !(mp && mp->replaced))) {
       ap->missing_since = 0;
       i++;
       continue;
     }
-    const struct missing_pod *mp = find_missing(miss, n_miss, ap);
-    if (!mp) { /* re-applied for another UID meanwhile: the next pass decides */
+    if (!mp) { /* applied after the gathering: the next pass decides */
       i++;
       continue;
     }
-    bool cgroup_there = mp->cgroup_there;
+    /* restored from the state file: only the API server can say it is gone
+     * (a restarting kubelet may not list it yet) */
+    if (ap->applied_at == 0 && !mp->alive && !mp->cache_synced && mp->cgroup_there) {
+      i++;
+      continue;
+    }
     if (mp->alive) {
       if (!ap->missing_since) {
         ap->missing_since = listed->asked_at;
@@ -568,29 +686,14 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
                "uid=%s",
                ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
-    struct ioq_cg cg;
-    ioq_err e;
-    if (!cgroup_there) {
-      ioq_info("pod gone, its cgroup too pod=%s/%s uid=%s cgroup=%s", ap->ns, ap->name, ap->uid,
-               ap->cgroup);
-    } else if (ioq_cg_open(ap->cgroup, ap->version, &cg, &e) < 0) {
-      ioq_warn("pod gone, cgroup not usable pod=%s/%s cgroup=%s error=\"%s\"", ap->ns, ap->name,
-               ap->cgroup, e.msg);
-    } else {
-      for (size_t d = 0; d < ap->grant.n; d++) {
-        if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
-          ioq_warn("pod gone, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"",
-                   ap->ns, ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
-        else
-          ioq_info("pod gone, limits cleared pod=%s/%s uid=%s cgroup=%s disk=%s", ap->ns, ap->name,
-                   ap->uid, ap->cgroup, ap->grant.disks[d].disk);
-      }
-    }
+    clear_pod(f, ap, "pod gone");
+    f->state_dirty |= enf_holds_init(ap);
     free_all_init(ap);
     f->pods[i] = f->pods[--f->n];
     released++;
   }
   pthread_mutex_unlock(&f->lock);
+  enf_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);
   return released;
@@ -737,13 +840,19 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
   pthread_mutex_unlock(&f->lock);
 }
 
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
-                       char *const *ids, size_t n) {
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+                       int r, char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = find_locked(f, ns, name);
+  const struct applied_pod *ap = NULL;
+  for (size_t i = 0; i < f->n && !ap; i++)
+    if (uid ? strcmp(f->pods[i].uid, uid) == 0
+            : strcmp(f->pods[i].name, name) == 0 && strcmp(f->pods[i].ns, ns) == 0)
+      ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
-    rc = has_init(ap) ? 1 : -1;
+    rc = enf_holds_init(ap) ? 1 : -1;
+  } else if (ap && ap->n_init[r] && ap->init_guess[r]) {
+    rc = 2;
   } else if (ap && ap->n_init[r]) {
     rc = ap->n_init[r] == n;
     /* sorted copy + bsearch: O(n log n) for a pod holding many units */

@@ -7,7 +7,20 @@
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how
- * many units of each disk are allocated. Thread-safe. */
+ * many units of each disk are allocated. Thread-safe.
+ *
+ * Regular init containers' grants (units kubelet never lists) are saved to
+ * a state file before PreStart answers (initstate.h) and restored at start,
+ * so a restarted plugin neither lowers a running init container's limit nor
+ * forgets to clear an init-only pod's. When the file is unusable (corrupt,
+ * another version) the plugin starts anyway and rebuilds from the pods: a
+ * Pending pod whose spec has a regular init container asking for ioqos units
+ * and that no PreStart has told about since is "unknown" — its limits are
+ * left as they are while it is Pending and such an init container may run
+ * (its status does not say it terminated): never lowered without knowing.
+ * Once it runs, its status shows those init containers terminated, or a
+ * PreStart of one of its containers comes, its grant is written and every
+ * other managed disk of its cgroup cleared. */
 #ifndef IOQOS_PLUGIN_ENFORCER_H
 #define IOQOS_PLUGIN_ENFORCER_H
 
@@ -32,6 +45,7 @@ struct enforcer_opts {
   struct ioq_unit_sizes sizes;
   bool io_weight, bfq_weight, enable_controllers;
   struct catalog *catalog;
+  const char *state_file; /* where init container grants are saved; NULL: nowhere */
 };
 
 /* Why an apply failed, for metrics and Events. */
@@ -69,6 +83,12 @@ struct applied_pod {
    * copied by enforcer_snapshot. */
   char **init_ids[IOQ_RES_COUNT];
   size_t n_init[IOQ_RES_COUNT];
+  /* init_ids[r] are a guess: an ambiguous init-only PreStart wrote them to
+   * every candidate pod (prestart.c) until the asker is known */
+  bool init_guess[IOQ_RES_COUNT];
+  /* the state file was lost and the pod may hold an init container's grant
+   * the plugin does not know: nothing is written while it is Pending */
+  bool init_unknown;
   double applied_at; /* CLOCK_MONOTONIC seconds of the last apply */
   /* when a List first left the pod out while the API server still showed it
    * alive (0: listed); see enforcer_release_gone */
@@ -80,19 +100,57 @@ struct enforcer;
 struct enforcer *enforcer_new(const struct enforcer_opts *o);
 void enforcer_free(struct enforcer *f);
 
+/* Loads the saved init container grants (once, before serving). A missing
+ * file is a first start; an unusable one is logged and the enforcer
+ * rebuilds from the pods (see above). */
+void enforcer_restore(struct enforcer *f);
+/* true when the state file was unusable at start */
+bool enforcer_state_lost(struct enforcer *f);
+/* true if the pod is unknown: it may hold an init container grant the
+ * plugin lost with the state file, which only its grant being written
+ * (a PreStart, or a reconcile pass once it runs) settles */
+bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi);
+
 /* Applies the grant of pod `pr` (as listed by kubelet) whose API object is
  * `pi`, verifies it and remembers it. `init_ids` (may be NULL) are the units
  * of resource `init_res` of a regular init container about to start, which
  * kubelet does not list: they count as an init container (grant.h) now and
- * on later passes while the pod is still Pending. */
+ * on later passes while the pod is still Pending. Flags: ENF_PRESTART,
+ * called for a container about to start (else by a reconcile pass, which
+ * leaves an unknown Pending pod's limits alone); ENF_GUESS, `init_ids` are
+ * written to every candidate of an ambiguous PreStart (they replace an
+ * earlier guess on the same disks, and add to one on other disks: the pod
+ * may run either). */
+#define ENF_PRESTART 1u
+#define ENF_GUESS 2u
 int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   struct enforce_result *res, ioq_err *e);
+                   unsigned flags, struct enforce_result *res, ioq_err *e);
+
+/* Pods holding guessed init container units, for settling them. */
+struct init_guess {
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char uid[IOQ_POD_UID_MAX + 1];
+  enum ioq_resource r;
+  char first[IOQ_UNIT_ID_MAX + 1]; /* the latest ambiguous PreStart's first ID */
+};
+/* Returns how many (malloc'd array in *out). */
+size_t enforcer_guesses(struct enforcer *f, struct init_guess **out);
+/* The asker of a guess is known: keep (its units are certain now) or drop
+ * the pod's guessed units of r. The caller applies the pod again. */
+void enforcer_settle_guess(struct enforcer *f, const char *uid, enum ioq_resource r, bool keep);
+
+/* true if the pod's spec has a regular init container asking for units */
+bool pod_init_asks(const struct pod_info *pi);
 
 /* Clears the limits of every remembered pod that is not in `listed`
- * (matching namespace, name); a pod whose cgroup is already gone just is
- * forgotten. A pod applied after the List was asked for is kept: a PreStart
- * that raced the List must not lose its limits. So is, for up to
+ * (matching namespace, name; a listed name the pod cache `pc` shows under
+ * another UID is a recreated pod, the remembered one is gone); a pod whose
+ * cgroup is already gone just is forgotten. A pod applied after the List
+ * was asked for is kept: a PreStart that raced the List must not lose its
+ * limits. So is a pod restored from the state file while the pod cache has
+ * not listed yet, and, for up to
  * ENFORCER_MISSING_GRACE_S, a pod the pod cache `pc` (may be NULL) still
  * shows alive under the same UID: a kubelet that just restarted lists pods
  * only as its pod sources deliver them, and a running pod must not lose its
@@ -102,10 +160,12 @@ int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct
 size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
                              struct podcache *pc);
 
-/* The regular init container units the pod holds: -1 none, 0 others than
- * `ids`, 1 exactly `ids` (n of resource r); with r < 0, 1 if it holds any. */
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, int r,
-                       char *const *ids, size_t n);
+/* The regular init container units the pod with this UID (uid NULL: the
+ * pod remembered under ns/name) holds: -1 none, 0 others than `ids`, 1
+ * exactly `ids` (n of resource r), 2 a guess (ENF_GUESS); with r < 0, 1 if
+ * it holds any. */
+int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+                       int r, char *const *ids, size_t n);
 
 /* Remembers the List result: pods holding units, units allocated per disk.
  * A List asked for before the one already noted is ignored (the reconcile

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "plugin.h"
@@ -94,8 +95,13 @@ static int setup_enforcer(struct plugin *p, ioq_err *e) {
   eo.bfq_weight = p->cfg.enforcement.bfq_weight;
   eo.enable_controllers = p->cfg.enforcement.enable_controllers;
   eo.catalog = p->catalog;
+  char state_file[PATH_MAX];
+  if (ioq_path_join(state_file, sizeof state_file, e, p->opts.state_dir, INITSTATE_FILE, NULL) < 0)
+    return -1;
+  eo.state_file = state_file;
   if (!(p->enf = enforcer_new(&eo)))
     return ioq_fail(e, ENOMEM, "out of memory");
+  enforcer_restore(p->enf);
   return 0;
 }
 

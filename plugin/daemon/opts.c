@@ -8,7 +8,7 @@
 #include "ioqos/k8sname.h"
 
 enum {
-  OPT_DP_DIR = 256, OPT_PODRES, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
+  OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
   OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
   OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_HELP, OPT_VERSION,
 };
@@ -26,6 +26,8 @@ static const struct flag {
      "DIR", "kubelet device-plugins directory (kubelet.sock, our sockets)"},
     {"pod-resources-socket", OPT_PODRES, "IOQOS_POD_RESOURCES_SOCKET",
      "/var/lib/kubelet/pod-resources/kubelet.sock", "PATH", "kubelet pod resources API socket"},
+    {"state-dir", OPT_STATE, "IOQOS_STATE_DIR", "/var/lib/ioqos", "DIR",
+     "host directory for state that must survive restarts (init container grants)"},
     {"config", OPT_CONFIG, "IOQOS_CONFIG", NULL, "FILE",
      "node configuration JSON (default: built-in, the kubelet root disk)"},
     {"node-name", OPT_NODE, "NODE_NAME", NULL, "NAME", "this node's name (required)"},
@@ -167,6 +169,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   o->version = given[idx_of(OPT_VERSION)] != NULL;
   o->device_plugin_dir = VAL(OPT_DP_DIR);
   o->pod_resources_socket = VAL(OPT_PODRES);
+  o->state_dir = VAL(OPT_STATE);
   o->config = VAL(OPT_CONFIG);
   o->node_name = VAL(OPT_NODE);
   o->kube_api_server = VAL(OPT_API);
@@ -199,6 +202,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     int id;
     const char *name;
   } abs_paths[] = {{OPT_DP_DIR, "--device-plugin-dir"}, {OPT_PODRES, "--pod-resources-socket"},
+                   {OPT_STATE, "--state-dir"},
                    {OPT_CGROOT, "--cgroup-root"},       {OPT_SYSFS, "--sysfs-root"},
                    {OPT_KCGROOT, "--kubelet-cgroup-root"}};
   for (size_t i = 0; i < sizeof abs_paths / sizeof abs_paths[0]; i++) {

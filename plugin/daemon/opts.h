@@ -13,6 +13,7 @@
 struct plugin_opts {
   const char *device_plugin_dir;    /* kubelet's device-plugins dir */
   const char *pod_resources_socket; /* kubelet's pod resources socket */
+  const char *state_dir;            /* state kept across restarts */
   const char *config;               /* NULL = built-in defaults */
   const char *node_name;
   const char *kube_api_server;      /* NULL = in-cluster */

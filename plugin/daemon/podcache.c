@@ -36,7 +36,17 @@ static const struct ioq_jf_rule R_CTR[] = {
     {NULL, 0, NULL}};
 static const struct ioq_jf_rule R_SPEC[] = {
     {"containers", IOQ_JF_ICASE, R_CTR}, {"initContainers", IOQ_JF_ICASE, R_CTR}, {NULL, 0, NULL}};
-static const struct ioq_jf_rule R_STATUS[] = {SCALAR("phase"), SCALAR("qosClass"), {NULL, 0, NULL}};
+/* an init container's state: which of running/terminated/waiting is set,
+ * none of their contents (a terminated message alone may be 4 KiB) */
+static const struct ioq_jf_rule R_NOTHING[] = {{NULL, 0, NULL}};
+static const struct ioq_jf_rule R_STATE[] = {
+    {"running", IOQ_JF_ICASE, R_NOTHING}, {"terminated", IOQ_JF_ICASE, R_NOTHING},
+    {"waiting", IOQ_JF_ICASE, R_NOTHING}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_CTR_STATUS[] = {
+    SCALAR("name"), {"state", IOQ_JF_ICASE, R_STATE}, {NULL, 0, NULL}};
+static const struct ioq_jf_rule R_STATUS[] = {
+    SCALAR("phase"), SCALAR("qosClass"), {"initContainerStatuses", IOQ_JF_ICASE, R_CTR_STATUS},
+    {NULL, 0, NULL}};
 const struct ioq_jf_rule podcache_pod_rules[] = {
     {"metadata", IOQ_JF_ICASE, R_META}, {"spec", IOQ_JF_ICASE, R_SPEC},
     {"status", IOQ_JF_ICASE, R_STATUS}, {NULL, 0, NULL}};
@@ -100,6 +110,25 @@ static void read_ctrs(json_object *spec, const char *key, bool init, struct pod_
   }
 }
 
+/* Which init containers run or ran (tells the asker of an ambiguous
+ * init-only PreStart, prestart.c). */
+static void read_init_states(json_object *status, struct pod_info *out) {
+  json_object *arr = ioq_json_field(status, "initContainerStatuses");
+  if (!arr || !json_object_is_type(arr, json_type_array))
+    return;
+  size_t n = json_object_array_length(arr);
+  for (size_t i = 0; i < n && i < POD_CTRS_MAX; i++) {
+    json_object *cs = json_object_array_get_idx(arr, i), *st = ioq_json_field(cs, "state");
+    const char *name = str_field(cs, "name");
+    for (size_t k = 0; name && st && k < out->n_ctrs; k++)
+      if (out->ctrs[k].kind != IOQ_CTR_APP && strcmp(out->ctrs[k].name, name) == 0)
+        out->ctrs[k].state = ioq_json_field(st, "running")      ? PCS_RUNNING
+                             : ioq_json_field(st, "terminated") ? PCS_TERMINATED
+                             : ioq_json_field(st, "waiting")    ? PCS_WAITING
+                                                                : PCS_UNKNOWN;
+  }
+}
+
 int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
   json_object *meta = ioq_json_field(pod, "metadata");
@@ -133,6 +162,7 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
     ioq_debug("pod spec has invalid ioqos resources pod=%s/%s error=\"%s\"", ns, name, ne.msg);
   read_ctrs(spec, "initContainers", true, out);
   read_ctrs(spec, "containers", false, out);
+  read_init_states(status, out);
   return 0;
 }
 

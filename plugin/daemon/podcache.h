@@ -28,10 +28,14 @@
  * (~1.5 MB) are 30 MB, well inside KUBE_TIMEOUT_MS on a slow link */
 #define POD_PAGE_LIMIT 20
 
+/* status.initContainerStatuses[].state of an init container */
+enum pod_ctr_state { PCS_UNKNOWN = 0, PCS_WAITING, PCS_RUNNING, PCS_TERMINATED };
+
 struct pod_ctr {
   char name[POD_CTR_NAME_MAX + 1];
   enum ioq_ctr_kind kind;
   uint64_t units[IOQ_RES_COUNT]; /* limit (or request) of each ioqos resource */
+  enum pod_ctr_state state;      /* init containers only */
 };
 
 struct pod_info {

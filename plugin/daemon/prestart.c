@@ -69,31 +69,34 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
  * ask for this resource (kubelet lists sidecars and app containers only). */
 #define INIT_ONLY_AFTER_TRIES 2
 
-/* The pod whose regular init container asks for these n units of r when no
- * listed container holds any of them: a listed pod with no units of r whose
- * API object is Pending with a regular init container asking for exactly n,
- * placed (annotation ioqos.io/disk) on the IDs' disk if placed at all.
- * *n_cand gets how many such pods there are. Nothing kubelet says tells
- * several of them apart; refusing would block them all for good (each start
- * would stay ambiguous), so the one created first is taken: kubelet admits
- * and starts pods in creation order. A wrong guess limits the other pod
- * early (to the same number of units) and leaves the asker's init container
- * unlimited until the other pod's init container asks: that one then finds
- * the first pod holding other units and takes the remaining pod. The
- * warning in the log names the choice. */
-static const struct podres_pod *init_only_pod(struct plugin *p, const struct podres_list *l,
-                                              enum ioq_resource r, char *const *ids, size_t n,
-                                              size_t *n_cand) {
-  *n_cand = 0;
+/* The pods whose regular init container may be asking for these n units of
+ * r when no listed container holds any of them: listed pods with no units of
+ * r whose API object is Pending with a regular init container asking for
+ * exactly n, placed (annotation ioqos.io/disk) on the IDs' disk if placed at
+ * all. A pod whose init container already started on these very units is the
+ * asker (a restart, the next init container), alone; one that started on
+ * other units is not a candidate, unless those were a guess too. Nothing
+ * kubelet says tells the others apart, and guessing one would leave the
+ * asker unthrottled whenever the guess is wrong (a decoy pod whose init image
+ * never pulls is never corrected by its own PreStart): the caller writes the
+ * limit to every candidate, each asking for exactly n by its own spec, until
+ * the pod status shows which one runs (reconcile.c). *out (malloc'd) holds
+ * pointers into l; returns how many. */
+static size_t init_only_pods(struct plugin *p, const struct podres_list *l, enum ioq_resource r,
+                             char *const *ids, size_t n, const struct podres_pod ***out) {
+  *out = NULL;
   struct ioq_unit_id u;
   /* a cache still listing would miss the asker and name another pod */
   if (!p->pods || !podcache_synced(p->pods) || ioq_unit_id_parse(ids[0], &u, NULL) < 0)
-    return NULL;
+    return 0;
   struct pod_info *pi = malloc(sizeof *pi);
-  if (!pi)
-    return NULL;
-  const struct podres_pod *found = NULL;
-  char first_created[sizeof pi->created] = "";
+  const struct podres_pod **c = calloc(l->n ? l->n : 1, sizeof *c);
+  if (!pi || !c) {
+    free(pi);
+    free(c);
+    return 0;
+  }
+  size_t nc = 0;
   for (size_t i = 0; i < l->n; i++) {
     const struct podres_pod *pr = &l->pods[i];
     if (podres_pod_count(pr, r) || !podcache_peek(p->pods, pr->ns, pr->name, pi))
@@ -106,28 +109,72 @@ static const struct podres_pod *init_only_pod(struct plugin *p, const struct pod
       asks = pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] == n;
     if (!asks)
       continue;
-    /* a pod whose init container already started on these very units is
-     * the asker (a restart, the next init container); one that started on
-     * other units is not */
-    int held = enforcer_init_held(p->enf, pr->ns, pr->name, (int)r, ids, n);
+    int held = enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, (int)r, ids, n);
     if (held == 1) {
-      *n_cand = 1;
-      found = pr;
+      c[0] = pr;
+      nc = 1;
       break;
     }
-    if (held == 0)
-      continue;
-    int order = found ? strcmp(pi->created, first_created) : -1;
-    if (order < 0 || (order == 0 && (strcmp(pr->ns, found->ns) < 0 ||
-                                     (strcmp(pr->ns, found->ns) == 0 &&
-                                      strcmp(pr->name, found->name) < 0)))) {
-      found = pr;
-      ioq_copy(first_created, sizeof first_created, pi->created);
-    }
-    (*n_cand)++;
+    if (held != 0)
+      c[nc++] = pr;
   }
   free(pi);
-  return found;
+  if (!nc)
+    free(c);
+  else
+    *out = c;
+  return nc;
+}
+
+/* Writes the init container's units to every candidate pod (see
+ * init_only_pods); a candidate without a pod cgroup cannot be starting a
+ * container and is skipped. Answers OK once every other one has its limit. */
+static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
+                                const struct podres_pod **c, size_t nc, struct grpcs_reply *out) {
+  struct pod_info *pi = calloc(1, sizeof *pi);
+  if (!pi) {
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  size_t applied = 0;
+  for (size_t i = 0; i < nc; i++) {
+    ioq_err e;
+    struct enforce_result res;
+    if (podcache_get(p->pods, c[i]->ns, c[i]->name, pi, &e) < 0) {
+      fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
+           ER_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
+      free(pi);
+      return;
+    }
+    if (enforcer_apply(p->enf, c[i], pi, r, ids, n, ENF_PRESTART | ENF_GUESS, &res, &e) < 0) {
+      if (res.fail == EF_CGROUP) {
+        ioq_info("ambiguous init container start: candidate without a pod cgroup skipped "
+                 "pod=%s/%s error=\"%s\"",
+                 c[i]->ns, c[i]->name, e.msg);
+        continue;
+      }
+      fail(p, r, out, GRPC_STATUS_INTERNAL, reason_of(res.fail), c[i]->ns, c[i]->name, pi->uid,
+           e.msg);
+      free(pi);
+      return;
+    }
+    applied++;
+    ioq_info("prestart done (ambiguous init container, limit written to candidate) resource=%s "
+             "pod=%s/%s uid=%s cgroup=%s disks=%zu writes=%u",
+             ioq_resource_name(r), c[i]->ns, c[i]->name, pi->uid, res.cgroup, res.grant.n,
+             res.writes);
+  }
+  free(pi);
+  if (!applied) {
+    fail(p, r, out, GRPC_STATUS_FAILED_PRECONDITION, ER_CGROUP, NULL, NULL, NULL,
+         "no candidate pod of an init container start has a pod cgroup");
+    return;
+  }
+  metrics_inc(p->metrics, C_ENFORCE_OK);
+  ungranted_sync(p->ug);
+  V1beta1__PreStartContainerResponse ok = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+  grpcs_reply_pack(out, &ok.base);
+  reconciler_kick(p->rec);
 }
 
 void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
@@ -144,7 +191,8 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
    * before PreStart; still, allow a short grace for a racing List. */
   struct podres_list list = {0};
   const struct podres_pod *pr = NULL;
-  size_t missing = 0, init_cands = 0;
+  size_t missing = 0, n_cands = 0;
+  const struct podres_pod **cands = NULL;
   char last_err[IOQ_ERR_MSG_MAX] = "";
   double give_up = grpcs_now() + PRESTART_LIST_BUDGET_MS / 1000.0;
   int attempt = 0;
@@ -166,16 +214,23 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     if ((pr = podres_find_ids(&list, ids, n, &missing)))
       break;
     if (attempt + 1 >= INIT_ONLY_AFTER_TRIES &&
-        (pr = init_only_pod(p, &list, r, ids, n, &init_cands))) {
+        (n_cands = init_only_pods(p, &list, r, ids, n, &cands))) {
       missing = n;
-      if (init_cands > 1)
-        ioq_warn("prestart of a regular init container: %zu pending pods have one asking for "
-                 "exactly %zu %s units and kubelet does not say which asks; taking the one "
-                 "created first pod=%s/%s",
-                 init_cands, n, ioq_resource_name(r), pr->ns, pr->name);
+      pr = cands[0];
       break;
     }
   }
+  if (n_cands > 1) {
+    ioq_warn("prestart of a regular init container: %zu pending pods have one asking for exactly "
+             "%zu %s units and kubelet does not say which asks; limiting every one of them until "
+             "the pod status shows which runs",
+             n_cands, n, ioq_resource_name(r));
+    apply_to_candidates(p, r, ids, n, cands, n_cands, out);
+    free(cands);
+    podres_list_free(&list);
+    return;
+  }
+  free(cands);
   if (!pr) {
     char msg[IOQ_ERR_MSG_MAX];
     if (last_err[0]) {
@@ -214,7 +269,7 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
                "pod=%s/%s units=%zu",
                ioq_resource_name(r), pr->ns, pr->name, n_init);
     struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, &res, &e) < 0) {
+    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, ENF_PRESTART, &res, &e) < 0) {
       fail(p, r, out, res.fail == EF_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
                                             : GRPC_STATUS_INTERNAL,
            reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);

@@ -90,6 +90,82 @@ failed:
   disks_report_health(p);
 }
 
+/* ---- guesses: ambiguous init-only PreStarts (prestart.c) ---- */
+
+/* Whether the pod shows it ran a regular init container asking for units of
+ * r: one running or terminated per its status, or the pod no longer
+ * Pending (its init containers are done). */
+static bool ran_init(const struct pod_info *pi, enum ioq_resource r) {
+  if (strcmp(pi->phase, "Pending") != 0)
+    return true;
+  for (size_t k = 0; k < pi->n_ctrs; k++)
+    if (pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] &&
+        (pi->ctrs[k].state == PCS_RUNNING || pi->ctrs[k].state == PCS_TERMINATED))
+      return true;
+  return false;
+}
+
+/* A guess (the units of an ambiguous PreStart, written to every candidate)
+ * is settled once exactly one of the pods holding it shows it ran such an
+ * init container: that pod keeps the units, the others drop them and are
+ * applied again, which lowers their limit back to their own grant. */
+static void settle_guesses(struct plugin *p, const struct podres_list *l) {
+  struct init_guess *g;
+  size_t n = enforcer_guesses(p->enf, &g);
+  bool *ran = calloc(n ? n : 1, sizeof *ran), *seen = calloc(n ? n : 1, sizeof *seen);
+  struct pod_info *pi = malloc(sizeof *pi);
+  if (!g || !ran || !seen || !pi || !p->pods) {
+    if (n && (!ran || !seen || !pi))
+      ioq_error("settling init container guesses skipped reason=out-of-memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    ran[i] = podcache_peek(p->pods, g[i].ns, g[i].name, pi) && strcmp(pi->uid, g[i].uid) == 0 &&
+             ran_init(pi, g[i].r);
+  for (size_t i = 0; i < n; i++) {
+    if (seen[i])
+      continue;
+    size_t n_ran = 0, asker = i;
+    for (size_t j = i; j < n; j++)
+      if (g[j].r == g[i].r && strcmp(g[j].first, g[i].first) == 0) {
+        seen[j] = true;
+        if (ran[j]) {
+          n_ran++;
+          asker = j;
+        }
+      }
+    if (n_ran != 1)
+      continue;
+    ioq_info("ambiguous init container start settled: the pod status shows which ran "
+             "resource=%s pod=%s/%s uid=%s",
+             ioq_resource_name(g[i].r), g[asker].ns, g[asker].name, g[asker].uid);
+    enforcer_settle_guess(p->enf, g[asker].uid, g[asker].r, true);
+    for (size_t j = i; j < n; j++) {
+      if (j == asker || g[j].r != g[i].r || strcmp(g[j].first, g[i].first) != 0)
+        continue;
+      enforcer_settle_guess(p->enf, g[j].uid, g[j].r, false);
+      const struct podres_pod *pr = podres_find_pod(l, g[j].ns, g[j].name);
+      ioq_err e;
+      struct enforce_result res;
+      if (!pr) /* no longer listed: the release pass takes it */
+        continue;
+      if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0 ||
+          enforcer_apply(p->enf, pr, pi, g[j].r, NULL, 0, 0, &res, &e) < 0)
+        ioq_warn("lowering the limit of a pod that did not ask failed pod=%s/%s error=\"%s\"",
+                 pr->ns, pr->name, e.msg);
+      else
+        ioq_info("limit of a pod that did not ask lowered to its own grant pod=%s/%s uid=%s "
+                 "writes=%u",
+                 pr->ns, pr->name, pi->uid, res.writes);
+    }
+  }
+out:
+  free(pi);
+  free(seen);
+  free(ran);
+  free(g);
+}
+
 /* ---- grants ---- */
 
 void reconcile_pass(struct plugin *p) {
@@ -108,27 +184,37 @@ void reconcile_pass(struct plugin *p) {
   last_err[0] = '\0';
   podcache_drop_terminal(p->pods, &list); /* done pods: not counted, not re-applied */
   enforcer_note_list(p->enf, &list);
+  settle_guesses(p, &list);
   size_t ok = 0, failed = 0, considered = 0;
+  /* the state file was lost: init-only pods may hold a grant nobody knows */
+  bool lost = enforcer_state_lost(p->enf);
   struct pod_info *pi = malloc(sizeof *pi);
   for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
     const struct podres_pod *pr = &list.pods[i];
     /* a pod without listed units matters only if it has a grant in place:
      * its regular init container's, which kubelet does not list */
-    if (!pr->n_ctrs && enforcer_init_held(p->enf, pr->ns, pr->name, -1, NULL, 0) != 1)
+    bool init_only = !pr->n_ctrs;
+    if (init_only && !lost && enforcer_init_held(p->enf, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;
-    considered++;
     if (!p->pods) {
+      considered++;
       failed++;
       continue;
     }
     if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
       metrics_err(p->metrics, ER_POD_LOOKUP);
       ioq_warn("reconcile: pod lookup failed pod=%s/%s error=\"%s\"", pr->ns, pr->name, e.msg);
+      considered++;
       failed++;
       continue;
     }
+    if (init_only && lost &&
+        enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
+        !enforcer_unknown(p->enf, pi))
+      continue;
+    considered++;
     struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, &res, &e) < 0) {
+    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, 0, &res, &e) < 0) {
       static const enum err_reason map[EF_COUNT_] = {ER_WRITE, ER_GRANT,      ER_UID,    ER_CGROUP,
                                                      ER_CONTROLLER, ER_WRITE, ER_VERIFY};
       metrics_err(p->metrics, map[res.fail]);

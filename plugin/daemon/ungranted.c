@@ -522,7 +522,10 @@ static void pass_locked(struct ungranted *u) {
     for (size_t d = 0; d < u->n_disks; d++) {
       bool g = false;
       for (size_t j = 0; j < nap && !g; j++)
-        g = strcmp(ap[j].uid, pp->cg.uid) == 0 && ioq_grant_find(&ap[j].grant, u->disks[d].name);
+        /* an unknown pod (state file lost) may hold an init container
+         * grant on any disk: its limits are left alone too */
+        g = strcmp(ap[j].uid, pp->cg.uid) == 0 &&
+            (ap[j].init_unknown || ioq_grant_find(&ap[j].grant, u->disks[d].name));
       /* the grant writer owns the line while there is a grant (it replaced
        * our bound), and cleared it when the grant went: start afresh */
       if (g != pp->s[d].granted) {

@@ -191,6 +191,7 @@ class Daemon:
         self.metrics_port = free_port()
         args = list(wrapper) + [BIN,
                                 "--device-plugin-dir", env.dp_dir,
+                                "--state-dir", env.state_dir,
                                 "--pod-resources-socket", env.podres_sock,
                                 "--node-name", NODE,
                                 "--kube-api-server", env.api.url,
@@ -288,6 +289,7 @@ class Env:
         self.root = tempfile.mkdtemp(prefix="ioqos-plugin-test-")
         self.dp_dir = os.path.join(self.root, "device-plugins")
         os.makedirs(self.dp_dir)
+        self.state_dir = os.path.join(self.root, "state")  # the plugin creates it
         self.podres_sock = os.path.join(self.root, "pod-resources", "kubelet.sock")
         os.makedirs(os.path.dirname(self.podres_sock))
         self.sysfs_root = sysfs_root or os.path.join(self.root, "sys")

@@ -1,7 +1,10 @@
 """One integration run of the daemon under valgrind memcheck: the kubelet
 contract (register, list, preferred allocation, allocate, bad input,
-PreStart with enforcement, kubelet restart) then SIGTERM. The run must end
+PreStart with enforcement, kubelet restart), init container grants (a
+restored state file, an ambiguous init-only PreStart) then SIGTERM. The run must end
 with exit 0, no memcheck errors and no definitely lost bytes."""
+import json
+import os
 import re
 import shutil
 import time
@@ -9,7 +12,7 @@ import unittest
 
 import grpc
 
-from harness import BW, IOPS, PluginTest, free_port, ids_of
+from harness import BW, IOPS, PluginTest, free_port, ids_of, new_uid, pod_object, v2_pod_cgroup, write
 from test_http_slow import Trickler, get
 
 VALGRIND = shutil.which("valgrind")
@@ -19,6 +22,11 @@ VALGRIND = shutil.which("valgrind")
 class Valgrind(PluginTest):
     def test_no_definite_leaks(self):
         k = self.env.kubelet
+        # init container grants a previous instance saved, for a pod now gone
+        write(os.path.join(self.env.state_dir, "init-grants.json"), json.dumps({"version": 1, "pods": [{
+            "uid": new_uid(), "namespace": "default", "name": "gone", "cgroup": "/nonexistent",
+            "cgroupVersion": 2, "grant": [{"disk": "fakedisk0", "dev": "250:0", "bandwidth": 2, "iops": 0}],
+            "initUnits": {BW: ["fakedisk0-bw-900", "fakedisk0-bw-901"]}, "initGuess": [BW]}]}))
         health_port = free_port()
         d = self.env.start_daemon(extra=["--health-address", "127.0.0.1:%d" % health_port,
                                          "--http-request-timeout", "3"],
@@ -41,6 +49,19 @@ class Valgrind(PluginTest):
             k.prestart(BW, ["fakedisk0-bw-999"], timeout=60)  # not listed: error + event
         self.env.api.wait(lambda: self.env.api.events, timeout=60, what="event")
         self.assertEqual(d.http("/metrics", timeout=30)[0], 200)
+        # an init-only start two pending pods could have asked for
+        for name in ("i1", "i2"):
+            uid2 = new_uid()
+            pod = pod_object(name, uid2)
+            pod["spec"]["initContainers"] = [{"name": "load", "resources": {
+                "limits": {BW: "3"}, "requests": {BW: "3"}}}]
+            self.env.api.put_pod(pod)
+            k.set_pod("default", name, {"app": {}})
+            v2_pod_cgroup(self.env.cgroup_root, uid2)
+        k.prestart(BW, ["fakedisk0-bw-950", "fakedisk0-bw-951", "fakedisk0-bw-952"], timeout=60)
+        d.wait_log(r"limiting every one of them", timeout=60)
+        d.wait_log(r"init container grant restored pod=default/gone", timeout=60)
+        d.wait_log(r"pod gone, its cgroup too pod=default/gone", timeout=60)
         # slow clients: per-IP refusals, a deadline cut, the probe listener;
         # one slow socket stays open through shutdown
         t = Trickler(d.metrics_port, ["127.0.0.1"] * 6, period=0.5)

@@ -17,6 +17,7 @@ static void clean_env(void) {
   unsetenv("IOQOS_HEALTH_ADDRESS");
   unsetenv("IOQOS_HTTP_REQUEST_TIMEOUT");
   unsetenv("IOQOS_CGROUP_DRIVER");
+  unsetenv("IOQOS_STATE_DIR");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -31,6 +32,7 @@ Test(opts, defaults) {
   cr_assert_str_eq(o.cgroup_root, "/sys/fs/cgroup");
   cr_assert_str_eq(o.sysfs_root, "/sys");
   cr_assert_str_eq(o.kubelet_cgroup_root, "/");
+  cr_assert_str_eq(o.state_dir, "/var/lib/ioqos");
   cr_assert_str_eq(o.metrics_address, "127.0.0.1:9464", "loopback unless told");
   cr_assert_str_eq(o.health_address, "");
   cr_assert_eq(o.http_timeout_s, 10);

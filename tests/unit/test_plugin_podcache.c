@@ -27,6 +27,9 @@ static const char *const RICH_POD =
     "\"requests\":{\"ioqos/bandwidth\":\"100\",\"memory\":\"1Gi\"}}},"
     "{\"name\":\"log\",\"resources\":{\"limits\":{\"ioqos/iops\":\"5\"}}}]},"
     "\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Burstable\",\"podIP\":\"10.0.0.1\","
+    "\"initContainerStatuses\":["
+    "{\"name\":\"init-a\",\"state\":{\"terminated\":{\"exitCode\":0,\"message\":\"done\"}}},"
+    "{\"Name\":\"side\",\"State\":{\"running\":{\"startedAt\":\"2026-01-02T03:05:00Z\"}}}],"
     "\"containerStatuses\":[{\"name\":\"app\",\"ready\":false}]}}";
 
 static void keep(void *ud, json_object *unit, bool truncated) {
@@ -54,6 +57,8 @@ Test(podcache, filtered_pod_reads_the_same_as_the_whole_object) {
   cr_assert(a.need_ok && !a.oversized && a.terminating && a.has_qos);
   cr_assert_eq(a.n_ctrs, 4);
   cr_assert_str_eq(a.need.disk, "nvme0n1");
+  cr_assert_eq(a.ctrs[0].state, PCS_TERMINATED, "init-a: %d", a.ctrs[0].state);
+  cr_assert_eq(a.ctrs[1].state, PCS_RUNNING, "side: %d", a.ctrs[1].state);
   cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "the filtered pod reads differently");
   /* and the parts nobody reads are not kept */
   const char *txt = json_object_to_json_string(part);
@@ -61,6 +66,7 @@ Test(podcache, filtered_pod_reads_the_same_as_the_whole_object) {
   cr_assert_null(strstr(txt, "env"));
   cr_assert_null(strstr(txt, "other"));
   cr_assert_null(strstr(txt, "cpu"));
+  cr_assert_null(strstr(txt, "exitCode"));
   json_object_put(whole);
   json_object_put(part);
 }
