@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/buildinfo.h"
 #include "ioqos/enforce.h"
 #include "ioqos/placement.h"
 #include "plugin.h"
@@ -273,6 +274,7 @@ char *metrics_render(struct plugin *p) {
   counters(f, p);
   ungranted(f, p);
   state(f, p);
+  ioq_build_info_write(f, "ioqos-plugin");
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

@@ -54,7 +54,7 @@ IMAGE=localhost/ioqos:$VERSION
 scripts/image/bootstrap-base.sh "$BASE"
 
 echo "image: building $IMAGE (storage ${STORAGE_DRIVER:-default}, isolation $BUILDAH_ISOLATION)"
-set -- --build-arg BASE_IMAGE="$BASE"
+set -- --build-arg BASE_IMAGE="$BASE" --build-arg VERSION="$VERSION"
 [ -n "$BINARIES" ] && set -- "$@" --build-arg BINARIES="$BINARIES"
 # --pull-never: the base comes from local storage, never a registry
 bah bud --layers --pull=never "$@" -t "$IMAGE" -f Containerfile .
