@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ioqos/buildinfo.h"
 
 void ioq_build_info_write(FILE *f, const char *binary) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl: inspect and drive ioqos on one node. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Prometheus text exposition (format 0.0.4) of the daemon's state, and the
  * health/readiness verdicts. Gauges are read live at scrape time. */
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the ioqos image from the Containerfile with Debian-packaged tools and
 # no container registry, then checks the result from inside the image.
 #
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --save) SAVE=$2; shift 2 ;;
     --binaries) BINARIES=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks of manifests/ (kustomize base, overlays, examples), the scheduler
 configurations, and the image's runtime closure.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every binary reports the one version CMake's project(VERSION) defines:
 `NAME VERSION` from --version, and ioqos_build_info{binary,version} 1 on the
 daemons' /metrics (issue 14 item 1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The ioqos_build_info gauge both daemons expose on /metrics. The version is
  * CMake's project(VERSION), passed to every translation unit as IOQOS_VERSION
  * (the one place it is written; see CMakeLists.txt). */
