@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper for humans; the build itself is CMake (see README.md).
 #   make deps   install the Debian packages the build, tests and demo need (root)
 #   make build  configure + build into build/

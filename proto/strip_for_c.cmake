@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Makes the copy of a schema that protoc-c compiles (cmake -P, IN= OUT=):
 #  - service blocks are removed: protoc-c's service stubs do not fit gRPC C
 #    core and `rpc Register` would become a C member named `register`;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ExtenderArgs as kube-scheduler marshals it (Go field names, any casing):
  *   {"Pod":{...},"Nodes":{"metadata":{},"items":[Node...]},"NodeNames":null}
  *   {"Pod":{...},"Nodes":null,"NodeNames":["node-a",...]}   (nodeCacheCapable)

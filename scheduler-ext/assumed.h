@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Placements this extender bound but the node's plugin has not reported yet.
  *
  * bind chooses a disk and records the pod's units against it; until the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* POST /bind: choose the disk, annotate the pod with it, bind the pod
  * through pods/binding, and remember the placement until the node reports
  * it. Binds to one node are serialised so they see each other.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A JSON request body read incrementally as the HTTP server receives it:
  * json-c's tokener is fed each chunk, so a large body is never held twice
  * (as text and as a tree). Enforces the size limit and tells truncated,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The per-node decision shared by filter, prioritize and bind: the node's
  * published state minus what this extender has assumed there, placed with
  * the one placement function (ioq_place) the plugin also uses. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The extender's verbs and the state they share. Each verb takes the parsed
  * request body and fills a reply; none of them fails without a reply. */
 #ifndef IOQOS_EXT_EXTENDER_H

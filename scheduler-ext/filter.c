@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* POST /filter: keep the nodes where one disk of the pod's class has enough
  * free units of every requested ioqos resource at once. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Command-line flags of ioqos-scheduler-ext (documented by --help and in
  * docs/extender.md). */
 #ifndef IOQOS_EXT_FLAGS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The HTTP server (libmicrohttpd): a bounded pool of worker threads, a
  * request-body limit, a per-connection idle timeout against slow clients,
  * optional TLS, and JSON bodies parsed incrementally as they arrive (so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqos-scheduler-ext: the HTTP scheduler extender kube-scheduler calls to
  * place pods by the free I/O units of each node's disks. */
 #include <errno.h>

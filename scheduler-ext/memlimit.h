@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The memory limit of this process's container, and the parse budget
  * derived from it.
  *

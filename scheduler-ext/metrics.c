@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "metrics.h"
 
 #include <pthread.h>
@@ -5,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/buildinfo.h"
 #include "ioqos/histogram.h"
 
 #define N_BUCKETS 15
@@ -182,6 +184,7 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "ioqos_extender_node_cache_lists_total %llu\n",
       g->node_cache_enabled, (unsigned long long)g->node_cache_nodes, g->node_cache_synced,
       (unsigned long long)g->node_cache_lists);
+  ioq_build_info_write(f, "ioqos-scheduler-ext");
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Prometheus counters and histograms of the extender, rendered as the text
  * exposition format on GET /metrics. Thread-safe. */
 #ifndef IOQOS_EXT_METRICS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The extender's own view of every node, for nodeCacheCapable (names-only)
  * requests: name -> ext_nodeinfo, fed by the kube informer's list and watch
  * events. Readers hold the read lock while they use entries. */

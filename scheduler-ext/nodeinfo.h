@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* One node as the extender sees it: its name and the ioqos state parsed from
  * its `ioqos.io/devices` annotation, or why that state is unusable. Built from
  * a Node JSON object, either one kube-scheduler sent (full-node mode) or one

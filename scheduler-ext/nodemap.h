@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Node name -> ext_nodeinfo, the node cache's index. Open addressing with
  * the 64-bit hash kept beside each entry, so a lookup touches one slot array
  * and compares one name: filter and prioritize look up every node of every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Resolving the node set of a filter/prioritize request.
  *
  * Full-node mode reads the Node objects in the request body, but a request

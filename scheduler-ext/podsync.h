@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Keeps assumed placements in step with the pods they stand for
  * (issue 12 item 3), on a thread of its own:
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* POST /prioritize: a 0..10 score per node from the shared placement
  * function (the best disk's score); 0 where the pod does not fit. */
 #include <json-c/printbuf.h>

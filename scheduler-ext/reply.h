@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* An HTTP reply built by a handler and sent by the server. */
 #ifndef IOQOS_EXT_REPLY_H
 #define IOQOS_EXT_REPLY_H

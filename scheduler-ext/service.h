@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The running extender: its parts wired together from the flags. */
 #ifndef IOQOS_EXT_SERVICE_H
 #define IOQOS_EXT_SERVICE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Reloads the extender's TLS certificate, key and client CA when their
  * files change (cert-manager, or a kubelet-mounted Secret whose files are
  * swapped by a symlink), without dropping the listening socket. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make bench: every benchmark; results printed and saved under bench-results/.
 #   1. calibration of the disk holding the repository (ioqosctl calibrate)
 #   2. the isolation benchmark on a real kernel (tests/bench/run.sh: nullb, nullb-closed, virtio,

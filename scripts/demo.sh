@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make demo: the isolation scenario on a real kernel, one short round (a few minutes).
 # A "db" pod (4k random I/O) next to a "backup" pod (1 MiB sequential writes) on one
 # finite disk, inside a throw-away cgroup v2 VM (Debian's kernel under qemu TCG):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages given as arguments, only those missing.
 # Idempotent: with everything present it only checks and returns.
 set -eu

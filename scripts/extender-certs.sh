@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Creates (or renews) the certificates of the extender's mutual TLS and the
 # Kubernetes Secrets that carry them (docs/extender.md, "Mutual TLS"):
 #
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     -d) days=$2; shift 2 ;;
     -i) ips="$ips $2"; shift 2 ;;
     --new-ca) new_ca=1; shift ;;
-    -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "extender-certs.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

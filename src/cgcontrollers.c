@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cgroup v2: controllers enabled along the path to a pod cgroup.
  *
  * A cgroup has io.max only if its parent lists "io" in

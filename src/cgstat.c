@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* I/O statistics and pressure of a cgroup (ioqosctl show, plugin metrics). */
 #include <errno.h>
 #include <inttypes.h>

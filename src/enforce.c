@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Entry points of the enforcement writer, the whole-disk check and the
  * weight-file logic shared by both cgroup versions. */
 #include "ioqos/enforce.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Helpers shared by the v1 and v2 writers (enforce_v1.c, enforce_v2.c).
  * Not part of the public API. */
 #ifndef IOQOS_ENFORCE_INTERNAL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cgroup v1 blkio writers: blkio.throttle.*_device and the BFQ weight.
  * v1 throttling holds direct I/O only: buffered writeback is issued by the
  * flusher threads outside the pod's blkio cgroup. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cgroup v2 writers: io.max, io.weight, io.bfq.weight. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ioqos/histogram.h"
 
 void ioq_histogram_observe(struct ioq_histogram *h, const double *bounds, size_t n, double seconds) {

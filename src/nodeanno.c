@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ioqos/nodeanno.h"
 
 #include "ioqos/fsutil.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ioqos/podcg.h"
 
 #include <dirent.h>

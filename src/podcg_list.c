@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Listing the pod cgroups that exist (for bounds on pods without a grant,
  * which get no kubelet call: the directory is the first sign of them). */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kernel capability probe and inventory assembly. */
 #include "ioqos/probe.h"
 

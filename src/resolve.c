@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Selector -> managed disk (the device io.max accepts, plus weight leaves). */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl calibrate: measure a disk through a temp file in a directory. */
 #include <signal.h>
 #include <stdlib.h>

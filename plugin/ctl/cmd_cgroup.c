@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl cgroup-path | apply | show: the enforcement core by hand. They
  * call the same resolver and writer the plugin daemon uses. */
 #include <errno.h>

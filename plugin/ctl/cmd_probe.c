@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl probe: what ioqos would manage on this node and why. */
 #include <json-c/json.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl subcommands; each returns the process exit status
  * (0 ok, 1 operation failed, 2 usage error). argv[0] is the subcommand. */
 #ifndef IOQOSCTL_COMMANDS_H

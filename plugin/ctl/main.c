@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqosctl: inspect and drive ioqos on one node. */
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,8 @@ static void usage(FILE *f) {
              "Commands:\n");
   for (size_t i = 0; i < sizeof g_cmds / sizeof g_cmds[0]; i++)
     fprintf(f, "  %-12s %s\n", g_cmds[i].name, g_cmds[i].summary);
-  fprintf(f, "\nRun 'ioqosctl COMMAND --help' for the options of a command.\n");
+  fprintf(f, "\nRun 'ioqosctl COMMAND --help' for the options of a command,\n"
+             "'ioqosctl --version' for the version.\n");
 }
 
 int main(int argc, char **argv) {

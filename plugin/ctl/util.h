@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Helpers shared by the ioqosctl subcommands. */
 #ifndef IOQOSCTL_UTIL_H
 #define IOQOSCTL_UTIL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Allocate's answer: the environment a container gets for its units.
  *
  *   IOQOS_DEVICES                   disks the units are on, e.g. "nvme0n1"

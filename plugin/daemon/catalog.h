@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The units this node advertises: per managed disk, how many bandwidth and
  * IOPS units exist and whether they are healthy. Thread-safe.
  *

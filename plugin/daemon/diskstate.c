@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The node's disks as placement sees them: catalog (units, health, caps) plus
  * what the enforcer has allocated. One builder for GetPreferredAllocation and
  * the node annotation, so both describe the disks the same way. And the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The DevicePlugin service of one resource on its own socket: method table,
  * handlers that translate protobuf to the catalog / placement / enforcement
  * calls, and socket ownership. */

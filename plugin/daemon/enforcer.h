@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Puts pod grants into pod cgroups and takes them out again.
  *
  * A grant is computed from the unit IDs kubelet lists for the pod's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Regular init container grants beyond one apply: saved to the state file
  * and restored at start (initstate.h), guesses written by an ambiguous
  * init-only PreStart and their settling, and the pods left unknown by a lost

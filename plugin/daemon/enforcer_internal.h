@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The enforcer's internals, shared by enforcer.c (applying and releasing
  * grants, the List view) and enforcer_init.c (regular init container
  * grants: the state file, guesses of ambiguous starts, unknown pods). Not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes Events, posted by a worker thread so that an RPC never waits on
  * the API server for them. The queue is bounded; the same event (object,
  * reason, message) is not repeated within a minute, since kubelet retries a

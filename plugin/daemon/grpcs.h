@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small gRPC server on gRPC C core: one unix socket, one completion queue,
  * one event-loop thread. Knows nothing about device plugins: it is given a
  * table of methods (unary, unary-but-blocking, server-stream) and calls back.

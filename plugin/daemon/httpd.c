@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* /metrics, /healthz and /readyz over libmicrohttpd.
  *
  * Slow clients. MHD's connection timeout is an idle timeout: every byte

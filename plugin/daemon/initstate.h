@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The grants of regular init containers, saved across plugin restarts.
  *
  * kubelet never lists a regular init container's units (pod resources List

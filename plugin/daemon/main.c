@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqos-plugin: the node daemon that makes ioqos/bandwidth and ioqos/iops
  * real. Startup order matters:
  *   probe disks -> serve both DevicePlugin sockets -> register with kubelet

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Counters and histograms the daemon updates as things happen; gauges (disk
  * units, pod grants, pod I/O) are read from live state when /metrics is
  * scraped (metrics_text.c). Thread-safe. */

@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Prometheus text exposition (format 0.0.4) of the daemon's state, and the
  * health/readiness verdicts. Gauges are read live at scrape time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/buildinfo.h"
 #include "ioqos/enforce.h"
 #include "ioqos/placement.h"
 #include "plugin.h"
@@ -273,6 +275,7 @@ char *metrics_render(struct plugin *p) {
   counters(f, p);
   ungranted(f, p);
   state(f, p);
+  ioq_build_info_write(f, "ioqos-plugin");
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

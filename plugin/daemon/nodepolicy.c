@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The node policy (config nodePolicy), opt-in and node-wide:
  *  - iocost: io.cost.qos of the root cgroup for every managed disk's leaf
  *    disks (iocost acts on request-based disks), which is what makes

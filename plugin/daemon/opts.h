@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Command-line flags of ioqos-plugin (and their environment equivalents).
  * A flag beats its environment variable, which beats the default. */
 #ifndef IOQOS_PLUGIN_OPTS_H

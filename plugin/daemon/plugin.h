@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The daemon's shared state: one struct plugin owns every component. Each
  * component has its own file; this header ties them together. */
 #ifndef IOQOS_PLUGIN_PLUGIN_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pods of this node as the API server sees them: a cache kept by
  * list+watch on /api/v1/pods?fieldSelector=spec.nodeName=NODE, with a GET
  * (short timeout) on a miss, so PreStartContainer learns a pod's UID and QoS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Client of kubelet's pod resources API (v1 List): which pod holds which
  * ioqos unit IDs. kubelet names pods by namespace + name only (no UID), and
  * lists a pod's IDs as soon as admission allocated them, before its sandbox

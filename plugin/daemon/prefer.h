@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* GetPreferredAllocation: which `size` IDs out of kubelet's `available`
  * list the container should get. All from one disk, keeping must_include:
  *

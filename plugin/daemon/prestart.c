@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* PreStartContainer: the last moment before the container exists. Find the
  * pod holding the units (pod resources List, by name + namespace), learn its
  * UID and QoS class (pod cache, GET on a miss), write the pod-level grant

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The reconcile loop: every enforcement.reconcileIntervalSeconds, and soon
  * after pod events or a PreStart, it
  *   1. re-probes the disks (health and units; ListAndWatch follows),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Registration with kubelet, on its own thread: kubelet calls back into our
  * endpoint (GetDevicePluginOptions) while Register is in flight, so Register
  * must never run on a gRPC event-loop thread.

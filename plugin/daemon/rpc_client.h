@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Blocking unary gRPC client over a unix socket (Register with kubelet, pod
  * resources List). A fresh channel per call: after a kubelet restart the next
  * call connects at once instead of waiting out a cached channel's reconnect

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Bounds for pods without a grant (nodePolicy.ungranted; the pool and its
  * split are in src/ungranted.c, ioqos/ungranted.h).
  *

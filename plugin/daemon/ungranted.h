@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Bounds for pods without a grant on disks where grants exist
  * (nodePolicy.ungranted): a thread that finds pod cgroups (inotify + every
  * interval), measures them and keeps each one's io.max share of the disk's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes API client: credentials and single requests. */
 #include "kube.h"
 

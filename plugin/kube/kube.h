@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes API client (libcurl + json-c), shared by ioqos-plugin and
  * ioqos-scheduler-ext.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* core/v1 Events: how ioqos tells users on the object itself what happened. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* list + watch in a background thread (the informer pattern of client-go,
  * reduced to what ioqos needs: a full list, then ordered events). */
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Streaming JSON filter: yajl events in, a json-c tree of the wanted fields
  * out (see kube_jfilter.h). Only kept containers take a frame, so memory is
  * the kept tree (bounded by the cost budget) plus yajl's own state (one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A streaming JSON reader (yajl events) that builds a json-c tree of only
  * the fields a rule tree names, so a huge object made of fields ioqos does
  * not read (a pod's 30 000 env entries, its managedFields) costs parse time

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian 12 base image the Containerfile starts from, without any
 # container registry: debootstrap (minbase) from the Debian mirror, then
 # imported into local container storage with buildah.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the ioqos image from the Containerfile with Debian-packaged tools and
 # no container registry, then checks the result from inside the image.
 #
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --save) SAVE=$2; shift 2 ;;
     --binaries) BINARIES=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +55,7 @@ IMAGE=localhost/ioqos:$VERSION
 scripts/image/bootstrap-base.sh "$BASE"
 
 echo "image: building $IMAGE (storage ${STORAGE_DRIVER:-default}, isolation $BUILDAH_ISOLATION)"
-set -- --build-arg BASE_IMAGE="$BASE"
+set -- --build-arg BASE_IMAGE="$BASE" --build-arg VERSION="$VERSION"
 [ -n "$BINARIES" ] && set -- "$@" --build-arg BINARIES="$BINARIES"
 # --pull-never: the base comes from local storage, never a registry
 bah bud --layers --pull=never "$@" -t "$IMAGE" -f Containerfile .

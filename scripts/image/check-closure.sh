@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runtime closure of the ioqos binaries: every shared library they load must
 # come from a Debian package the image's final stage installs.
 #
@@ -17,7 +18,7 @@
 # 0 closure complete, 1 something is missing (each problem is printed), 2 usage.
 set -eu
 
-usage() { sed -n '2,17p' "$0" >&2; exit 2; }
+usage() { sed -n '3,18p' "$0" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 mode=$1; shift
 case "$mode" in

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The ctest's assertions on a short isolation run (bench-results style
 isolation.json from report.py). Only what holds on a noisy 2-core TCG
 machine: no ratios, no targets.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The isolation scenario, run as root inside the cgroup v2 VM (tests/bench/run.sh
 starts it with tests/e2e/vm-run; it refuses to run anywhere else).
 

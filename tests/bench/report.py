@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the raw isolation runs (isolation-raw-<kind>.json, written by
 isolation.py in the VM) into medians, spreads and ratios: OUT/isolation.json,
 the markdown table OUT/isolation.md (also printed) and the plot

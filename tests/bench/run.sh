@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The isolation benchmark: a db pod next to a backup pod on one finite disk, on a real
 # kernel (cgroup v2 VM, tests/e2e/vm-run), solo / contended / weight-only / ioqos /
 # control side by side, and ioqos with 1 and 4 pods without a grant next to them
@@ -85,7 +86,7 @@ while [ $# -gt 0 ]; do
         --report-only) report_only=1 ;;
         --vm-arg) vm_extra+=("$2"); shift ;;
         --arg) sc_extra+=("$2"); shift ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The shipped binaries carry the hardening CMakeLists.txt asks for (issue 12):
 # PIE, full RELRO (GNU_RELRO + BIND_NOW), stack canaries (-fstack-protector-strong
 # makes every function with a local array call __stack_chk_fail) and glibc's

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ioqosctl probe / calibrate against this real machine.
 
 - probe --json: the default disk must be the disk behind /var/lib/kubelet

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # e2e harness test (runs on the host): exit status propagation, stdout/stderr separation,
 # environment and working directory, read-write sharing of the working directory, usage
 # errors, timeout and kernel panic handling, no qemu left behind.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # e2e raw kernel test: how accurately io.max holds fio in a child cgroup, no ioqos code.
 #   null_blk  (mbps=200 token bucket): direct write / direct read bandwidth, direct 4k wiops
 #   virtio-blk (qemu-throttled 200 MiB/s, ext4): direct write, direct read, buffered write

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # e2e kernel facts: what Debian's 6.1 kernel accepts in the cgroup v2 io files, checked on
 # the real kernel so the project's writers and capability probe rest on verified facts.
 #   - io.weight forms: "default N" and "N" always; "MAJ:MIN N" only for a device with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # e2e smoke test: the VM gives what the project's real-kernel tests need — cgroup v2 with
 # io+memory, iocost files in the root, io.max/io.weight/io.bfq.weight in a child, a null_blk
 # disk on BFQ, fio inside a kubepods-style child cgroup (accounted in its io.stat),

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Extender benchmark (part of `make bench`).
 
 For 100, 1000 and 5000 nodes in both nodeCacheCapable modes: the latency of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ext-bench-parse FILE [REPS]: how fast the extender reads a full-node
  * request. FILE holds an ExtenderArgs body; each rep feeds it to the
  * incremental JSON reader in 64 KiB chunks (as the HTTP server does), then

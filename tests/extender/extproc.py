@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs the real ioqos-scheduler-ext binary and talks HTTP to it."""
 import http.client
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kubernetes objects shaped as client-go marshals them (kube-scheduler sends
 these to the extender): full metadata with managedFields, spec, status."""
 import json

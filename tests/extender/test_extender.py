@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration tests of ioqos-scheduler-ext: the real binary over real HTTP,
 with kube-scheduler-shaped requests, and a local API-server stand-in for the
 node cache and bind (the extender uses its real libcurl client).

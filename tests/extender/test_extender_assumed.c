@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Assumed placements: counted per disk, expire by TTL, dropped when the node
  * reports the pod, and per-node bind locks that serialise binds. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Request parsing and per-node decisions: filter verdicts, reasons, scores,
  * assumed placements, node annotation problems. */
 #include <criterion/criterion.h>

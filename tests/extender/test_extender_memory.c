@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Memory bounds of the extender: the json-c tree estimate against real
  * allocations, and the parse budget derived from the cgroup memory limit. */
 #include <criterion/criterion.h>

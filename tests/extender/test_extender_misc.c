@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Node cache updates, flags, listen addresses and metrics text. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

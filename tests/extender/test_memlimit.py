@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory and time bounds of the extender (issue 12 item 2).
 
 MemoryLimit: the extender under a real memory limit: a child memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Fuzzes the node annotation codec (ioqos.io/devices): anything that parses
  * must format to text that parses to the same state, and the extender's
  * reading of the annotation (including the optional pod list) must hold. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Fuzzes the streaming JSON filter (plugin/kube/kube_jfilter.c) with rules
  * shaped like the pod cache's, a small cost budget and the input split in
  * two chunks at a point the input chooses (chunk boundaries anywhere). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Fuzzes a pod's ioqos needs from Pod JSON. */
 #include <stdint.h>
 #include <stdlib.h>

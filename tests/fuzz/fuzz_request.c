@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Fuzzes what an extender request body goes through: chunked incremental
  * JSON reading, ExtenderArgs/ExtenderBindingArgs parsing, and the filter,
  * prioritize and bind handlers in both node modes. Every reply must be

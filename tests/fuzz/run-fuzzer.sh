@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # run-fuzzer.sh FUZZER WORK_CORPUS SEED_CORPUS SECONDS
 # Runs a libFuzzer target for SECONDS. New inputs go to WORK_CORPUS (in the
 # build tree), never into the seeds in the source tree. A crash, leak or

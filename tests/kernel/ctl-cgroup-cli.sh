@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl-cgroup-cli.sh IOQOSCTL
 #
 # `ioqosctl cgroup-path | apply | show` as a user runs them, on temp trees (no root

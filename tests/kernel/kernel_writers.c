@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The enforcement writer against a real kernel: cgroup v1 blkio on the host
  * (run-writers.sh v1) and cgroup v2 in the VM (run-writers.sh v2). The
  * wrapper creates the disks and a parent cgroup and passes them in:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for the real-kernel tests in tests/kernel (sourced; bash).
 # Every cgroup, loop device, file and process they create is tracked and removed
 # by the EXIT trap that kt_cleanup_init installs, also when a test fails.

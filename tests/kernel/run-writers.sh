@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run-writers.sh v1|v2 KERNEL_WRITERS_BIN [IOQOSCTL]
 #
 # Runs the enforcement writer's real-kernel tests (kernel_writers.c):

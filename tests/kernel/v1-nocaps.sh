@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # v1-nocaps.sh IOQOSCTL
 #
 # The DaemonSet runs the plugin as uid 0 with every capability dropped

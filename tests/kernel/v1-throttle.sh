@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # v1-throttle.sh IOQOSCTL
 #
 # cgroup v1 on this host, end to end: a child blkio cgroup of our own, a loop device on a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # v2-enforce.sh IOQOSCTL
 #
 # cgroup v2 in the e2e VM (Debian's kernel under qemu), end to end through ioqosctl:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The streaming JSON filter (plugin/kube/kube_jfilter.c): what it keeps,
  * units one at a time, the per-unit cost budget. */
 #include <criterion/criterion.h>

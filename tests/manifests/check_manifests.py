@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks of manifests/ (kustomize base, overlays, examples), the scheduler
 configurations, and the image's runtime closure.
 
@@ -12,6 +13,7 @@ configurations, and the image's runtime closure.
     check_manifests.py examples
     check_manifests.py image BINARY_PATH...
     check_manifests.py docs
+    check_manifests.py version
 
 Each check first proves on a deliberately broken input that it can fail
 (a "control"), then checks the real manifests. Exit 0 all good, 1 a check
@@ -167,6 +169,10 @@ def cmd_render():
     dirs = kustomization_dirs()
     renders = all_renders()
     for d, docs in renders.items():
+        if not docs and is_component(d):
+            # only transforms what includes it (manifests/base/image: the tag)
+            ok("%s: a Component without objects of its own" % rel(d))
+            continue
         problems = object_problems(docs)
         for p in problems:
             fail("%s: %s" % (rel(d), p))
@@ -1037,9 +1043,16 @@ def workload_problems(docs):
     return p
 
 
+def is_component(d):
+    """A kustomize Component (manifests/monitoring): an add-on without the
+    workloads, checked where it is used (tests/monitoring)."""
+    with open(os.path.join(d, "kustomization.yaml")) as f:
+        return (yaml.safe_load(f) or {}).get("kind") == "Component"
+
+
 def cmd_workloads():
     for d in kustomization_dirs():
-        if os.sep + "examples" in d[len(MANIFESTS):]:
+        if os.sep + "examples" in d[len(MANIFESTS):] or is_component(d):
             continue
         try:
             docs = render(d)
@@ -1476,25 +1489,14 @@ def cmd_image(paths):
     cf = os.path.join(REPO, "Containerfile")
     script = os.path.join(REPO, "scripts", "image", "check-closure.sh")
     text = open(cf).read()
-    # the version is one number everywhere: CMake, image label, manifests' tag
-    ver = re.search(r"project\(ioqos VERSION ([0-9.]+)", open(os.path.join(REPO, "CMakeLists.txt")).read()).group(1)
-    label = re.search(r'org\.opencontainers\.image\.version="([^"]+)"', text)
-    if not label or label.group(1) != ver:
-        fail("Containerfile version label %s != project version %s" % (label and label.group(1), ver))
-    for d in kustomization_dirs():
-        for o in render(d):
-            for where, ps in pod_specs(o):
-                for _, c in containers(ps):
-                    img = c.get("image", "")
-                    if img.startswith("localhost/ioqos") and img != "localhost/ioqos:" + ver:
-                        fail("%s: %s uses image %s, the build makes localhost/ioqos:%s" % (rel(d), where, img, ver))
+    # (the version label and tags: cmd_version)
     # every binary the manifests run is one the image installs
     m = re.search(r'ARG BINARIES="([^"]+)"', text)
     shipped = set(m.group(1).split()) if m else set()
     if shipped != set(BINARIES):
         fail("Containerfile BINARIES %s != %s" % (sorted(shipped), list(BINARIES)))
     else:
-        ok("Containerfile ships %s, version %s everywhere" % (", ".join(BINARIES), ver))
+        ok("Containerfile ships %s" % ", ".join(BINARIES))
     r = subprocess.run(["sh", script, "--containerfile", cf] + paths, capture_output=True, text=True, timeout=120)
     print(r.stdout.rstrip())
     if r.returncode != 0:
@@ -1512,6 +1514,132 @@ def cmd_image(paths):
             ok("control 'libjson-c5 not installed' is caught")
         else:
             fail("control: the closure check passed without libjson-c5 (rc %d)" % r.returncode)
+    finish()
+
+
+# ----------------------------------------------------------------- version
+
+# The release is chosen once, project(VERSION) in CMakeLists.txt (issue 14
+# item 1). The binaries get it from CMake, the image from scripts/image/build.sh
+# (--build-arg VERSION, checked in the Containerfile's build stage); the
+# manifests cannot read CMake, so their one copy (the base kustomization's
+# newTag) is compared here, and every other copy is an error.
+VERSION_COPIES = {  # file -> the lines allowed to spell the version out
+    "CMakeLists.txt": r"^project\(ioqos VERSION ",
+    "manifests/base/image/kustomization.yaml": r"^    newTag: ",
+    "CHANGELOG.md": r"",  # the history names every release
+}
+VERSION_SKIP_DIRS = {"__pycache__", "bench-results", "Testing", "corpus"}
+
+
+def project_version():
+    m = re.search(r"^project\(ioqos VERSION (\d+\.\d+\.\d+)[ )]",
+                  open(os.path.join(REPO, "CMakeLists.txt")).read(), re.M)
+    if not m:
+        raise Broken("CMakeLists.txt: no project(ioqos VERSION X.Y.Z ...)")
+    return m.group(1)
+
+
+def ioqos_tags(kustomization_text):
+    """newTag of every images: entry named localhost/ioqos."""
+    k = yaml.safe_load(kustomization_text) or {}
+    return [i.get("newTag") for i in k.get("images") or [] if i.get("name") == "localhost/ioqos"]
+
+
+def version_copies(relpath, text, ver):
+    """Lines of one file that spell out a release: the current version, or an
+    ioqos image or archive with any X.Y.Z (a stale copy), unless allowed."""
+    allowed = VERSION_COPIES.get(relpath)
+    rx = re.compile(r"(?<![\d.])%s(?![\d.])|ioqos[:-]v?\d+\.\d+\.\d+" % re.escape(ver))
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if rx.search(line) and not (allowed is not None and re.search(allowed, line)):
+            out.append("%s:%d: a hand-written version: %s" % (relpath, n, line.strip()[:100]))
+    return out
+
+
+def text_files():
+    for d, dirs, files in os.walk(REPO):
+        r = os.path.relpath(d, REPO)
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in VERSION_SKIP_DIRS
+                         and not (r == "." and x.startswith("build")))
+        for f in sorted(files):
+            p = os.path.join(d, f)
+            if os.path.islink(p) or not os.path.isfile(p):
+                continue
+            try:
+                with open(p, encoding="utf-8") as fh:
+                    yield rel(p), fh.read()
+            except UnicodeDecodeError:
+                continue  # binary
+
+
+def containerfile_problems(text, build_sh):
+    p = []
+    if 'org.opencontainers.image.version="${VERSION}"' not in text:
+        p.append("Containerfile: the version label is not ${VERSION}")
+    if not re.search(r'if \[ -z "\$VERSION" \] \|\| \[ "\$VERSION" != "\$want" \]', text):
+        p.append("Containerfile: the build stage does not refuse a VERSION other than CMakeLists.txt's")
+    if '--build-arg VERSION="$VERSION"' not in build_sh or \
+            "VERSION=$(sed -n 's/^project(ioqos VERSION" not in build_sh:
+        p.append("scripts/image/build.sh does not pass CMakeLists.txt's version as --build-arg VERSION")
+    return p
+
+
+def cmd_version():
+    ver = project_version()
+    tag_file = os.path.join(MANIFESTS, "base", "image", "kustomization.yaml")
+    try:
+        tags = ioqos_tags(open(tag_file).read())
+    except OSError as e:
+        tags = ["(%s)" % e.strerror]
+    if tags != [ver]:
+        fail("%s: images localhost/ioqos newTag %s, CMakeLists.txt says %s" % (rel(tag_file), tags, ver))
+    else:
+        ok("%s newTag %s = project(VERSION)" % (rel(tag_file), ver))
+    n, bad = 0, 0
+    for d in kustomization_dirs():
+        for o in render(d):
+            for where, ps in pod_specs(o):
+                for _, c in containers(ps):
+                    img = c.get("image", "")
+                    if not img.startswith("localhost/ioqos"):
+                        continue
+                    n += 1
+                    if img != "localhost/ioqos:" + ver:
+                        bad += 1
+                        fail("%s: %s uses image %s, the build makes localhost/ioqos:%s" % (rel(d), where, img, ver))
+    if n == 0:
+        fail("no rendered container runs localhost/ioqos: the check of the tag is stale")
+    elif not bad:
+        ok("all %d ioqos containers of the rendered kustomizations run localhost/ioqos:%s" % (n, ver))
+    build_sh = open(os.path.join(REPO, "scripts", "image", "build.sh")).read()
+    cf = open(os.path.join(REPO, "Containerfile")).read()
+    probs = containerfile_problems(cf, build_sh)
+    for x in probs:
+        fail(x)
+    if not probs:
+        ok("the image is tagged and labelled with CMakeLists.txt's version")
+    n, copies = 0, []
+    for path, text in text_files():
+        n += 1
+        copies += version_copies(path, text, ver)
+    for x in copies:
+        fail(x)
+    if not copies:
+        ok("no hand-written version in %d text files (allowed: %s)" % (n, ", ".join(sorted(VERSION_COPIES))))
+    if not os.path.exists(os.path.join(REPO, "CHANGELOG.md")) or \
+            not re.search(r"^## \[%s\]" % re.escape(ver), open(os.path.join(REPO, "CHANGELOG.md")).read(), re.M):
+        fail("CHANGELOG.md has no '## [%s]' section" % ver)
+    else:
+        ok("CHANGELOG.md describes %s" % ver)
+    control("newTag behind CMake", lambda: ([] if ioqos_tags(
+        "images:\n  - name: localhost/ioqos\n    newTag: 0.0.9\n") == [ver] else ["tag 0.0.9"]))
+    control("version in a doc", version_copies, "docs/operations.md",
+            "kubectl debug node/N --image=localhost/ioqos:%s\n" % ver, ver)
+    control("stale image archive", version_copies, "README.md", "ctr import ioqos" + "-0.0.1.tar\n", ver)
+    control("label written by hand", containerfile_problems,
+            cf.replace('"${VERSION}"', '"%s"' % ver), build_sh)
     finish()
 
 
@@ -1540,6 +1668,8 @@ def main():
             cmd_docs()
         elif cmd == "image" and args:
             cmd_image(args)
+        elif cmd == "version":
+            cmd_version()
         else:
             raise SystemExit(__doc__)
     except Broken as e:

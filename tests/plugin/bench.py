@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ioqos-plugin benchmark: RPC latency with 10k units advertised per resource,
 idle RSS and CPU. Prints numbers; asserts nothing about time.
 

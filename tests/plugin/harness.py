@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Test harness for ioqos-plugin integration tests: temp trees (sysfs,
 cgroup v2 layout, kubelet dirs), the two stand-ins, and the daemon process.
 

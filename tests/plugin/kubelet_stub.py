@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A kubelet stand-in for ioqos-plugin tests, written with Debian's grpcio.
 
 It plays kubelet's side of the device plugin API over real unix sockets, in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A pod holding every unit a node may advertise (issue 12 item 10: 25000
 bandwidth + 25000 IOPS units, the bounds of units.h) is admitted, allocated
 and started over the kubelet stub: ID matching and the grant are O(n log n),

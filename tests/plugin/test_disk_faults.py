@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One bad disk degrades one disk (issue 12 item 9): a selector that gives no
 disk, a corrupt calibration entry or a bad io.cost.model line marks only
 that disk (or selector) unhealthy, with the reason in the log, the node

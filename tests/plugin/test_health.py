@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Unit health in ListAndWatch: a disk that disappears, or loses the
 capability to be throttled, turns its units Unhealthy (kubelet stops handing
 them out; capacity keeps counting them) and a new message says so; recovery

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Slow HTTP clients against /metrics and the probes (issue 12 item 5).
 
 A client that trickles a request one byte at a time is cut at an absolute

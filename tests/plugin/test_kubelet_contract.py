@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kubelet side of ioqos-plugin against a kubelet stand-in (python grpcio)
 over real unix sockets: registration (with kubelet's GetDevicePluginOptions
 call inside Register), ListAndWatch, GetPreferredAllocation, Allocate, bad

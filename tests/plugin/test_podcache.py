@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The pod cache under hostile pods (issue 12 item 4): the daemon runs in a
 child cgroup of the host's cgroup v1 memory controller with the Deployment's
 128 MiB limit, and the API server stand-in serves a tenant pod of ~1.4 MB

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PreStartContainer, reconcile and node annotation against a cgroup v2 temp
 tree (systemd driver layout), the kubelet stand-in and the API server
 stand-in (the daemon's real libcurl client talks to it)."""

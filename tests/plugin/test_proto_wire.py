@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """proto/ is wire-identical to upstream: every package, service, method,
 message, field name, number, type and label below is transcribed from
 shared/reference/k8s-interfaces.md (kubelet v1beta1 device plugin API and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounds for pods without a grant (nodePolicy.ungranted): on a disk where
 some pod holds ioqos units, every other pod cgroup under kubepods gets an
 io.max share of the disk's ungranted pool (capacity - held units, or the

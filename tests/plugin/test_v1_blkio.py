@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PreStart and release on the host's real cgroup v1 blkio hierarchy: the
 daemon runs with --cgroup-root /sys/fs/cgroup --sysfs-root /sys and kubelet's
 cgroupfs layout below a child cgroup of our own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One integration run of the daemon under valgrind memcheck: the kubelet
 contract (register, list, preferred allocation, allocate, bad input,
 PreStart with enforcement, kubelet restart), init container grants (a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A stand-in for the Kubernetes API server, for tests (python http.server).
 
 Serves core/v1 pods, nodes and events from memory with the wire behaviour

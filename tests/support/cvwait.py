@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Waiting on a condition variable until a predicate holds, for the test
 stand-ins (API server, kubelet). The timeout only bounds a failing test:
 nothing is asserted about time."""

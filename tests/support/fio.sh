@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Reading fio's JSON and comparing rates: one copy for the host kernel tests
 # (tests/kernel) and the VM tests (tests/e2e). Sourced; needs PY set.

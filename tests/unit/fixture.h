@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Test fixtures: temporary directory trees that stand in for sysfs,
  * cgroupfs, procfs and kubelet directories, so every path resolution and
  * file format is tested without root. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Statistics/pressure parsers and the controller check on temp trees
  * (enabling controllers for real is tested in the VM: tests/kernel). */
 #include <criterion/criterion.h>

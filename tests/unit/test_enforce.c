@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The enforcement writer on temp trees: the paths, checks and error messages.
  * Plain files do not reformat or refuse writes like the kernel does; the
  * kernel's behaviour is covered by tests/kernel (real v1 blkio on the host,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Name validators of every name that reaches a file path or a URL path from
  * API or kubelet input (issue 12 item 13): "." and "..", empty and '/' are
  * refused everywhere, valid Kubernetes names are not. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>

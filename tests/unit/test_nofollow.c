@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Privileged writes never follow a symlink planted where a cgroup, sysfs or
  * state file should be (issue 12 item 13): the write fails with ELOOP and
  * the link's target keeps its content. Temp trees stand in for cgroupfs. */

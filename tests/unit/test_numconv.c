@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Checked double -> uint64_t conversion (issue 12 item 10). */
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A pod holding 100 k units (issue 12 item 10): the ID matching on the
  * PreStart/Allocate path - catalog validation, finding the pod in the pod
  * resources List, counting its units, the grant - is O(n log n), not

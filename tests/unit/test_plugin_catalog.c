@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The plugin's unit catalog (plugin/daemon/catalog.c): ID validation for
  * Allocate/PreStart, health and generations, the packed ListAndWatch list,
  * and Allocate's environment. */

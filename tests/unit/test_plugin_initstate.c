@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The plugin's init container grant state file (plugin/daemon/initstate.c):
  * round trip, and every way a torn or foreign file is refused whole. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ioqos-plugin flags (plugin/daemon/opts.c): defaults, environment
  * fallbacks, precedence and errors that name the flag. */
 #include <criterion/criterion.h>

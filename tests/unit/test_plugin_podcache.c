@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pod cache reads pods through the streaming filter with
  * podcache_pod_rules: what it learns must be exactly what the whole object
  * gives (a field pod_info_from_json or ioq_pod_need_from_json reads but the

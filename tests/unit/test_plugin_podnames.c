@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Names that become URL paths in the plugin are checked first (issue 12
  * item 13): the pod cache's GET on a miss (namespace and name come from
  * kubelet's pod resources) and --node-name. The API client points at a port

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* GetPreferredAllocation's choice (plugin/daemon/prefer.c): must_include,
  * annotation hint, shared placement on the units kubelet offers, fallbacks,
  * and bad input. */

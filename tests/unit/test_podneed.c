@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A pod's ioqos needs from Pod JSON: Kubernetes' effective-request rule
  * (init containers, sidecars), quantities, class/disk annotations, Go-style
  * key casing, and a clear error for each bad input. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Capability probe, capacity model and inventory over fixture trees:
  * pure v2 and hybrid v1 layouts, kernels with and without iocost,
  * io.latency, BFQ, controllers not enabled. */

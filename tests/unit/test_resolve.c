@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Disk resolution over fixture sysfs/mountinfo trees: NVMe, SATA with
  * partitions, dm on md, loop, btrfs (anonymous st_dev), bad selectors. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pool of pods without a grant and its split (ioqos/ungranted.h), and
  * the listing of pod cgroups that finds those pods (ioqos/podcg.h). */
 #include <criterion/criterion.h>

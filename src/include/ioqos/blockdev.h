@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Block devices from sysfs: lookup by name or MAJ:MIN, partition -> disk,
  * device-mapper / md stacks -> leaf disks, queue attributes.
  * Paths are under a sysfs root parameter (default "/sys"). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Disk calibration with direct I/O on a temporary file (never a raw device).
  *
  * Four phases of `seconds` each: sequential write (1 MiB blocks, 4 threads),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Disk capacity: where the numbers come from, in order of precedence:
  *   1. config devices[].capacity (operator knows best)
  *   2. io.cost.model of the root cgroup when iocost has a user model

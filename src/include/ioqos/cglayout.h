@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Which cgroup hierarchy carries the io controller on this node.
  *
  * Detected from files under the cgroupfs root (default /sys/fs/cgroup), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Node configuration: a JSON file (see docs/configuration.md).
  * A disk without a class is in class "default" (IOQ_DEFAULT_CLASS), the class
  * every pod without the ioqos.io/class annotation asks for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Managed disks: what ioqos advertises units of and throttles.
  *
  * A managed disk is selected by config (name, /dev path, mount point or

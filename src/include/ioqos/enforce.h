@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The one enforcement writer: puts a disk's limits and weights into a cgroup
  * and proves the kernel holds them.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Error values with context.
  *
  * Every fallible function in libioqos takes an `ioq_err *` and returns -1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Small file helpers for sysfs/cgroupfs style files: whole-file reads,
  * single-write() writes (cgroup files take one command per write), bounded
  * path joins. All report failures with the path in the message. */

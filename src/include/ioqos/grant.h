@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Grant math: from the unit IDs kubelet gave a pod's containers to what the
  * pod cgroup must hold on each disk.
  *

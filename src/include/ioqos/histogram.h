@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A Prometheus latency histogram: observation and text exposition, shared by
  * the plugin's RPC metrics and the extender's request metrics. Not
  * thread-safe: callers hold their metrics lock. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* iocost QoS of the root cgroup (cgroup v2 io.cost.qos), the node policy
  * that makes io.weight hold under saturation (DESIGN: enable=1 ctrl=user
  * min=100 max=100; a latency target helps latency-bound pods).

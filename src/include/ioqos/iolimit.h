@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* I/O limits of one cgroup on one disk, and the text formats of the kernel
  * files that hold them. Pure functions, no filesystem access (the writers in
  * enforce.h use them to compare what they wrote with what the kernel reads

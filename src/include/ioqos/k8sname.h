@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Kubernetes object names as the API server itself validates them
  * (DNS-1123). Names that arrive from kubelet (pod resources) or from API
  * objects go into URL paths only after these checks, so "." and "..", '/'

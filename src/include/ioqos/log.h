@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Logging: one line per event to stderr, "TIME LEVEL message", where the
  * message is written as `what happened key=value ...`. Thread-safe. */
 #ifndef IOQOS_LOG_H

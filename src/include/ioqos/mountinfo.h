@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* /proc/self/mountinfo parsing: which mount holds a path, and its device. */
 #ifndef IOQOS_MOUNTINFO_H
 #define IOQOS_MOUNTINFO_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Codec for the node annotation `ioqos.io/devices` that the plugin publishes
  * and the extender reads (docs/annotations.md):
  *

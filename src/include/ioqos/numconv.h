@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Checked conversion of a double to uint64_t. A plain (uint64_t) cast of a
  * NaN, an infinity, a negative value or one of 2^64 or more is undefined
  * behaviour in C (x86 gives 0x8000000000000000); computed rates and capacities

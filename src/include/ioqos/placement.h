@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The one placement function, shared by the scheduler extender (filter,
  * prioritize, bind) and the device plugin (GetPreferredAllocation).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Pod cgroup resolution: from (kubelet cgroup driver, kubelet --cgroup-root,
  * QoS class, pod UID) to the pod cgroup directory, named exactly as kubelet
  * names it (pkg/kubelet/cm/cgroup_manager_linux.go, see

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What a pod needs from ioqos, read from a Pod JSON object (json-c) as the
  * API server or kube-scheduler sends it. Shared by the scheduler extender and
  * the device plugin, so it knows nothing about HTTP.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Node inventory: managed disks resolved from the config, their kernel
  * capabilities and their capacity. Used by `ioqosctl probe` and by the
  * plugin daemon before it advertises anything: a disk that cannot be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pool of a disk for pods without a grant there, and how it is split.
  *
  * A grant is only as good as the bound on everyone else: pods that ask for

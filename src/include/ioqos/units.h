@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The two ioqos resources, their unit sizes, Kubernetes quantity parsing and
  * the unit ID codec.
  *
