@@ -217,6 +217,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   ioq_log_set_level(p->opts.log_level);
+  for (size_t i = 0; i < p->opts.n_warnings; i++)
+    ioq_warn("%s", p->opts.warnings[i]);
   /* PreStart and preferred-allocation answers run on short-lived threads;
    * glibc would give each a malloc arena that keeps its freed memory. Two
    * arenas keep idle RSS flat at a negligible cost in contention. */

@@ -813,7 +813,7 @@ def plugin_problems(ds, docs):
     want = {
         "device-plugin-dir": "/var/lib/kubelet/device-plugins",
         "pod-resources-socket": "/var/lib/kubelet/pod-resources/kubelet.sock",
-        "cgroup-root": "/sys/fs/cgroup",
+        "cgroupfs-root": "/sys/fs/cgroup",
         "sysfs-root": "/sys",
     }
     for flag, host in want.items():
@@ -824,7 +824,7 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, v)
         if not hp or hp[0] != host:
             p.append("%s: --%s=%s is not the host's %s (mounted: %s)" % (where, flag, v, host, hp and hp[0]))
-        elif flag in ("device-plugin-dir", "cgroup-root") and hp[1].get("readOnly"):
+        elif flag in ("device-plugin-dir", "cgroupfs-root") and hp[1].get("readOnly"):
             p.append("%s: --%s is mounted read-only" % (where, flag))
     # the config file comes from a ConfigMap; the kubelet root dir it names is
     # the host's, at the same path (mountinfo resolution inside the container)
@@ -1063,7 +1063,7 @@ def cmd_workloads():
     def plugin_container(o):
         return o["spec"]["template"]["spec"]["containers"][0]
     control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
-        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroup-root")][0], "--cgroup-root=/sys/fs/cgroup")))
+        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroupfs-root")][0], "--cgroupfs-root=/sys/fs/cgroup")))
     control("metrics on every address", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--metrics-address")][0], "--metrics-address=:9464")))
     control("probes on the metrics port", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "metrics")))
@@ -1132,9 +1132,20 @@ def used_flags(docs, binary):
     return flags, envs
 
 
+def deprecated_flags(help_text):
+    """Former spellings --help still accepts ("deprecated: --old, env OLD")."""
+    return (set(re.findall(r"deprecated: --([a-z0-9-]+)", help_text)),
+            set(re.findall(r"deprecated: --[a-z0-9-]+, env ([A-Z0-9_]+)", help_text)))
+
+
 def flag_problems(docs, binary, known, help_text):
     flags, envs = used_flags(docs, binary)
+    old_flags, old_envs = deprecated_flags(help_text)
     p = ["%s: --%s is not in `%s --help`" % (w, f, binary) for w, f in flags if f not in known]
+    p += ["%s: --%s is a deprecated spelling (see `%s --help`)" % (w, f, binary)
+          for w, f in flags if f in old_flags]
+    p += ["%s: env %s is a deprecated spelling (see `%s --help`)" % (w, e, binary)
+          for w, e in envs if e in old_envs]
     p += ["%s: env %s is not in `%s --help`" % (w, e, binary) for w, e in envs
           if not re.search(r"\b%s\b" % re.escape(e), help_text)]
     return p, len(flags)
@@ -1181,6 +1192,11 @@ def cmd_flags(binary, path):
     fake = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [
         {"name": "c", "command": [BIN_DIR + binary], "args": ["--no-such-flag-ioqos=1"]}]}}]
     control("unknown flag", lambda: flag_problems(fake, binary, known, text)[0])
+    old_flags, _ = deprecated_flags(text)
+    for old in sorted(old_flags):
+        stale = copy.deepcopy(fake)
+        stale[0]["spec"]["containers"][0]["args"] = ["--%s=/x" % old]
+        control("deprecated --%s" % old, lambda: flag_problems(stale, binary, known, text)[0])
     finish()
 
 
