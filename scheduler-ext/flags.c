@@ -281,7 +281,10 @@ static int env_scheduler_names(struct ext_flags *f, const char *env, const char 
 }
 
 /* Every flag with a value (and --no-kube) has an environment variable: the
- * plugin's convention, IOQOS_ and the flag's name. Flags given win. */
+ * plugin's convention, IOQOS_ and the flag's name. Flags given win. No name
+ * ends in _PORT, _PORT_* or _SERVICE_HOST/_PORT: the variables kubelet adds for
+ * each Service of the namespace (service links, e.g. IOQOS_SCHEDULER_EXT_PORT)
+ * cannot be mistaken for a flag. */
 static const struct env_flag {
   int id;
   const char *flag, *env;

@@ -277,6 +277,8 @@ Test(flags, help_lists_every_env) {
     name[k] = '\0';
     snprintf(want, sizeof want, "IOQOS_%s ", name);
     cr_assert(strstr(env, want), "--%s has no %s in --help", flag, want);
+    /* kubelet's service-link variables (SVC_PORT, SVC_SERVICE_HOST, ...) must not collide */
+    cr_assert(!strstr(name, "_PORT") && !strstr(name, "SERVICE_HOST"), "%s looks like a service link", want);
     n++;
   }
   cr_assert_geq(n, 20, "found only %zu flags in --help", n);
