@@ -38,6 +38,8 @@ enum {
   OPT_VERSION,
 };
 
+static void env_usage(FILE *out);
+
 void ext_flags_usage(FILE *out) {
   fputs(
       "Usage: ioqos-scheduler-ext [FLAGS]\n"
@@ -107,6 +109,7 @@ void ext_flags_usage(FILE *out) {
       "  --help                      this text\n"
       "  --version                   print the version\n",
       out);
+  env_usage(out);
 }
 
 static int parse_uint(const char *flag, const char *s, unsigned lo, unsigned hi, unsigned *out,
@@ -136,6 +139,211 @@ static int nonempty(const char *flag, const char *s, const char **out, ioq_err *
   if (!s || !*s)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a non-empty value", flag);
   *out = s;
+  return 0;
+}
+
+/* Applies one flag's value (from argv or its environment variable). */
+static int apply(struct ext_flags *f, int id, const char *val, ioq_err *e) {
+  int rc = 0;
+  uint64_t bytes;
+  switch (id) {
+  case OPT_LISTEN:
+    rc = nonempty("--listen", val, &f->listen, e);
+    break;
+  case OPT_TLS_CERT:
+    rc = nonempty("--tls-cert", val, &f->tls_cert, e);
+    break;
+  case OPT_TLS_KEY:
+    rc = nonempty("--tls-key", val, &f->tls_key, e);
+    break;
+  case OPT_TLS_CLIENT_CA:
+    rc = nonempty("--tls-client-ca", val, &f->tls_client_ca, e);
+    break;
+  case OPT_TLS_CLIENT_SUBJECT:
+    rc = nonempty("--tls-client-subject", val, &f->tls_client_subject, e);
+    break;
+  case OPT_METRICS_LISTEN:
+    rc = nonempty("--metrics-listen", val, &f->metrics_listen, e);
+    break;
+  case OPT_SCHEDULER_NAME:
+    if (f->scheduler_names_from_env) { /* the flags replace the env's list */
+      f->n_scheduler_names = 0;
+      f->scheduler_names_from_env = false;
+    }
+    if (f->n_scheduler_names == EXT_MAX_SCHEDULER_NAMES)
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--scheduler-name: at most %d names",
+                    EXT_MAX_SCHEDULER_NAMES);
+    else
+      rc = nonempty("--scheduler-name", val, &f->scheduler_names[f->n_scheduler_names++], e);
+    break;
+  case OPT_POLICY:
+    if (ioq_policy_parse(val, &f->policy) < 0)
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "--policy: '%s' is not least-allocated, most-allocated or balanced", val);
+    break;
+  case OPT_ASSUME_TTL:
+    rc = parse_uint("--assume-ttl", val, 1, 86400, &f->assume_ttl_s, e);
+    break;
+  case OPT_MAX_REQUEST_BYTES:
+    if (ioq_parse_quantity_int(val, &bytes, e) < 0) {
+      ioq_err_prefix(e, "--max-request-bytes");
+      rc = -1;
+    } else if (bytes < 4096 || bytes > (4ull << 30)) {
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-bytes: '%s' must be between 4Ki and 4Gi",
+                    val);
+    } else {
+      f->max_request_bytes = (size_t)bytes;
+    }
+    break;
+  case OPT_MAX_REQUEST_MEMORY:
+    if (ioq_parse_quantity_int(val, &bytes, e) < 0) {
+      ioq_err_prefix(e, "--max-request-memory");
+      rc = -1;
+    } else if (bytes < (1ull << 20) || bytes > (1ull << 40)) {
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-memory: '%s' must be between 1Mi and 1Ti",
+                    val);
+    } else {
+      f->max_request_memory = (size_t)bytes;
+    }
+    break;
+  case OPT_THREADS:
+    rc = parse_uint("--threads", val, 1, 256, &f->threads, e);
+    break;
+  case OPT_MAX_CONNECTIONS:
+    rc = parse_uint("--max-connections", val, 1, 65536, &f->max_connections, e);
+    break;
+  case OPT_IDLE_TIMEOUT:
+    rc = parse_uint("--idle-timeout", val, 1, 3600, &f->idle_timeout_s, e);
+    break;
+  case OPT_MAX_CONNECTIONS_PER_IP:
+    rc = parse_uint("--max-connections-per-ip", val, 1, 65536, &f->max_connections_per_ip, e);
+    break;
+  case OPT_REQUEST_DEADLINE:
+    rc = parse_uint("--request-deadline", val, 1, 3600, &f->request_deadline_s, e);
+    break;
+  case OPT_ANNOTATION_MAX_AGE:
+    rc = parse_uint("--annotation-max-age", val, 0, 30 * 86400, &f->annotation_max_age_s, e);
+    break;
+  case OPT_SHUTDOWN_GRACE:
+    rc = parse_uint("--shutdown-grace", val, 0, 3600, &f->shutdown_grace_s, e);
+    break;
+  case OPT_KUBE_API_SERVER:
+    rc = nonempty("--kube-api-server", val, &f->kube_api_server, e);
+    break;
+  case OPT_KUBE_TOKEN_FILE:
+    rc = nonempty("--kube-token-file", val, &f->kube_token_file, e);
+    break;
+  case OPT_KUBE_CA_FILE:
+    rc = nonempty("--kube-ca-file", val, &f->kube_ca_file, e);
+    break;
+  case OPT_KUBE_TIMEOUT:
+    rc = parse_uint("--kube-timeout", val, 1, 600, &f->kube_timeout_s, e);
+    break;
+  case OPT_NO_KUBE:
+    f->no_kube = true;
+    break;
+  case OPT_NODE_CACHE:
+    rc = parse_bool("--node-cache", val, &f->node_cache, e);
+    break;
+  case OPT_LOG_LEVEL:
+    if (ioq_log_parse_level(val, &f->log_level) < 0)
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level: '%s' is not error, warn, info or debug",
+                    val);
+    break;
+  default:
+    abort(); /* every id with a value is above */
+  }
+  return rc;
+}
+
+/* IOQOS_SCHEDULER_NAME: a comma-separated list, copied (the pointers must
+ * outlive getenv's string) and bounded by the buffer. */
+static int env_scheduler_names(struct ext_flags *f, const char *env, const char *val, ioq_err *e) {
+  if (strlen(val) >= sizeof f->scheduler_names_buf)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: longer than %zu bytes", env,
+                    sizeof f->scheduler_names_buf - 1);
+  strcpy(f->scheduler_names_buf, val);
+  char *p = f->scheduler_names_buf;
+  f->n_scheduler_names = 0;
+  for (;;) {
+    char *comma = strchr(p, ',');
+    if (comma)
+      *comma = '\0';
+    if (apply(f, OPT_SCHEDULER_NAME, p, e) < 0) {
+      ioq_err_prefix(e, "%s", env);
+      return -1;
+    }
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  f->scheduler_names_from_env = true;
+  return 0;
+}
+
+/* Every flag with a value (and --no-kube) has an environment variable: the
+ * plugin's convention, IOQOS_ and the flag's name. Flags given win. No name
+ * ends in _PORT, _PORT_* or _SERVICE_HOST/_PORT: the variables kubelet adds for
+ * each Service of the namespace (service links, e.g. IOQOS_SCHEDULER_EXT_PORT)
+ * cannot be mistaken for a flag. */
+static const struct env_flag {
+  int id;
+  const char *flag, *env;
+} g_env[] = {
+    {OPT_LISTEN, "--listen", "IOQOS_LISTEN"},
+    {OPT_TLS_CERT, "--tls-cert", "IOQOS_TLS_CERT"},
+    {OPT_TLS_KEY, "--tls-key", "IOQOS_TLS_KEY"},
+    {OPT_TLS_CLIENT_CA, "--tls-client-ca", "IOQOS_TLS_CLIENT_CA"},
+    {OPT_TLS_CLIENT_SUBJECT, "--tls-client-subject", "IOQOS_TLS_CLIENT_SUBJECT"},
+    {OPT_METRICS_LISTEN, "--metrics-listen", "IOQOS_METRICS_LISTEN"},
+    {OPT_THREADS, "--threads", "IOQOS_THREADS"},
+    {OPT_MAX_CONNECTIONS, "--max-connections", "IOQOS_MAX_CONNECTIONS"},
+    {OPT_MAX_CONNECTIONS_PER_IP, "--max-connections-per-ip", "IOQOS_MAX_CONNECTIONS_PER_IP"},
+    {OPT_MAX_REQUEST_BYTES, "--max-request-bytes", "IOQOS_MAX_REQUEST_BYTES"},
+    {OPT_MAX_REQUEST_MEMORY, "--max-request-memory", "IOQOS_MAX_REQUEST_MEMORY"},
+    {OPT_IDLE_TIMEOUT, "--idle-timeout", "IOQOS_IDLE_TIMEOUT"},
+    {OPT_REQUEST_DEADLINE, "--request-deadline", "IOQOS_REQUEST_DEADLINE"},
+    {OPT_SHUTDOWN_GRACE, "--shutdown-grace", "IOQOS_SHUTDOWN_GRACE"},
+    {OPT_POLICY, "--policy", "IOQOS_POLICY"},
+    {OPT_SCHEDULER_NAME, "--scheduler-name", "IOQOS_SCHEDULER_NAME"},
+    {OPT_ASSUME_TTL, "--assume-ttl", "IOQOS_ASSUME_TTL"},
+    {OPT_ANNOTATION_MAX_AGE, "--annotation-max-age", "IOQOS_ANNOTATION_MAX_AGE"},
+    {OPT_KUBE_API_SERVER, "--kube-api-server", "IOQOS_KUBE_API_SERVER"},
+    {OPT_KUBE_TOKEN_FILE, "--kube-token-file", "IOQOS_KUBE_TOKEN_FILE"},
+    {OPT_KUBE_CA_FILE, "--kube-ca-file", "IOQOS_KUBE_CA_FILE"},
+    {OPT_KUBE_TIMEOUT, "--kube-timeout", "IOQOS_KUBE_TIMEOUT"},
+    {OPT_NO_KUBE, "--no-kube", "IOQOS_NO_KUBE"},
+    {OPT_NODE_CACHE, "--node-cache", "IOQOS_NODE_CACHE"},
+    {OPT_LOG_LEVEL, "--log-level", "IOQOS_LOG_LEVEL"},
+};
+
+static void env_usage(FILE *out) {
+  fputs("\nEnvironment (a flag given on the command line wins over its variable):\n", out);
+  for (size_t i = 0; i < sizeof g_env / sizeof g_env[0]; i++)
+    fprintf(out, "  %-30s %s%s\n", g_env[i].env, g_env[i].flag,
+            g_env[i].id == OPT_SCHEDULER_NAME ? " (comma-separated names)"
+            : g_env[i].id == OPT_NO_KUBE     ? " (true or false)"
+                                              : "");
+}
+
+static int apply_env(struct ext_flags *f, ioq_err *e) {
+  for (size_t i = 0; i < sizeof g_env / sizeof g_env[0]; i++) {
+    const struct env_flag *ef = &g_env[i];
+    const char *val = getenv(ef->env);
+    if (!val)
+      continue;
+    int rc;
+    if (ef->id == OPT_SCHEDULER_NAME)
+      rc = env_scheduler_names(f, ef->env, val, e);
+    else if (ef->id == OPT_NO_KUBE) {
+      int b = 0;
+      rc = parse_bool(ef->env, val, &b, e);
+      f->no_kube = b == 1;
+    } else if ((rc = apply(f, ef->id, val, e)) < 0)
+      ioq_err_prefix(e, "%s", ef->env);
+    if (rc < 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -188,112 +396,14 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0},
   };
+  if (apply_env(f, e) < 0)
+    return -1;
   optind = 1;
   opterr = 0; /* we word the errors ourselves */
   int c;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     int rc = 0;
-    uint64_t bytes;
     switch (c) {
-    case OPT_LISTEN:
-      rc = nonempty("--listen", optarg, &f->listen, e);
-      break;
-    case OPT_TLS_CERT:
-      rc = nonempty("--tls-cert", optarg, &f->tls_cert, e);
-      break;
-    case OPT_TLS_KEY:
-      rc = nonempty("--tls-key", optarg, &f->tls_key, e);
-      break;
-    case OPT_TLS_CLIENT_CA:
-      rc = nonempty("--tls-client-ca", optarg, &f->tls_client_ca, e);
-      break;
-    case OPT_TLS_CLIENT_SUBJECT:
-      rc = nonempty("--tls-client-subject", optarg, &f->tls_client_subject, e);
-      break;
-    case OPT_METRICS_LISTEN:
-      rc = nonempty("--metrics-listen", optarg, &f->metrics_listen, e);
-      break;
-    case OPT_SCHEDULER_NAME:
-      if (f->n_scheduler_names == EXT_MAX_SCHEDULER_NAMES)
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--scheduler-name: at most %d names",
-                      EXT_MAX_SCHEDULER_NAMES);
-      else
-        rc = nonempty("--scheduler-name", optarg, &f->scheduler_names[f->n_scheduler_names++], e);
-      break;
-    case OPT_POLICY:
-      if (ioq_policy_parse(optarg, &f->policy) < 0)
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT,
-                      "--policy: '%s' is not least-allocated, most-allocated or balanced", optarg);
-      break;
-    case OPT_ASSUME_TTL:
-      rc = parse_uint("--assume-ttl", optarg, 1, 86400, &f->assume_ttl_s, e);
-      break;
-    case OPT_MAX_REQUEST_BYTES:
-      if (ioq_parse_quantity_int(optarg, &bytes, e) < 0) {
-        ioq_err_prefix(e, "--max-request-bytes");
-        rc = -1;
-      } else if (bytes < 4096 || bytes > (4ull << 30)) {
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-bytes: '%s' must be between 4Ki and 4Gi",
-                      optarg);
-      } else {
-        f->max_request_bytes = (size_t)bytes;
-      }
-      break;
-    case OPT_MAX_REQUEST_MEMORY:
-      if (ioq_parse_quantity_int(optarg, &bytes, e) < 0) {
-        ioq_err_prefix(e, "--max-request-memory");
-        rc = -1;
-      } else if (bytes < (1ull << 20) || bytes > (1ull << 40)) {
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--max-request-memory: '%s' must be between 1Mi and 1Ti",
-                      optarg);
-      } else {
-        f->max_request_memory = (size_t)bytes;
-      }
-      break;
-    case OPT_THREADS:
-      rc = parse_uint("--threads", optarg, 1, 256, &f->threads, e);
-      break;
-    case OPT_MAX_CONNECTIONS:
-      rc = parse_uint("--max-connections", optarg, 1, 65536, &f->max_connections, e);
-      break;
-    case OPT_IDLE_TIMEOUT:
-      rc = parse_uint("--idle-timeout", optarg, 1, 3600, &f->idle_timeout_s, e);
-      break;
-    case OPT_MAX_CONNECTIONS_PER_IP:
-      rc = parse_uint("--max-connections-per-ip", optarg, 1, 65536, &f->max_connections_per_ip, e);
-      break;
-    case OPT_REQUEST_DEADLINE:
-      rc = parse_uint("--request-deadline", optarg, 1, 3600, &f->request_deadline_s, e);
-      break;
-    case OPT_ANNOTATION_MAX_AGE:
-      rc = parse_uint("--annotation-max-age", optarg, 0, 30 * 86400, &f->annotation_max_age_s, e);
-      break;
-    case OPT_SHUTDOWN_GRACE:
-      rc = parse_uint("--shutdown-grace", optarg, 0, 3600, &f->shutdown_grace_s, e);
-      break;
-    case OPT_KUBE_API_SERVER:
-      rc = nonempty("--kube-api-server", optarg, &f->kube_api_server, e);
-      break;
-    case OPT_KUBE_TOKEN_FILE:
-      rc = nonempty("--kube-token-file", optarg, &f->kube_token_file, e);
-      break;
-    case OPT_KUBE_CA_FILE:
-      rc = nonempty("--kube-ca-file", optarg, &f->kube_ca_file, e);
-      break;
-    case OPT_KUBE_TIMEOUT:
-      rc = parse_uint("--kube-timeout", optarg, 1, 600, &f->kube_timeout_s, e);
-      break;
-    case OPT_NO_KUBE:
-      f->no_kube = true;
-      break;
-    case OPT_NODE_CACHE:
-      rc = parse_bool("--node-cache", optarg, &f->node_cache, e);
-      break;
-    case OPT_LOG_LEVEL:
-      if (ioq_log_parse_level(optarg, &f->log_level) < 0)
-        rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level: '%s' is not error, warn, info or debug",
-                      optarg);
-      break;
     case 'h':
     case OPT_HELP:
       f->help = true;
@@ -303,8 +413,10 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       break;
     case ':':
       return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a value", argv[optind - 1]);
-    default:
+    case '?':
       return ioq_fail(e, IOQ_EINVAL_INPUT, "unknown flag '%s'", argv[optind - 1]);
+    default:
+      rc = apply(f, c, optarg, e);
     }
     if (rc < 0)
       return -1;

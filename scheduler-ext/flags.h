@@ -24,6 +24,8 @@ struct ext_flags {
   const char *tls_client_subject;
   const char *scheduler_names[EXT_MAX_SCHEDULER_NAMES]; /* bind serves pods of these */
   size_t n_scheduler_names;
+  bool scheduler_names_from_env;   /* a --scheduler-name flag replaces them */
+  char scheduler_names_buf[1024]; /* IOQOS_SCHEDULER_NAME's names */
   enum ioq_policy policy;
   unsigned assume_ttl_s;
   size_t max_request_bytes;

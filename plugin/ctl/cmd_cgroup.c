@@ -39,13 +39,14 @@ static int parse_version(const char *cmd, const char *s, enum ioq_cg_version *ou
 static void path_help(FILE *f) {
   fprintf(f,
           "usage: ioqosctl cgroup-path --qos CLASS --uid UID [--driver auto|systemd|cgroupfs]\n"
-          "                            [--cgroup-root R] [--cgroup-version 1|2]\n"
+          "                            [--kubelet-cgroup-root R] [--cgroup-version 1|2]\n"
           "                            [--cgroupfs-root DIR] [--expected]\n\n"
           "Prints the pod cgroup directory, named as kubelet names it.\n\n"
           "  --qos CLASS          Guaranteed, Burstable or BestEffort (the pod's status.qosClass)\n"
           "  --uid UID            the pod's metadata.uid\n"
           "  --driver D           kubelet's cgroup driver (default auto: whichever layout exists)\n"
-          "  --cgroup-root R      kubelet's --cgroup-root (default /)\n"
+          "  --kubelet-cgroup-root R  kubelet's --cgroup-root (default /; the former\n"
+          "                       spelling --cgroup-root still works, deprecated)\n"
           "  --cgroup-version V   1 or 2 (default: detected under --cgroupfs-root)\n"
           "  --cgroupfs-root DIR  where cgroup hierarchies are mounted (default %s)\n"
           "  --expected           print the derived path without looking for it (needs --driver)\n\n"
@@ -58,7 +59,10 @@ int cmd_cgroup_path(int argc, char **argv) {
   const char *cmd = "cgroup-path";
   static const struct option opts[] = {
       {"driver", required_argument, NULL, 'd'}, {"qos", required_argument, NULL, 'q'},
-      {"uid", required_argument, NULL, 'u'},    {"cgroup-root", required_argument, NULL, 'r'},
+      {"uid", required_argument, NULL, 'u'},
+      {"kubelet-cgroup-root", required_argument, NULL, 'r'},
+      /* former spelling: --cgroup-root is the cgroupfs mount in the plugin */
+      {"cgroup-root", required_argument, NULL, 'R'},
       {"cgroup-version", required_argument, NULL, 'V'},
       {"cgroupfs-root", required_argument, NULL, 'C'},
       {"expected", no_argument, NULL, 'x'},     {"help", no_argument, NULL, 'h'},
@@ -79,6 +83,9 @@ int cmd_cgroup_path(int argc, char **argv) {
       break;
     case 'q': qos_s = optarg; break;
     case 'u': uid = optarg; break;
+    case 'R':
+      ctl_deprecated(cmd, "--cgroup-root", "--kubelet-cgroup-root");
+      /* fall through */
     case 'r': root = optarg; break;
     case 'V':
       if (parse_version(cmd, optarg, &ver))

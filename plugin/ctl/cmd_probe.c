@@ -14,7 +14,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ioqosctl probe [--json] [--config FILE] [--sysfs-root DIR] [--cgroup-root DIR]\n"
+          "usage: ioqosctl probe [--json] [--config FILE] [--sysfs-root DIR] [--cgroupfs-root DIR]\n"
           "                      [--mountinfo FILE] [--dev-root DIR] [--kubepods-cgroup DIR]\n\n"
           "Reports every disk ioqos manages on this node: how it was resolved (mount point,\n"
           "partition -> disk, device-mapper/md stack), which device is throttled, kernel\n"
@@ -23,7 +23,8 @@ static void usage(FILE *f) {
           "  --json                 machine-readable output\n"
           "  --config FILE          node config (JSON); default: built-in defaults\n"
           "  --sysfs-root DIR       default /sys\n"
-          "  --cgroup-root DIR      default /sys/fs/cgroup\n"
+          "  --cgroupfs-root DIR    where cgroupfs is mounted, default /sys/fs/cgroup (the\n"
+          "                         former spelling --cgroup-root still works, deprecated)\n"
           "  --mountinfo FILE       default /proc/self/mountinfo\n"
           "  --dev-root DIR         default /dev\n"
           "  --kubepods-cgroup DIR  cgroup to judge per-cgroup io files by (default: kubepods[.slice])\n"
@@ -249,7 +250,9 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
 int cmd_probe(int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, 'j'},          {"config", required_argument, NULL, 'c'},
-      {"sysfs-root", required_argument, NULL, 's'}, {"cgroup-root", required_argument, NULL, 'g'},
+      {"sysfs-root", required_argument, NULL, 's'}, {"cgroupfs-root", required_argument, NULL, 'g'},
+      /* former spelling: --cgroup-root is kubelet's root in cgroup-path */
+      {"cgroup-root", required_argument, NULL, 'G'},
       {"mountinfo", required_argument, NULL, 'm'}, {"dev-root", required_argument, NULL, 'd'},
       {"kubepods-cgroup", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -263,6 +266,9 @@ int cmd_probe(int argc, char **argv) {
     case 'j': json = true; break;
     case 'c': config = optarg; break;
     case 's': po.roots.sysfs = optarg; break;
+    case 'G':
+      ctl_deprecated("probe", "--cgroup-root", "--cgroupfs-root");
+      /* fall through */
     case 'g': po.roots.cgroupfs = optarg; break;
     case 'm': po.roots.mountinfo = optarg; break;
     case 'd': po.roots.devfs = optarg; break;

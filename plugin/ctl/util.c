@@ -19,6 +19,11 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...) {
   return 2;
 }
 
+void ctl_deprecated(const char *cmd, const char *old, const char *now) {
+  fprintf(stderr, "ioqosctl %s: warning: %s is deprecated and will be removed: use %s (same meaning)\n",
+          cmd, old, now);
+}
+
 int ctl_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
                const char *cmd) {
   /* a leading ':' makes getopt report a missing value as ':' (not '?') */

@@ -9,6 +9,10 @@
 /* Prints "ioqosctl CMD: message" and a --help hint to stderr; returns 2. */
 int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Prints "ioqosctl CMD: warning: OLD is deprecated ...: use NOW" to stderr:
+ * a former flag spelling still works but says so. */
+void ctl_deprecated(const char *cmd, const char *old, const char *now);
+
 /* getopt_long wrapper that turns getopt's own errors into ctl_usage_error:
  * returns the option, -1 at the end, or '?' after printing the error. */
 int ctl_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,

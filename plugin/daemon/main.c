@@ -143,7 +143,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   if (ioq_config_load(p->opts.config, &p->cfg, &e) < 0)
     goto fatal;
   ioq_info("ioqos-plugin starting version=%s node=%s config=%s device_plugin_dir=%s "
-           "pod_resources=%s cgroup_root=%s sysfs_root=%s fail_open=%s reconcile_interval=%us",
+           "pod_resources=%s cgroupfs_root=%s sysfs_root=%s fail_open=%s reconcile_interval=%us",
            IOQOS_VERSION, p->opts.node_name, p->cfg.source, p->opts.device_plugin_dir,
            p->opts.pod_resources_socket, p->opts.cgroup_root, p->opts.sysfs_root,
            p->cfg.enforcement.fail_open ? "true" : "false",
@@ -218,6 +218,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   ioq_log_set_level(p->opts.log_level);
+  for (size_t i = 0; i < p->opts.n_warnings; i++)
+    ioq_warn("%s", p->opts.warnings[i]);
   /* PreStart and preferred-allocation answers run on short-lived threads;
    * glibc would give each a malloc arena that keeps its freed memory. Two
    * arenas keep idle RSS flat at a negligible cost in contention. */

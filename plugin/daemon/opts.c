@@ -38,7 +38,7 @@ static const struct flag {
      "bearer token file for --kube-api-server"},
     {"kube-ca-file", OPT_CA, "IOQOS_KUBE_CA_FILE", NULL, "FILE",
      "CA bundle for --kube-api-server (default: system CAs)"},
-    {"cgroup-root", OPT_CGROOT, "IOQOS_CGROUP_ROOT", "/sys/fs/cgroup", "DIR",
+    {"cgroupfs-root", OPT_CGROOT, "IOQOS_CGROUPFS_ROOT", "/sys/fs/cgroup", "DIR",
      "where cgroupfs is mounted (v2 root, or the v1 tmpfs holding blkio/)"},
     {"sysfs-root", OPT_SYSFS, "IOQOS_SYSFS_ROOT", "/sys", "DIR", "where sysfs is mounted"},
     {"cgroup-driver", OPT_DRIVER, "IOQOS_CGROUP_DRIVER", "auto", "auto|systemd|cgroupfs",
@@ -64,6 +64,26 @@ static const struct flag {
     {"version", OPT_VERSION, NULL, NULL, NULL, "print the version"},
 };
 #define NFLAGS (sizeof g_flags / sizeof g_flags[0])
+/* getopt value of flag i's former spelling */
+#define OPT_OLD_BASE 1000
+
+/* Former spellings (flag and env) that still work, with a warning.
+ * --cgroup-root meant the mount here but kubelet's root in ioqosctl
+ * cgroup-path: every binary now says --cgroupfs-root for the mount and
+ * --kubelet-cgroup-root for kubelet's root. */
+static const struct renamed {
+  int id;
+  const char *old_name, *old_env;
+} g_renamed[] = {
+    {OPT_CGROOT, "cgroup-root", "IOQOS_CGROUP_ROOT"},
+};
+
+static const struct renamed *renamed_of(int id) {
+  for (size_t i = 0; i < sizeof g_renamed / sizeof g_renamed[0]; i++)
+    if (g_renamed[i].id == id)
+      return &g_renamed[i];
+  return NULL;
+}
 
 static size_t idx_of(int id) {
   for (size_t i = 0; i < NFLAGS; i++)
@@ -90,17 +110,43 @@ void plugin_opts_usage(FILE *f) {
         fprintf(f, "env %s", fl->env);
       fputc('\n', f);
     }
+    const struct renamed *r = renamed_of(fl->id);
+    if (r)
+      fprintf(f, "  %-44s deprecated: --%s, env %s (same meaning)\n", "", r->old_name, r->old_env);
   }
   fprintf(f, "\nSignals: SIGTERM/SIGINT tell kubelet every unit is gone (empty ListAndWatch),\n"
              "close the streams with UNAVAILABLE and exit 0; pod limits stay in place.\n"
              "See docs/plugin.md for behaviour and metrics.\n");
 }
 
-static const char *pick(const struct flag *fl, const char *given) {
+static void warn_old(struct plugin_opts *o, const char *old, const char *now) {
+  if (o->n_warnings < PLUGIN_OPTS_MAX_WARNINGS)
+    snprintf(o->warnings[o->n_warnings++], sizeof o->warnings[0],
+             "%s is deprecated and will be removed: use %s (same meaning)", old, now);
+}
+
+/* flag > former flag > env > former env > default */
+static const char *pick(const struct flag *fl, const char *given, const char *given_old,
+                        struct plugin_opts *o) {
+  const struct renamed *r = renamed_of(fl->id);
+  char now[64], old[64];
   if (given)
     return given;
+  if (given_old) {
+    snprintf(now, sizeof now, "--%s", fl->name);
+    snprintf(old, sizeof old, "--%s", r->old_name);
+    warn_old(o, old, now);
+    return given_old;
+  }
   const char *env = fl->env ? getenv(fl->env) : NULL;
-  return env ? env : fl->def;
+  if (env)
+    return env;
+  env = r ? getenv(r->old_env) : NULL;
+  if (env) {
+    warn_old(o, r->old_env, fl->env);
+    return env;
+  }
+  return fl->def;
 }
 
 int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsigned *port,
@@ -132,14 +178,21 @@ int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsign
 }
 
 int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) {
-  struct option longopts[NFLAGS + 1];
-  const char *given[NFLAGS] = {0};
+  struct option longopts[2 * NFLAGS + 1];
+  const char *given[NFLAGS] = {0}, *given_old[NFLAGS] = {0};
   memset(o, 0, sizeof *o);
   memset(longopts, 0, sizeof longopts);
+  size_t nl = 0;
   for (size_t i = 0; i < NFLAGS; i++) {
-    longopts[i].name = g_flags[i].name;
-    longopts[i].has_arg = g_flags[i].arg ? required_argument : no_argument;
-    longopts[i].val = g_flags[i].id;
+    longopts[nl].name = g_flags[i].name;
+    longopts[nl].has_arg = g_flags[i].arg ? required_argument : no_argument;
+    longopts[nl++].val = g_flags[i].id;
+    const struct renamed *r = renamed_of(g_flags[i].id);
+    if (r) {
+      longopts[nl] = longopts[nl - 1];
+      longopts[nl].name = r->old_name;
+      longopts[nl++].val = OPT_OLD_BASE + (int)i;
+    }
   }
   optind = 0; /* GNU: full re-initialisation, so parsing can run more than once (tests) */
   opterr = 0;
@@ -156,7 +209,19 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     }
     if (c == 'h')
       c = OPT_HELP;
-    given[idx_of(c)] = optarg ? optarg : "";
+    if (c >= OPT_OLD_BASE) {
+      size_t i = (size_t)(c - OPT_OLD_BASE);
+      if (given[i])
+        return ioq_fail(e, IOQ_EINVAL_INPUT, "--%s and its deprecated spelling --%s both given",
+                        g_flags[i].name, renamed_of(g_flags[i].id)->old_name);
+      given_old[i] = optarg;
+      continue;
+    }
+    size_t i = idx_of(c);
+    if (given_old[i])
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "--%s and its deprecated spelling --%s both given",
+                      g_flags[i].name, renamed_of(g_flags[i].id)->old_name);
+    given[i] = optarg ? optarg : "";
   }
   if (optind < argc)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "unexpected argument '%s' (flags only, see --help)",
@@ -164,7 +229,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
 
   const char *v[NFLAGS];
   for (size_t i = 0; i < NFLAGS; i++)
-    v[i] = pick(&g_flags[i], given[i]);
+    v[i] = pick(&g_flags[i], given[i], given_old[i], o);
 #define VAL(id) v[idx_of(id)]
   o->help = given[idx_of(OPT_HELP)] != NULL;
   o->version = given[idx_of(OPT_VERSION)] != NULL;
@@ -204,7 +269,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     const char *name;
   } abs_paths[] = {{OPT_DP_DIR, "--device-plugin-dir"}, {OPT_PODRES, "--pod-resources-socket"},
                    {OPT_STATE, "--state-dir"},
-                   {OPT_CGROOT, "--cgroup-root"},       {OPT_SYSFS, "--sysfs-root"},
+                   {OPT_CGROOT, "--cgroupfs-root"},       {OPT_SYSFS, "--sysfs-root"},
                    {OPT_KCGROOT, "--kubelet-cgroup-root"}};
   for (size_t i = 0; i < sizeof abs_paths / sizeof abs_paths[0]; i++) {
     const char *p = VAL(abs_paths[i].id);

@@ -5,11 +5,14 @@
 #define IOQOS_PLUGIN_OPTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "ioqos/error.h"
 #include "ioqos/log.h"
 #include "ioqos/podcg.h"
+
+#define PLUGIN_OPTS_MAX_WARNINGS 4
 
 struct plugin_opts {
   const char *device_plugin_dir;    /* kubelet's device-plugins dir */
@@ -31,6 +34,9 @@ struct plugin_opts {
   unsigned http_max_conns_per_ip;   /* per listener and client address */
   enum ioq_log_level log_level;
   bool help, version;
+  /* deprecated spellings used; main logs them once logging is set up */
+  char warnings[PLUGIN_OPTS_MAX_WARNINGS][160];
+  size_t n_warnings;
 };
 
 /* Parses argv (and getenv). Returns 0, or -1 with a message naming the flag.

@@ -68,6 +68,29 @@ class Probe(unittest.TestCase):
         self.assertIn("disk %s" % disk_behind("/var/lib/kubelet"), r.stdout)
         self.assertIn("enforceable:", r.stdout)
 
+    def test_probe_cgroupfs_root_and_deprecated_spelling(self):
+        """--cgroupfs-root names the mount (as in the plugin); the former
+        --cgroup-root still works and warns on stderr."""
+        r = run("probe", "--json", "--cgroupfs-root", "/sys/fs/cgroup")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("deprecated", r.stderr)
+        new = json.loads(r.stdout)
+        r = run("probe", "--json", "--cgroup-root", "/sys/fs/cgroup")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ioqosctl probe: warning: --cgroup-root is deprecated and will be removed: "
+                      "use --cgroupfs-root", r.stderr)
+        self.assertEqual(json.loads(r.stdout)["cgroup"], new["cgroup"])
+        # both spellings reach the same code: a tree without cgroups fails alike
+        with tempfile.TemporaryDirectory() as empty:
+            a = run("probe", "--cgroupfs-root", empty)
+            b = run("probe", "--cgroup-root", empty)
+        self.assertEqual(a.returncode, 1, a.stderr)
+        self.assertEqual(b.returncode, 1, b.stderr)
+        self.assertIn(empty, a.stderr)
+        self.assertIn(a.stderr.strip(), b.stderr)
+        r = run("probe", "--help")
+        self.assertIn("--cgroupfs-root DIR", r.stdout)
+
     def test_probe_config_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
             # one bad selector next to a good one: the good disk is still

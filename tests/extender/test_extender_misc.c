@@ -191,6 +191,101 @@ Test(flags, errors) {
   }
 }
 
+/* The extender's flags have environment variables like the plugin's
+ * (IOQOS_ + the flag's name); a flag given wins over its variable. */
+Test(flags, env_values_then_flags_win) {
+  setenv("IOQOS_THREADS", "2", 1);
+  setenv("IOQOS_POLICY", "most-allocated", 1);
+  setenv("IOQOS_SCHEDULER_NAME", "a,default-scheduler", 1);
+  setenv("IOQOS_NODE_CACHE", "false", 1);
+  setenv("IOQOS_KUBE_TIMEOUT", "7", 1);
+  setenv("IOQOS_MAX_REQUEST_BYTES", "1Mi", 1);
+  setenv("IOQOS_LISTEN", "127.0.0.1:1", 1);
+  setenv("IOQOS_LOG_LEVEL", "debug", 1);
+  struct ext_flags f;
+  ioq_err e = {0};
+  const char *none[] = {"x", NULL};
+  cr_assert_eq(parse(none, &f, &e), 0, "%s", e.msg);
+  cr_assert_eq(f.threads, 2);
+  cr_assert_eq(f.policy, IOQ_POLICY_MOST_ALLOCATED);
+  cr_assert_eq(f.n_scheduler_names, 2);
+  cr_assert_str_eq(f.scheduler_names[0], "a");
+  cr_assert_str_eq(f.scheduler_names[1], "default-scheduler");
+  cr_assert_eq(f.node_cache, 0);
+  cr_assert_eq(f.kube_timeout_s, 7);
+  cr_assert_eq(f.max_request_bytes, 1u << 20);
+  cr_assert_str_eq(f.listen, "127.0.0.1:1");
+  cr_assert_eq(f.log_level, IOQ_LOG_DEBUG);
+  const char *flags[] = {"x", "--threads=3", "--scheduler-name", "c", "--listen=:2", NULL};
+  cr_assert_eq(parse(flags, &f, &e), 0, "%s", e.msg);
+  cr_assert_eq(f.threads, 3, "the flag wins");
+  cr_assert_str_eq(f.listen, ":2");
+  cr_assert_eq(f.n_scheduler_names, 1, "the flags replace the variable's list, not add to it");
+  cr_assert_str_eq(f.scheduler_names[0], "c");
+  cr_assert_eq(f.policy, IOQ_POLICY_MOST_ALLOCATED, "a variable without a flag still counts");
+  setenv("IOQOS_NO_KUBE", "true", 1);
+  unsetenv("IOQOS_NODE_CACHE");
+  cr_assert_eq(parse(none, &f, &e), 0, "%s", e.msg);
+  cr_assert(f.no_kube);
+  setenv("IOQOS_NO_KUBE", "false", 1);
+  cr_assert_eq(parse(none, &f, &e), 0, "%s", e.msg);
+  cr_assert(!f.no_kube);
+}
+
+Test(flags, env_errors_name_the_variable) {
+  static char longv[4096];
+  memset(longv, 'a', sizeof longv - 1);
+  const char *cases[][3] = {
+      {"IOQOS_THREADS", "0", "IOQOS_THREADS: --threads: '0' is not a whole number in 1..256"},
+      {"IOQOS_POLICY", "random", "IOQOS_POLICY: --policy: 'random' is not"},
+      {"IOQOS_NO_KUBE", "maybe", "IOQOS_NO_KUBE: 'maybe' is not true or false"},
+      {"IOQOS_LISTEN", "", "IOQOS_LISTEN: --listen needs a non-empty value"},
+      {"IOQOS_SCHEDULER_NAME", "a,,b", "IOQOS_SCHEDULER_NAME: --scheduler-name needs a non-empty"},
+      {"IOQOS_SCHEDULER_NAME", "1,2,3,4,5,6,7,8,9", "IOQOS_SCHEDULER_NAME: --scheduler-name: at most 8"},
+      {"IOQOS_SCHEDULER_NAME", longv, "IOQOS_SCHEDULER_NAME: longer than 1023 bytes"},
+      {"IOQOS_TLS_CERT", "c.pem", "--tls-cert and --tls-key go together"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv(cases[i][0], cases[i][1], 1);
+    const char *none[] = {"x", NULL};
+    struct ext_flags f;
+    ioq_err e = {0};
+    cr_assert_eq(parse(none, &f, &e), -1, "case %zu", i);
+    cr_assert(strstr(e.msg, cases[i][2]), "case %zu: '%s' lacks '%s'", i, e.msg, cases[i][2]);
+    unsetenv(cases[i][0]);
+  }
+}
+
+/* --help names the variable of every flag that takes one */
+Test(flags, help_lists_every_env) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  ext_flags_usage(out);
+  fclose(out);
+  const char *env = strstr(buf, "\nEnvironment");
+  cr_assert(env, "%s", buf);
+  size_t n = 0;
+  for (const char *p = buf; (p = strstr(p, "\n  --")) && p < env; p++) {
+    char flag[64];
+    cr_assert_eq(sscanf(p + 3, "--%63[a-z-]", flag), 1);
+    if (!strcmp(flag, "help") || !strcmp(flag, "version"))
+      continue;
+    char want[128], name[64];
+    size_t k = 0;
+    for (const char *q = flag; *q && k < sizeof name - 1; q++)
+      name[k++] = *q == '-' ? '_' : (char)(*q - 'a' + 'A');
+    name[k] = '\0';
+    snprintf(want, sizeof want, "IOQOS_%s ", name);
+    cr_assert(strstr(env, want), "--%s has no %s in --help", flag, want);
+    /* kubelet's service-link variables (SVC_PORT, SVC_SERVICE_HOST, ...) must not collide */
+    cr_assert(!strstr(name, "_PORT") && !strstr(name, "SERVICE_HOST"), "%s looks like a service link", want);
+    n++;
+  }
+  cr_assert_geq(n, 20, "found only %zu flags in --help", n);
+  free(buf);
+}
+
 Test(listen, addresses) {
   struct sockaddr_storage ss;
   unsigned len;

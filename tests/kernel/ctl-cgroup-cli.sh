@@ -53,8 +53,17 @@ expect 0 "$POD" -- cgroup-path --qos BestEffort --uid "$UID_" --driver systemd -
 expect 0 "$CG/kubepods/pod$UID_" -- cgroup-path --qos Guaranteed --uid "$UID_" --driver cgroupfs \
     --cgroupfs-root "$CG" --expected
 expect 0 "$CG/blkio/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/" -- \
+    cgroup-path --qos Burstable --uid "$UID_" --driver systemd --kubelet-cgroup-root /kubelet \
+    --cgroup-version 1 --cgroupfs-root "$CG" --expected
+# the former spelling of --kubelet-cgroup-root still works, and says it is deprecated
+expect 0 "$CG/blkio/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/" -- \
     cgroup-path --qos Burstable --uid "$UID_" --driver systemd --cgroup-root /kubelet \
     --cgroup-version 1 --cgroupfs-root "$CG" --expected
+expect 0 "warning: --cgroup-root is deprecated and will be removed: use --kubelet-cgroup-root" -- \
+    cgroup-path --qos Burstable --uid "$UID_" --driver systemd --cgroup-root /kubelet \
+    --cgroup-version 1 --cgroupfs-root "$CG" --expected
+expect 0 "usage: ioqosctl cgroup-path" -- cgroup-path --help
+expect 0 "--kubelet-cgroup-root R" -- cgroup-path --help
 expect 1 "not found: tried" -- cgroup-path --qos Burstable --uid "${UID_%?}0" --cgroupfs-root "$CG"
 expect 2 "--qos and --uid are required" -- cgroup-path --uid "$UID_"
 expect 2 "lowercase hex" -- cgroup-path --qos Burstable --uid "${UID_^^}"

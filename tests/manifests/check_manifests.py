@@ -7,6 +7,7 @@ configurations, and the image's runtime closure.
     check_manifests.py rbac
     check_manifests.py admission
     check_manifests.py scheduler
+    check_manifests.py scheduler-policy      (schedulerName admission policies)
     check_manifests.py workloads
     check_manifests.py flags BINARY PATH     (ioqos-plugin / ioqos-scheduler-ext)
     check_manifests.py node-config IOQOSCTL
@@ -14,6 +15,7 @@ configurations, and the image's runtime closure.
     check_manifests.py image BINARY_PATH...
     check_manifests.py docs
     check_manifests.py version
+    check_manifests.py docs-values           (values docs quote vs rendered manifests)
 
 Each check first proves on a deliberately broken input that it can fail
 (a "control"), then checks the real manifests. Exit 0 all good, 1 a check
@@ -752,6 +754,171 @@ def cmd_scheduler():
     finish()
 
 
+# ------------------------------------- second scheduler: schedulerName policies
+
+SECOND_SCHEDULER_DIRS = {"second-scheduler": True, "second-scheduler-1.35": False}  # dir: has the MAP
+# MutatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from this minor
+MAP_V1_MINOR = 36
+
+
+def scheduler_config_of(docs):
+    """(KubeSchedulerConfiguration, kube-scheduler container) of the second
+    scheduler's Deployment: the ConfigMap key its --config names."""
+    dep = find(docs, "Deployment", "ioqos-scheduler", "ioqos-system")
+    if not dep:
+        raise Broken("no Deployment ioqos-system/ioqos-scheduler")
+    ps = dep["spec"]["template"]["spec"]
+    c = ps["containers"][0]
+    conf = [a.split("=", 1)[1] for a in argv_of(c) if a.startswith("--config=")]
+    for vm in c.get("volumeMounts") or []:
+        mp = vm["mountPath"].rstrip("/") + "/"
+        if conf and conf[0].startswith(mp):
+            vol = next(v for v in ps["volumes"] if v["name"] == vm["name"])
+            cm = find(docs, "ConfigMap", (vol.get("configMap") or {}).get("name"), "ioqos-system")
+            if cm and conf[0][len(mp):] in (cm.get("data") or {}):
+                return yaml.safe_load(cm["data"][conf[0][len(mp):]]), c
+    raise Broken("the second scheduler's --config is not a key of a mounted ConfigMap")
+
+
+def image_minor(image):
+    m = re.search(r":v1\.(\d+)\.\d+$", image or "")
+    return int(m.group(1)) if m else None
+
+
+def pods_create_rule(spec):
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    return any("pods" in (r.get("resources") or []) and "CREATE" in (r.get("operations") or [])
+               and "" in (r.get("apiGroups") or []) for r in rules)
+
+
+def matches_ioqos_pods(spec):
+    """The match condition names the ioqos/ prefix in requests and limits of
+    containers and init containers (kube-scheduler's IsInterested)."""
+    text = " ".join(c.get("expression", "") for c in spec.get("matchConditions") or [])
+    return all(s in text for s in ("'ioqos/'", "containers", "initContainers", "requests", "limits"))
+
+
+def scheduler_name_policy_problems(docs, want_mutating):
+    """The second scheduler's profile name is what the admission policies
+    require (VAP, Deny) and set (MAP, Kubernetes 1.36+), and what the
+    extender binds; the MAP exists exactly where the API server has it."""
+    p = []
+    try:
+        cfg, c = scheduler_config_of(docs)
+    except Broken as e:
+        return [str(e)]
+    names = [pr.get("schedulerName") for pr in cfg.get("profiles") or []]
+    if len(names) != 1 or not names[0]:
+        return ["the second scheduler has profiles %s, want one named" % names]
+    name = names[0]
+    quoted = "'%s'" % name
+    ext = find(docs, "Deployment", "ioqos-scheduler-ext", "ioqos-system")
+    served = [a.split("=", 1)[1] for a in argv_of(ext["spec"]["template"]["spec"]["containers"][0])
+              if a.startswith("--scheduler-name=")] if ext else []
+    if (served or ["ioqos-scheduler"]) != [name]:
+        p.append("the extender binds pods of %s, the second scheduler is %s" % (served or ["ioqos-scheduler (default)"], name))
+    vaps = [o for o in docs if o["kind"] == "ValidatingAdmissionPolicy" and pods_create_rule(o.get("spec") or {})
+            and matches_ioqos_pods(o.get("spec") or {})]
+    if len(vaps) != 1:
+        p.append("%d ValidatingAdmissionPolicies check the schedulerName of ioqos pods, want 1" % len(vaps))
+    for v in vaps:
+        spec = v["spec"]
+        if spec.get("failurePolicy") != "Fail":
+            p.append("policy %s: failurePolicy %s, want Fail" % (v["metadata"]["name"], spec.get("failurePolicy")))
+        vals = spec.get("validations") or []
+        if not any("object.spec.schedulerName" in x.get("expression", "") and quoted in x.get("expression", "")
+                   and x.get("messageExpression") for x in vals):
+            p.append("policy %s does not require schedulerName %s with a message" % (v["metadata"]["name"], name))
+        b = [o for o in docs if o["kind"] == "ValidatingAdmissionPolicyBinding"
+             and (o.get("spec") or {}).get("policyName") == v["metadata"]["name"]]
+        if not b or b[0]["spec"].get("validationActions") != ["Deny"]:
+            p.append("policy %s is not bound with validationActions [Deny]" % v["metadata"]["name"])
+    maps = [o for o in docs if o["kind"] == "MutatingAdmissionPolicy"]
+    minor = image_minor(c.get("image"))
+    if want_mutating:
+        if minor is not None and minor < MAP_V1_MINOR:
+            p.append("kube-scheduler %s with a MutatingAdmissionPolicy v1, which needs 1.%d" % (c.get("image"), MAP_V1_MINOR))
+        if len(maps) != 1:
+            p.append("%d MutatingAdmissionPolicies, want 1 setting schedulerName" % len(maps))
+        for m in maps:
+            spec = m.get("spec") or {}
+            if m.get("apiVersion") != "admissionregistration.k8s.io/v1":
+                p.append("%s: apiVersion %s, want admissionregistration.k8s.io/v1 (GA in 1.%d)" % (m["metadata"]["name"], m.get("apiVersion"), MAP_V1_MINOR))
+            if spec.get("failurePolicy") != "Fail":
+                p.append("%s: failurePolicy %s, want Fail" % (m["metadata"]["name"], spec.get("failurePolicy")))
+            if not pods_create_rule(spec) or not matches_ioqos_pods(spec):
+                p.append("%s does not match the creation of pods that request ioqos/*" % m["metadata"]["name"])
+            conds = " ".join(x.get("expression", "") for x in spec.get("matchConditions") or [])
+            if "'default-scheduler'" not in conds:
+                p.append("%s may override a scheduler the pod names (match default-scheduler only)" % m["metadata"]["name"])
+            muts = spec.get("mutations") or []
+            if not any(x.get("patchType") == "ApplyConfiguration" and
+                       re.search(r"schedulerName:\s*%s" % re.escape(quoted),
+                                 (x.get("applyConfiguration") or {}).get("expression", "")) for x in muts):
+                p.append("%s does not set schedulerName %s" % (m["metadata"]["name"], name))
+            if not any(o["kind"] == "MutatingAdmissionPolicyBinding" and
+                       (o.get("spec") or {}).get("policyName") == m["metadata"]["name"] for o in docs):
+                p.append("%s has no binding: it never runs" % m["metadata"]["name"])
+    else:
+        if minor is None or minor >= MAP_V1_MINOR:
+            p.append("kube-scheduler %s in the overlay for clusters before 1.%d" % (c.get("image"), MAP_V1_MINOR))
+        if maps or any(o["kind"] == "MutatingAdmissionPolicyBinding" for o in docs):
+            p.append("a MutatingAdmissionPolicy in the overlay for clusters that lack its v1 API")
+    return p
+
+
+def cmd_scheduler_policy():
+    for d, mutating in SECOND_SCHEDULER_DIRS.items():
+        path = os.path.join(MANIFESTS, "overlays", d)
+        probs = scheduler_name_policy_problems(render(path), mutating)
+        for x in probs:
+            fail("%s: %s" % (rel(path), x))
+        if not probs:
+            ok("%s: ioqos pods are %s schedulerName ioqos-scheduler" %
+               (rel(path), "given and held to" if mutating else "held to"))
+    # the cluster's own scheduler calls the extender in place: nothing to redirect
+    inplace = render(os.path.join(MANIFESTS, "overlays", "in-place-scheduler"))
+    if any(o["kind"] == "MutatingAdmissionPolicy" or
+           (o["kind"] == "ValidatingAdmissionPolicy" and matches_ioqos_pods(o.get("spec") or {})) for o in inplace):
+        fail("overlays/in-place-scheduler: a schedulerName policy where default-scheduler calls the extender")
+    else:
+        ok("overlays/in-place-scheduler: no schedulerName policy (default-scheduler calls the extender)")
+    good = render(os.path.join(MANIFESTS, "overlays", "second-scheduler"))
+    old = render(os.path.join(MANIFESTS, "overlays", "second-scheduler-1.35"))
+    control("no mutating policy", scheduler_name_policy_problems,
+            [o for o in good if o["kind"] != "MutatingAdmissionPolicy"], True)
+    control("mutating policy on 1.35", scheduler_name_policy_problems,
+            old + [o for o in good if o["kind"].startswith("MutatingAdmissionPolicy")], False)
+    bad = copy.deepcopy(good)
+    for o in bad:
+        if o["kind"] == "MutatingAdmissionPolicy":
+            o["spec"]["mutations"][0]["applyConfiguration"]["expression"] = \
+                "Object{spec: Object.spec{schedulerName: 'other'}}"
+    control("mutating policy sets another name", scheduler_name_policy_problems, bad, True)
+    bad = copy.deepcopy(good)
+    for o in bad:
+        if o["kind"] == "MutatingAdmissionPolicy":
+            o["spec"]["matchConditions"] = [x for x in o["spec"]["matchConditions"] if "default-scheduler" not in x["expression"]]
+    control("mutating policy overrides any scheduler", scheduler_name_policy_problems, bad, True)
+    bad = copy.deepcopy(old)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicyBinding":
+            o["spec"]["validationActions"] = ["Warn"]
+    control("schedulerName only warned", scheduler_name_policy_problems, bad, False)
+    bad = copy.deepcopy(old)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicy" and matches_ioqos_pods(o.get("spec") or {}):
+            o["spec"]["matchConditions"][0]["expression"] = "object.spec.containers.exists(c, has(c.resources))"
+    control("policy blind to init containers", scheduler_name_policy_problems, bad, False)
+    bad = copy.deepcopy(good)
+    for o in bad:
+        if o["kind"] == "ConfigMap" and "scheduler-config.yaml" in (o.get("data") or {}):
+            o["data"]["scheduler-config.yaml"] = o["data"]["scheduler-config.yaml"].replace(
+                "schedulerName: ioqos-scheduler", "schedulerName: io-scheduler")
+    control("profile renamed, policies not", scheduler_name_policy_problems, bad, True)
+    finish()
+
+
 # --------------------------------------------- workloads (DaemonSet, Deployment)
 
 def argv_of(c):
@@ -819,7 +986,7 @@ def plugin_problems(ds, docs):
     want = {
         "device-plugin-dir": "/var/lib/kubelet/device-plugins",
         "pod-resources-socket": "/var/lib/kubelet/pod-resources/kubelet.sock",
-        "cgroup-root": "/sys/fs/cgroup",
+        "cgroupfs-root": "/sys/fs/cgroup",
         "sysfs-root": "/sys",
     }
     for flag, host in want.items():
@@ -830,7 +997,7 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, v)
         if not hp or hp[0] != host:
             p.append("%s: --%s=%s is not the host's %s (mounted: %s)" % (where, flag, v, host, hp and hp[0]))
-        elif flag in ("device-plugin-dir", "cgroup-root") and hp[1].get("readOnly"):
+        elif flag in ("device-plugin-dir", "cgroupfs-root") and hp[1].get("readOnly"):
             p.append("%s: --%s is mounted read-only" % (where, flag))
     # the config file comes from a ConfigMap; the kubelet root dir it names is
     # the host's, at the same path (mountinfo resolution inside the container)
@@ -1076,7 +1243,7 @@ def cmd_workloads():
     def plugin_container(o):
         return o["spec"]["template"]["spec"]["containers"][0]
     control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
-        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroup-root")][0], "--cgroup-root=/sys/fs/cgroup")))
+        [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroupfs-root")][0], "--cgroupfs-root=/sys/fs/cgroup")))
     control("metrics on every address", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--metrics-address")][0], "--metrics-address=:9464")))
     control("probes on the metrics port", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "metrics")))
@@ -1145,9 +1312,20 @@ def used_flags(docs, binary):
     return flags, envs
 
 
+def deprecated_flags(help_text):
+    """Former spellings --help still accepts ("deprecated: --old, env OLD")."""
+    return (set(re.findall(r"deprecated: --([a-z0-9-]+)", help_text)),
+            set(re.findall(r"deprecated: --[a-z0-9-]+, env ([A-Z0-9_]+)", help_text)))
+
+
 def flag_problems(docs, binary, known, help_text):
     flags, envs = used_flags(docs, binary)
+    old_flags, old_envs = deprecated_flags(help_text)
     p = ["%s: --%s is not in `%s --help`" % (w, f, binary) for w, f in flags if f not in known]
+    p += ["%s: --%s is a deprecated spelling (see `%s --help`)" % (w, f, binary)
+          for w, f in flags if f in old_flags]
+    p += ["%s: env %s is a deprecated spelling (see `%s --help`)" % (w, e, binary)
+          for w, e in envs if e in old_envs]
     p += ["%s: env %s is not in `%s --help`" % (w, e, binary) for w, e in envs
           if not re.search(r"\b%s\b" % re.escape(e), help_text)]
     return p, len(flags)
@@ -1194,6 +1372,11 @@ def cmd_flags(binary, path):
     fake = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [
         {"name": "c", "command": [BIN_DIR + binary], "args": ["--no-such-flag-ioqos=1"]}]}}]
     control("unknown flag", lambda: flag_problems(fake, binary, known, text)[0])
+    old_flags, _ = deprecated_flags(text)
+    for old in sorted(old_flags):
+        stale = copy.deepcopy(fake)
+        stale[0]["spec"]["containers"][0]["args"] = ["--%s=/x" % old]
+        control("deprecated --%s" % old, lambda: flag_problems(stale, binary, known, text)[0])
     finish()
 
 
@@ -1483,6 +1666,164 @@ def cmd_docs():
     finish()
 
 
+# -------------------------------------- values the docs quote vs the manifests
+
+VALUE_DOCS = ("README.md", "docs/extender.md", "docs/operations.md", "docs/configuration.md")
+
+
+def duration_s(s):
+    """Seconds of a Go duration like 15s, 1m30s, 500ms (None if not one)."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", s or "")
+    if not parts or "".join(a + b for a, b in parts) != s:
+        return None
+    return sum(float(a) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[b] for a, b in parts)
+
+
+def manifest_facts():
+    """What the rendered manifests say: extender entries of both scheduler
+    modes, namespaces, Services, ports, scheduler names, kube-scheduler tags."""
+    f = {"namespaces": set(), "services": set(), "ports": set(), "tags": set(),
+         "profiles": set(), "served": set(), "kube_timeout": set()}
+    for d in kustomization_dirs():
+        for o in render(d):
+            md = o.get("metadata") or {}
+            if o["kind"] == "Namespace":
+                f["namespaces"].add(md["name"])
+            if md.get("namespace"):
+                f["namespaces"].add(md["namespace"])
+            if o["kind"] == "Service":
+                f["services"].add((md["name"], md.get("namespace")))
+                for sp in o["spec"].get("ports") or []:
+                    f["ports"].update(x for x in (sp.get("port"), sp.get("targetPort")) if isinstance(x, int))
+            for _, ps in pod_specs(o):
+                for _, c in containers(ps):
+                    f["ports"].update(cp["containerPort"] for cp in c.get("ports") or [])
+                    for pr in ("livenessProbe", "readinessProbe", "startupProbe"):
+                        port = ((c.get(pr) or {}).get("httpGet") or {}).get("port")
+                        if isinstance(port, int):
+                            f["ports"].add(port)
+                    argv = argv_of(c)
+                    for a in argv:
+                        m = re.match(r"--[a-z-]*(?:listen|address)=\S*:(\d+)$", a)
+                        if m:
+                            f["ports"].add(int(m.group(1)))
+                    if "kube-scheduler" in (c.get("image") or ""):
+                        f["tags"].add(c["image"].rsplit(":", 1)[1])
+                    if argv and os.path.basename(argv[0]) == "ioqos-scheduler-ext":
+                        names = [a.split("=", 1)[1] for a in argv if a.startswith("--scheduler-name=")]
+                        f["served"].update(names or ["ioqos-scheduler"])
+                        kt = flag_values(argv[1:]).get("kube-timeout")
+                        f["kube_timeout"].add(int(kt) if kt else 10)
+    second = scheduler_config_of(render(os.path.join(MANIFESTS, "overlays", "second-scheduler")))[0]
+    inplace = yaml.safe_load(open(os.path.join(MANIFESTS, "overlays", "in-place-scheduler", "kube-scheduler-config.yaml")))
+    f["configs"] = {"second": second, "in-place": inplace}
+    for cfg in f["configs"].values():
+        f["profiles"].update(p.get("schedulerName") for p in cfg.get("profiles") or [])
+    f["extenders"] = {k: next(e for e in cfg["extenders"] if e.get("managedResources"))
+                      for k, cfg in f["configs"].items()}
+    return f
+
+
+def extender_for(url, facts):
+    """The manifests' extender entry a quoted urlPrefix stands for."""
+    host = re.sub(r"^https?://([^/:]+).*", r"\1", url)
+    return facts["extenders"]["in-place" if re.fullmatch(r"[\d.]+", host) else "second"]
+
+
+def doc_value_problems(texts, facts):
+    p = []
+    exts = facts["extenders"]
+    timeouts = {e.get("httpTimeout") for e in exts.values()}
+    if len(timeouts) != 1:
+        p.append("manifests: the two scheduler modes use httpTimeout %s" % sorted(timeouts))
+    # bind: up to four API calls, each bounded by --kube-timeout
+    for t in timeouts:
+        for kt in facts["kube_timeout"]:
+            if (duration_s(t) or 0) <= 4 * kt:
+                p.append("manifests: httpTimeout %s does not cover bind's four API calls of --kube-timeout=%d" % (t, kt))
+    for name, text in texts.items():
+        # whole KubeSchedulerConfigurations in code blocks
+        for block in re.findall(r"```ya?ml\n(.*?)```", text, re.S):
+            try:
+                cfg = yaml.safe_load(block)
+            except yaml.YAMLError:
+                continue
+            if not isinstance(cfg, dict) or cfg.get("kind") != "KubeSchedulerConfiguration":
+                continue
+            for e in cfg.get("extenders") or []:
+                ref = extender_for(str(e.get("urlPrefix", "")), facts)
+                for k, v in e.items():
+                    want = ref.get(k)
+                    if k == "urlPrefix":
+                        v, want = str(v).rstrip("/"), str(want).rstrip("/")
+                    if v != want:
+                        p.append("%s: KubeSchedulerConfiguration example has %s: %s, the manifests %s" % (name, k, v, want))
+            for pr in cfg.get("profiles") or []:
+                if pr.get("schedulerName") not in facts["profiles"]:
+                    p.append("%s: example profile %s is no scheduler of the manifests" % (name, pr.get("schedulerName")))
+        # inline values
+        for v in re.findall(r"httpTimeout(?::|`\s*\|)\s*`?(\d[\w.]*)", text):
+            if v not in timeouts:
+                p.append("%s: quotes httpTimeout %s, the manifests use %s" % (name, v, sorted(timeouts)))
+        for u in re.findall(r"(https?://(?:ioqos-scheduler-ext[\w.-]*|\d+\.\d+\.\d+\.\d+):\d+/?)", text):
+            if u.rstrip("/") != str(extender_for(u, facts)["urlPrefix"]).rstrip("/"):
+                p.append("%s: quotes urlPrefix %s, the manifests %s" % (name, u, extender_for(u, facts)["urlPrefix"]))
+        for kt in re.findall(r"--kube-timeout[= ](\d+)|manifests use (\d+)", text):
+            v = int(kt[0] or kt[1])
+            if v not in facts["kube_timeout"]:
+                p.append("%s: quotes --kube-timeout %d, the manifests use %s" % (name, v, sorted(facts["kube_timeout"])))
+        for ns in re.findall(r"kubectl\b[^\n`|]*?(?:-n|--namespace)[= ]([a-z0-9][a-z0-9-]*)", text) + \
+                re.findall(r"namespace `([a-z0-9-]+)`", text):
+            if ns not in facts["namespaces"] | {"kube-system"}:
+                p.append("%s: quotes namespace %s, the manifests have %s" % (name, ns, sorted(facts["namespaces"])))
+        for svc, ns in re.findall(r"\b([a-z0-9-]+)\.([a-z0-9-]+)\.svc\b", text):
+            if (svc, ns) not in facts["services"]:
+                p.append("%s: quotes Service %s.%s.svc, the manifests have %s" % (name, svc, ns, sorted(facts["services"])))
+        for port in re.findall(r"\bports? (\d{3,5})\b", text):
+            if int(port) not in facts["ports"]:
+                p.append("%s: quotes port %s, the manifests use %s" % (name, port, sorted(facts["ports"])))
+        for s in re.findall(r"schedulerName:\s*([a-z0-9-]+)", text):
+            if s not in facts["profiles"]:
+                p.append("%s: quotes schedulerName %s, the manifests' schedulers are %s" % (name, s, sorted(facts["profiles"])))
+        for s in re.findall(r"--scheduler-name[= ]([a-z0-9-]+)", text):
+            if s not in facts["served"]:
+                p.append("%s: quotes --scheduler-name=%s, the manifests' extender serves %s" % (name, s, sorted(facts["served"])))
+        for tag in re.findall(r"kube-scheduler[:` ]+(v1\.\d+\.\d+)", text):
+            if tag not in facts["tags"]:
+                p.append("%s: quotes kube-scheduler %s, the overlays ship %s" % (name, tag, sorted(facts["tags"])))
+    return p
+
+
+def cmd_docs_values():
+    facts = manifest_facts()
+    texts = {}
+    for d in VALUE_DOCS:
+        texts[d] = open(os.path.join(REPO, d)).read()
+    probs = doc_value_problems(texts, facts)
+    for x in probs:
+        fail(x)
+    if not probs:
+        ok("%s quote the manifests' timeouts, namespaces, ports, URLs, scheduler names and tags" % ", ".join(VALUE_DOCS))
+    # each extraction can catch a wrong value
+    for what, text in (
+            ("example timeout", "```yaml\nkind: KubeSchedulerConfiguration\nextenders:\n"
+                                "  - urlPrefix: \"https://ioqos-scheduler-ext.ioqos-system.svc:8888\"\n    httpTimeout: 5s\n```"),
+            ("table timeout", "| `httpTimeout` | `5s` | ... |"),
+            ("urlPrefix", "`https://ioqos-scheduler-ext.ioqos-system.svc:8443/`"),
+            ("kube-timeout", "the manifests use 7"),
+            ("namespace", "kubectl -n ioqos get pods"),
+            ("Service", "https://ioqos-scheduler-ext.ioqos.svc"),
+            ("port", "extender: port 9999, plain HTTP"),
+            ("schedulerName", "spec:\n  schedulerName: ioqos\n"),
+            ("served name", "--scheduler-name=my-scheduler"),
+            ("kube-scheduler tag", "kube-scheduler `v1.31.0`")):
+        control("docs quote a wrong %s" % what, doc_value_problems, {"control": text}, facts)
+    bad = copy.deepcopy(facts)
+    bad["kube_timeout"] = {5}
+    control("httpTimeout shorter than bind's API calls", doc_value_problems, {}, bad)
+    finish()
+
+
 # ------------------------------------------------------------------- image
 
 def cmd_image(paths):
@@ -1656,6 +1997,8 @@ def main():
             cmd_admission()
         elif cmd == "scheduler":
             cmd_scheduler()
+        elif cmd == "scheduler-policy":
+            cmd_scheduler_policy()
         elif cmd == "workloads":
             cmd_workloads()
         elif cmd == "flags" and len(args) == 2:
@@ -1666,6 +2009,8 @@ def main():
             cmd_examples()
         elif cmd == "docs":
             cmd_docs()
+        elif cmd == "docs-values":
+            cmd_docs_values()
         elif cmd == "image" and args:
             cmd_image(args)
         elif cmd == "version":

@@ -196,7 +196,7 @@ class Daemon:
                                 "--pod-resources-socket", env.podres_sock,
                                 "--node-name", NODE,
                                 "--kube-api-server", env.api.url,
-                                "--cgroup-root", env.cgroup_root,
+                                "--cgroupfs-root", env.cgroup_root,
                                 "--sysfs-root", env.sysfs_root,
                                 "--kubelet-cgroup-root", env.kubelet_cgroup_root,
                                 "--cgroup-driver", env.driver,

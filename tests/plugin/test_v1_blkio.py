@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """PreStart and release on the host's real cgroup v1 blkio hierarchy: the
-daemon runs with --cgroup-root /sys/fs/cgroup --sysfs-root /sys and kubelet's
+daemon runs with --cgroupfs-root /sys/fs/cgroup --sysfs-root /sys and kubelet's
 cgroupfs layout below a child cgroup of our own
 (/sys/fs/cgroup/blkio/ioqos-test-PID/kubepods/...). Only that child tree is
 created and removed; the host's mounts are never touched."""

@@ -19,6 +19,8 @@ static void clean_env(void) {
   unsetenv("IOQOS_HTTP_REQUEST_TIMEOUT");
   unsetenv("IOQOS_CGROUP_DRIVER");
   unsetenv("IOQOS_STATE_DIR");
+  unsetenv("IOQOS_CGROUPFS_ROOT");
+  unsetenv("IOQOS_CGROUP_ROOT");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -57,6 +59,64 @@ Test(opts, env_then_flag_precedence) {
   cr_assert_str_eq(o.metrics_address, "", "empty disables metrics");
 }
 
+/* --cgroupfs-root names the mount in every binary; the old --cgroup-root
+ * (and IOQOS_CGROUP_ROOT) keep working but leave a warning for the log */
+Test(opts, cgroupfs_root_new_name_no_warning) {
+  setenv("IOQOS_CGROUPFS_ROOT", "/env/cg", 1);
+  char *argv[] = {"ioqos-plugin", "--node-name=n", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 2, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.cgroup_root, "/env/cg");
+  cr_assert_eq(o.n_warnings, 0);
+  char *argv2[] = {"ioqos-plugin", "--node-name=n", "--cgroupfs-root=/flag/cg", NULL};
+  cr_assert_eq(parse(&o, &e, 3, argv2), 0, "%s", e.msg);
+  cr_assert_str_eq(o.cgroup_root, "/flag/cg", "the flag wins over the env");
+  cr_assert_eq(o.n_warnings, 0);
+}
+
+Test(opts, cgroup_root_old_flag_works_and_warns) {
+  char *argv[] = {"ioqos-plugin", "--node-name=n", "--cgroup-root", "/old/cg", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 4, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.cgroup_root, "/old/cg");
+  cr_assert_eq(o.n_warnings, 1);
+  cr_assert(strstr(o.warnings[0], "--cgroup-root is deprecated") &&
+                strstr(o.warnings[0], "use --cgroupfs-root"),
+            "%s", o.warnings[0]);
+}
+
+Test(opts, cgroup_root_old_env_works_and_warns) {
+  setenv("IOQOS_CGROUP_ROOT", "/old/env", 1);
+  char *argv[] = {"ioqos-plugin", "--node-name=n", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 2, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.cgroup_root, "/old/env");
+  cr_assert_eq(o.n_warnings, 1);
+  cr_assert(strstr(o.warnings[0], "IOQOS_CGROUP_ROOT is deprecated") &&
+                strstr(o.warnings[0], "use IOQOS_CGROUPFS_ROOT"),
+            "%s", o.warnings[0]);
+  /* the new env beats the old one, silently */
+  setenv("IOQOS_CGROUPFS_ROOT", "/new/env", 1);
+  cr_assert_eq(parse(&o, &e, 2, argv), 0, "%s", e.msg);
+  cr_assert_str_eq(o.cgroup_root, "/new/env");
+  cr_assert_eq(o.n_warnings, 0);
+}
+
+Test(opts, help_lists_new_and_deprecated_names) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  plugin_opts_usage(f);
+  fclose(f);
+  cr_assert(strstr(buf, "--cgroupfs-root DIR"), "%s", buf);
+  cr_assert(strstr(buf, "env IOQOS_CGROUPFS_ROOT"), "%s", buf);
+  cr_assert(strstr(buf, "deprecated: --cgroup-root, env IOQOS_CGROUP_ROOT"), "%s", buf);
+  free(buf);
+}
+
 Test(opts, http_limits_from_env_and_flags) {
   setenv("IOQOS_HTTP_REQUEST_TIMEOUT", "3", 1);
   setenv("IOQOS_HEALTH_ADDRESS", "10.0.0.5:9465", 1);
@@ -74,7 +134,7 @@ Test(opts, http_limits_from_env_and_flags) {
 struct bad {
   char a[3][64];
   int n;
-  char want[64];
+  char want[96];
 };
 
 ParameterizedTestParameters(opts, errors) {
@@ -86,7 +146,10 @@ ParameterizedTestParameters(opts, errors) {
       {{"--node-name=n", "--log-level=loud"}, 2, "--log-level 'loud'"},
       {{"--node-name=n", "--metrics-address=9464"}, 2, "--metrics-address"},
       {{"--node-name=n", "--metrics-address=:99999"}, 2, "port must be 1-65535"},
-      {{"--node-name=n", "--cgroup-root=relative"}, 2, "--cgroup-root 'relative': must be an absolute path"},
+      {{"--node-name=n", "--cgroupfs-root=relative"}, 2, "--cgroupfs-root 'relative': must be an absolute path"},
+      {{"--node-name=n", "--cgroup-root=relative"}, 2, "--cgroupfs-root 'relative': must be an absolute path"},
+      {{"--node-name=n", "--cgroup-root=/a", "--cgroupfs-root=/b"}, 3,
+       "--cgroupfs-root and its deprecated spelling --cgroup-root both given"},
       {{"--node-name=n", "--kube-api-server=ftp://x"}, 2, "must start with http:// or https://"},
       {{"--log-level=debug"}, 1, "--node-name (or NODE_NAME) is required"},
       {{"--node-name=n", "--health-address=127.0.0.1:9464"}, 2, "same as --metrics-address"},
