@@ -44,9 +44,9 @@ static int read_stat(const char *proc, uint64_t *utime, uint64_t *stime, uint64_
     field++;
     if (want[field]) {
       if (parse_u64_tok(tok, want[field]) < 0) {
-        free(buf);
-        return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: field %d is not a number: '%s'", path, field,
-                        tok);
+        ioq_fail(e, IOQ_EINVAL_INPUT, "%s: field %d is not a number: '%.32s'", path, field, tok);
+        free(buf); /* tok points into buf: freed after the message is made */
+        return -1;
       }
       got++;
     }
