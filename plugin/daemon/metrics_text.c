@@ -54,9 +54,9 @@ static void open_disk(FILE *f, const char *name, const struct plugin *p, const s
   lbl(f, "class", cd->disk.class_name);
 }
 
-/* Family of one per-disk value per resource, in base units (units x unit size). */
+/* Each resource has families of its own, named by its base unit: a value is
+ * ioqos units x the configured unit size. */
 static const char *const g_res_suffix[IOQ_RES_COUNT] = {"bytes_per_second", "iops"};
-
 static const char *const g_res_name[IOQ_RES_COUNT] = {"bandwidth", "IOPS"};
 
 static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n) {
@@ -67,9 +67,6 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     fprintf(f, ",dev=\"%u:%u\"", cd[i].dev.major, cd[i].dev.minor);
     val(f, 1);
   }
-  uint64_t (*al)[IOQ_RES_COUNT] = n ? calloc(n, sizeof *al) : NULL;
-  for (size_t i = 0; i < n && al; i++)
-    enforcer_allocated(p->enf, cd[i].disk.dev.name, al[i]);
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     char name[64], help[160];
     snprintf(name, sizeof name, "ioqos_disk_capacity_%s", g_res_suffix[r]);
@@ -86,12 +83,13 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
              "%s of a disk held by pods (kubelet's pod resources List), in the same unit as "
              "ioqos_disk_capacity_%s.", g_res_name[r], g_res_suffix[r]);
     head(f, name, "gauge", help);
-    for (size_t i = 0; i < n && al; i++) {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t al[IOQ_RES_COUNT];
+      enforcer_allocated(p->enf, cd[i].disk.dev.name, al);
       open_disk(f, name, p, &cd[i]);
-      val(f, al[i][r] * p->cfg.units.size[r]);
+      val(f, al[r] * p->cfg.units.size[r]);
     }
   }
-  free(al);
   head(f, "ioqos_disk_healthy", "gauge", "1 if the disk's units are Healthy.");
   for (size_t i = 0; i < n; i++) {
     open_disk(f, "ioqos_disk_healthy", p, &cd[i]);
