@@ -8,6 +8,7 @@
 
 #include "ioqos/buildinfo.h"
 #include "ioqos/histogram.h"
+#include "ioqos/procstat.h"
 
 #define N_BUCKETS 15
 static const double g_buckets[N_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -185,6 +186,7 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
       g->node_cache_enabled, (unsigned long long)g->node_cache_nodes, g->node_cache_synced,
       (unsigned long long)g->node_cache_lists);
   ioq_build_info_write(f, "ioqos-scheduler-ext");
+  ioq_procstat_expose(f);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
