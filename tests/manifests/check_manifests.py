@@ -1037,9 +1037,16 @@ def workload_problems(docs):
     return p
 
 
+def is_component(d):
+    """A kustomize Component (manifests/monitoring): an add-on without the
+    workloads, checked where it is used (tests/monitoring)."""
+    with open(os.path.join(d, "kustomization.yaml")) as f:
+        return (yaml.safe_load(f) or {}).get("kind") == "Component"
+
+
 def cmd_workloads():
     for d in kustomization_dirs():
-        if os.sep + "examples" in d[len(MANIFESTS):]:
+        if os.sep + "examples" in d[len(MANIFESTS):] or is_component(d):
             continue
         try:
             docs = render(d)
