@@ -3,9 +3,10 @@
 One scenario runs ioqos-plugin (kubelet and API server stand-ins, cgroup v2
 temp tree, two fake disks) and ioqos-scheduler-ext, and scrapes /metrics of
 each twice: in a good state (one modest grant, all healthy) and in a bad one
-(a disk 95% allocated, a refused PreStartContainer, a disk gone, a
-restarted kubelet refusing the registration, a failed bind). The scraped samples, with the target labels the
-PodMonitors give them, become `promtool test rules` input series: good
+(a disk 95% allocated, a refused PreStartContainer, a disk gone, a pod
+without a grant that cannot be bounded, a restarted kubelet refusing the
+registration, a failed bind). The scraped samples, with the target labels
+the PodMonitors give them, become `promtool test rules` input series: good
 values throughout for the "quiet" cases, good then bad for the "fire" cases.
 Every alert must fire on the bad series with the expected labels and stay
 quiet on the good ones; every metric name the rules and the dashboard use
@@ -32,7 +33,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "extender"))
 
 import yaml  # noqa: E402
 
-from harness import BW, IOPS, NODE, PluginTest, ids_of, remove_fake_disk, set_io_stat  # noqa: E402
+from harness import (BW, IOPS, NODE, PluginTest, ids_of, new_uid, pod_object,  # noqa: E402
+                     remove_fake_disk, set_io_stat, v2_pod_cgroup_dir, write)
 from extproc import Extender  # noqa: E402
 
 BUNDLE = os.path.join(REPO, "manifests", "monitoring")
@@ -202,9 +204,26 @@ class Scenario(PluginTest):
     env_args = {"disks": (("diska", "250:0"), ("diskb", "250:16"))}
 
     def grant(self, name, bw):
-        uid, ids, _, cg = self.admit(name, bw=bw, annotations={"ioqos.io/disk": "diska"})
+        uid, ids, _, cg = self.admit(name, bw=bw, annotations={"ioqos.io/disk": "diska"}, atomic=True)
         self.env.kubelet.prestart(BW, ids[BW])
         return cg
+
+    def ungranted_unbounded(self, name):
+        """A pod without a grant whose cgroup has no io.max (io controller
+        not enabled for it): its bound cannot be put in place."""
+        uid = new_uid()
+        self.env.api.put_pod(pod_object(name, uid))
+        self.env.kubelet.set_pod("default", name, {"app": {}})
+        final = v2_pod_cgroup_dir(self.env.cgroup_root, uid)
+        aside = os.path.join(self.env.cgroup_root, ".staging", os.path.basename(final))
+        write(os.path.join(aside, "cgroup.controllers"), "cpu memory pids\n")
+        write(os.path.join(aside, "io.stat"), "")
+        os.rename(aside, final)  # appears at once, as a real cgroup mkdir
+        d = self.env.daemons[-1]
+        deadline = time.monotonic() + 30
+        while not d.metric("ioqos_ungranted_failures_total"):
+            self.assertLess(time.monotonic(), deadline, "no ungranted failure; log:\n" + d.text()[-3000:])
+            time.sleep(0.1)
 
     def collect(self):
         out = {}
@@ -236,6 +255,7 @@ class Scenario(PluginTest):
             k.prestart(BW, ["diska-bw-999"])
         remove_fake_disk(self.env.sysfs_root, "diskb", "250:16")
         k.wait_list(BW, lambda l: len(ids_of(l, "Unhealthy")) == 1000, what="diskb unhealthy")
+        self.ungranted_unbounded("nogrant")
         k.reject_register = "device manager not ready"
         k.restart(down_seconds=0.3)
         deadline = time.monotonic() + 30
@@ -286,8 +306,8 @@ def expected_alerts():
         "IoqosDiskNearlySoldOut": [{"node": NODE, "disk": "diska", "resource": BW}],
         # the refused PreStart: no pod holds diska-bw-999
         "IoqosEnforcementErrors": [{"node": NODE, "reason": "pod-not-listed"}],
-        # nothing to bound: no pod without a grant ever started
-        "IoqosUngrantedBoundFailures": [],
+        # the pod without a grant whose cgroup has no io.max
+        "IoqosUngrantedBoundFailures": [{"node": NODE}],
         # registered == 0 and healthy == 0 keep every label of their series
         "IoqosKubeletRegistrationLost": [l for r in (BW, IOPS)
                                          for l in labels_of("bad", "ioqos_kubelet_registered", resource=r)],
@@ -406,6 +426,28 @@ class Monitoring(unittest.TestCase):
                       missing_names(dashboard_exprs(d), scraped))
         self.assertEqual(metric_names('histogram_quantile(0.99, sum by (le, verb) '
                                       '(rate(a_bucket{x="y"}[5m]))) / on(node) b > 0'), {"a_bucket", "b"})
+
+    def test_every_dashboard_query_returns_data(self):
+        """Each panel and variable query, on the scraped series, gives at
+        least one sample (right label values too, not only names): as an
+        alert on absent(query) that must stay quiet. The control, a label
+        value the binaries never expose, must make one fire."""
+        def run(exprs):
+            groups = {"groups": [{"name": "dashboard", "rules": [
+                {"alert": "Empty%d" % i, "expr": "absent(%s)" % re.sub(r"\$\{?\w+\}?", ".*", e)}
+                for i, (_, e) in enumerate(exprs)]}]}
+            tests = [{"name": "dashboard queries", "interval": "1m",
+                      "input_series": input_series(samples("good"), samples("bad")),
+                      "alert_rule_test": [{"eval_time": "%dm" % (CHANGE_MIN + 10), "alertname": "Empty%d" % i,
+                                           "exp_alerts": []} for i in range(len(exprs))]}]
+            return run_promtool_test(self.tmp, tests, groups)
+        exprs = dashboard_exprs(dashboard())
+        p = run(exprs)
+        self.assertEqual(p.returncode, 0, "queries without data (EmptyN = query N of %s):\n%s%s"
+                         % ([e for _, e in exprs], p.stdout, p.stderr))
+        bad = [(w, e.replace('method="PreStartContainer"', 'method="PreStart"')) for w, e in exprs]
+        self.assertNotEqual(bad, exprs)
+        self.assertNotEqual(run(bad).returncode, 0, "a query on a label value never exposed had data")
 
     def test_component_renders_in_an_overlay(self):
         """The component added to the base: the PodMonitors select the pods
