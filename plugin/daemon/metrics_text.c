@@ -1,5 +1,11 @@
 /* Prometheus text exposition (format 0.0.4) of the daemon's state, and the
- * health/readiness verdicts. Gauges are read live at scrape time. */
+ * health/readiness verdicts. Gauges are read live at scrape time.
+ *
+ * Conventions (docs/operations.md "Metrics conventions"): every ioqos_ series
+ * carries node="NODE_NAME"; quantities are in base units named by the suffix
+ * (_bytes_per_second, _iops, _bytes, _seconds), never in ioqos units, so a
+ * metric never mixes bandwidth and IOPS; every per-disk series carries the
+ * same labels (node, disk, class) so ratios between them match one to one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,36 +31,70 @@ static void head(FILE *f, const char *name, const char *type, const char *help) 
   fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void disks(FILE *f, struct plugin *p) {
-  struct cat_disk *cd;
-  size_t n = catalog_snapshot(p->catalog, &cd);
-  head(f, "ioqos_disk_capacity_units", "gauge",
-       "Units a managed disk advertises (capacity x allocatable fraction / unit size).");
-  for (size_t i = 0; i < n; i++)
-    for (int r = 0; r < IOQ_RES_COUNT; r++) {
-      fputs("ioqos_disk_capacity_units{disk=\"", f);
-      lv(f, cd[i].disk.dev.name);
-      fputs("\",class=\"", f);
-      lv(f, cd[i].disk.class_name);
-      fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r),
-              (unsigned long long)cd[i].units[r]);
-    }
-  head(f, "ioqos_disk_allocated_units", "gauge",
-       "Units of a disk held by pods, per kubelet's pod resources List.");
+/* NAME{node="N" — the caller adds labels with lbl() and ends with val() */
+static void open_s(FILE *f, const char *name, const struct plugin *p) {
+  fprintf(f, "%s{node=\"", name);
+  lv(f, p->opts.node_name);
+  fputc('"', f);
+}
+
+static void lbl(FILE *f, const char *key, const char *value) {
+  fprintf(f, ",%s=\"", key);
+  lv(f, value);
+  fputc('"', f);
+}
+
+static void val(FILE *f, unsigned long long v) { fprintf(f, "} %llu\n", v); }
+
+/* the per-disk label set shared by every per-disk family */
+static void open_disk(FILE *f, const char *name, const struct plugin *p, const struct cat_disk *cd) {
+  open_s(f, name, p);
+  lbl(f, "disk", cd->disk.dev.name);
+  lbl(f, "class", cd->disk.class_name);
+}
+
+/* Family of one per-disk value per resource, in base units (units x unit size). */
+static const char *const g_res_suffix[IOQ_RES_COUNT] = {"bytes_per_second", "iops"};
+
+static const char *const g_res_name[IOQ_RES_COUNT] = {"bandwidth", "IOPS"};
+
+static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n) {
+  head(f, "ioqos_disk_info", "gauge",
+       "1 per managed disk; dev is the throttled device (major:minor).");
   for (size_t i = 0; i < n; i++) {
-    uint64_t al[IOQ_RES_COUNT];
-    enforcer_allocated(p->enf, cd[i].disk.dev.name, al);
-    for (int r = 0; r < IOQ_RES_COUNT; r++) {
-      fputs("ioqos_disk_allocated_units{disk=\"", f);
-      lv(f, cd[i].disk.dev.name);
-      fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r), (unsigned long long)al[r]);
+    open_disk(f, "ioqos_disk_info", p, &cd[i]);
+    fprintf(f, ",dev=\"%u:%u\"", cd[i].dev.major, cd[i].dev.minor);
+    val(f, 1);
+  }
+  uint64_t (*al)[IOQ_RES_COUNT] = n ? calloc(n, sizeof *al) : NULL;
+  for (size_t i = 0; i < n && al; i++)
+    enforcer_allocated(p->enf, cd[i].disk.dev.name, al[i]);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    char name[64], help[160];
+    snprintf(name, sizeof name, "ioqos_disk_capacity_%s", g_res_suffix[r]);
+    snprintf(help, sizeof help,
+             "Allocatable %s of a managed disk: the units it advertises x the unit size.",
+             g_res_name[r]);
+    head(f, name, "gauge", help);
+    for (size_t i = 0; i < n; i++) {
+      open_disk(f, name, p, &cd[i]);
+      val(f, cd[i].units[r] * p->cfg.units.size[r]);
+    }
+    snprintf(name, sizeof name, "ioqos_disk_allocated_%s", g_res_suffix[r]);
+    snprintf(help, sizeof help,
+             "%s of a disk held by pods (kubelet's pod resources List), in the same unit as "
+             "ioqos_disk_capacity_%s.", g_res_name[r], g_res_suffix[r]);
+    head(f, name, "gauge", help);
+    for (size_t i = 0; i < n && al; i++) {
+      open_disk(f, name, p, &cd[i]);
+      val(f, al[i][r] * p->cfg.units.size[r]);
     }
   }
+  free(al);
   head(f, "ioqos_disk_healthy", "gauge", "1 if the disk's units are Healthy.");
   for (size_t i = 0; i < n; i++) {
-    fputs("ioqos_disk_healthy{disk=\"", f);
-    lv(f, cd[i].disk.dev.name);
-    fprintf(f, "\",dev=\"%u:%u\"} %d\n", cd[i].dev.major, cd[i].dev.minor, cd[i].healthy ? 1 : 0);
+    open_disk(f, "ioqos_disk_healthy", p, &cd[i]);
+    val(f, cd[i].healthy ? 1 : 0);
   }
   head(f, "ioqos_disk_capability", "gauge", "1 for each capability the probe found on a disk.");
   for (size_t i = 0; i < n; i++)
@@ -62,50 +102,52 @@ static void disks(FILE *f, struct plugin *p) {
       const char *name = ioq_cap_name(1u << b);
       if (!name)
         continue;
-      fputs("ioqos_disk_capability{disk=\"", f);
-      lv(f, cd[i].disk.dev.name);
-      fprintf(f, "\",capability=\"%s\"} %d\n", name, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
+      open_disk(f, "ioqos_disk_capability", p, &cd[i]);
+      lbl(f, "capability", name);
+      val(f, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
     }
   head(f, "ioqos_disk_capacity_error", "gauge",
        "1 if the disk's capacity source is broken (corrupt calibration entry, bad io.cost.model "
        "line): the disk is Unhealthy, the others keep serving.");
   for (size_t i = 0; i < n; i++) {
-    fputs("ioqos_disk_capacity_error{disk=\"", f);
-    lv(f, cd[i].disk.dev.name);
-    fprintf(f, "\"} %d\n", cd[i].disk.fault[0] ? 1 : 0);
+    open_disk(f, "ioqos_disk_capacity_error", p, &cd[i]);
+    val(f, cd[i].disk.fault[0] ? 1 : 0);
   }
-  free(cd);
   struct ioq_select_fault *sf;
   size_t nf = catalog_faults(p->catalog, &sf);
   head(f, "ioqos_disk_select_errors", "gauge",
        "Configured disk selectors that give no disk (1 per selector; the log and a node Event say why).");
   for (size_t i = 0; i < nf; i++) {
-    fputs("ioqos_disk_select_errors{select=\"", f);
-    lv(f, sf[i].select);
-    fputs("\"} 1\n", f);
+    open_s(f, "ioqos_disk_select_errors", p);
+    lbl(f, "select", sf[i].select);
+    val(f, 1);
   }
   free(sf);
 }
 
+/* Per-pod series exist only for pods holding a grant on this node (bounded by
+ * the node's pod count x IOQ_POD_DISKS_MAX). */
 static void pods(FILE *f, struct plugin *p) {
   struct applied_pod *ap;
   size_t n = enforcer_snapshot(p->enf, &ap);
-  head(f, "ioqos_pod_grant_units", "gauge", "Units granted to a pod on a disk (pod-level total).");
-  for (size_t i = 0; i < n; i++)
-    for (size_t d = 0; d < ap[i].grant.n; d++)
-      for (int r = 0; r < IOQ_RES_COUNT; r++) {
-        fputs("ioqos_pod_grant_units{namespace=\"", f);
-        lv(f, ap[i].ns);
-        fputs("\",pod=\"", f);
-        lv(f, ap[i].name);
-        fputs("\",disk=\"", f);
-        lv(f, ap[i].grant.disks[d].disk);
-        fprintf(f, "\",resource=\"%s\"} %llu\n", ioq_resource_name(r),
-                (unsigned long long)ap[i].grant.disks[d].units[r]);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    char name[64], help[128];
+    snprintf(name, sizeof name, "ioqos_pod_grant_%s", g_res_suffix[r]);
+    snprintf(help, sizeof help, "%s granted to a pod on a disk (pod-level total, units x unit size).",
+             g_res_name[r]);
+    head(f, name, "gauge", help);
+    for (size_t i = 0; i < n; i++)
+      for (size_t d = 0; d < ap[i].grant.n; d++) {
+        open_s(f, name, p);
+        lbl(f, "namespace", ap[i].ns);
+        lbl(f, "pod", ap[i].name);
+        lbl(f, "disk", ap[i].grant.disks[d].disk);
+        val(f, ap[i].grant.disks[d].units[r] * p->cfg.units.size[r]);
       }
+  }
   head(f, "ioqos_pod_io_bytes_total", "counter",
        "Bytes a granted pod read/wrote on a disk (io.stat, or v1 blkio.throttle stats).");
-  head(f, "ioqos_pod_ios_total", "counter", "I/O operations of a granted pod on a disk.");
+  head(f, "ioqos_pod_io_operations_total", "counter", "I/O operations of a granted pod on a disk.");
   struct ioq_iostat st[64];
   for (size_t i = 0; i < n; i++) {
     struct ioq_cg cg;
@@ -122,16 +164,15 @@ static void pods(FILE *f, struct plugin *p) {
           uint64_t v;
         } vals[] = {{"ioqos_pod_io_bytes_total", "read", st[k].rbytes},
                     {"ioqos_pod_io_bytes_total", "write", st[k].wbytes},
-                    {"ioqos_pod_ios_total", "read", st[k].rios},
-                    {"ioqos_pod_ios_total", "write", st[k].wios}};
+                    {"ioqos_pod_io_operations_total", "read", st[k].rios},
+                    {"ioqos_pod_io_operations_total", "write", st[k].wios}};
         for (size_t v = 0; v < 4; v++) {
-          fprintf(f, "%s{namespace=\"", vals[v].metric);
-          lv(f, ap[i].ns);
-          fputs("\",pod=\"", f);
-          lv(f, ap[i].name);
-          fputs("\",disk=\"", f);
-          lv(f, ap[i].grant.disks[d].disk);
-          fprintf(f, "\",direction=\"%s\"} %llu\n", vals[v].dir, (unsigned long long)vals[v].v);
+          open_s(f, vals[v].metric, p);
+          lbl(f, "namespace", ap[i].ns);
+          lbl(f, "pod", ap[i].name);
+          lbl(f, "disk", ap[i].grant.disks[d].disk);
+          lbl(f, "direction", vals[v].dir);
+          val(f, vals[v].v);
         }
       }
   }
@@ -152,10 +193,13 @@ static void counters(FILE *f, struct plugin *p) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     for (int m = 0; m < RPC_METHOD_COUNT_; m++)
       for (int c = 0; c < RPC_CODES; c++)
-        if (s->rpc[r][m].codes[c])
-          fprintf(f, "ioqos_rpc_requests_total{resource=\"%s\",method=\"%s\",code=\"%s\"} %llu\n",
-                  ioq_resource_name(r), rpc_method_name(m), code_names[c],
-                  (unsigned long long)s->rpc[r][m].codes[c]);
+        if (s->rpc[r][m].codes[c]) {
+          open_s(f, "ioqos_rpc_requests_total", p);
+          lbl(f, "resource", ioq_resource_name(r));
+          lbl(f, "method", rpc_method_name(m));
+          lbl(f, "code", code_names[c]);
+          val(f, s->rpc[r][m].codes[c]);
+        }
   head(f, "ioqos_rpc_duration_seconds", "histogram",
        "Time from receiving an RPC to sending its answer (ListAndWatch: the first list).");
   for (int r = 0; r < IOQ_RES_COUNT; r++)
@@ -163,17 +207,20 @@ static void counters(FILE *f, struct plugin *p) {
       const struct ioq_histogram *h = &s->rpc[r][m].dur;
       if (!h->count)
         continue;
-      char labels[96];
-      snprintf(labels, sizeof labels, "resource=\"%s\",method=\"%s\"", ioq_resource_name(r),
-               rpc_method_name(m));
+      /* the node name is a validated DNS subdomain (opts.c): nothing to escape */
+      char labels[384];
+      snprintf(labels, sizeof labels, "node=\"%s\",resource=\"%s\",method=\"%s\"",
+               p->opts.node_name, ioq_resource_name(r), rpc_method_name(m));
       ioq_histogram_write(f, "ioqos_rpc_duration_seconds", labels, rpc_bucket_bounds, RPC_BUCKETS,
                           h);
     }
   head(f, "ioqos_enforcement_errors_total", "counter",
        "Failures to put a pod's grant in place, by reason.");
-  for (int r = 0; r < ER_COUNT_; r++)
-    fprintf(f, "ioqos_enforcement_errors_total{reason=\"%s\"} %llu\n", err_reason_name(r),
-            (unsigned long long)s->errors[r]);
+  for (int r = 0; r < ER_COUNT_; r++) {
+    open_s(f, "ioqos_enforcement_errors_total", p);
+    lbl(f, "reason", err_reason_name(r));
+    val(f, s->errors[r]);
+  }
 
   static const struct {
     enum counter c;
@@ -206,17 +253,22 @@ static void counters(FILE *f, struct plugin *p) {
   for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
     head(f, plain[i].name, "counter", plain[i].help);
     if (!plain[i].per_res) {
-      fprintf(f, "%s %llu\n", plain[i].name, (unsigned long long)s->counters[plain[i].c]);
+      open_s(f, plain[i].name, p);
+      val(f, s->counters[plain[i].c]);
       continue;
     }
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      fprintf(f, "%s{resource=\"%s\"} %llu\n", plain[i].name, ioq_resource_name(r),
-              (unsigned long long)s->per_res[plain[i].c][r]);
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      open_s(f, plain[i].name, p);
+      lbl(f, "resource", ioq_resource_name(r));
+      val(f, s->per_res[plain[i].c][r]);
+    }
   }
   free(s);
 }
 
-static void ungranted(FILE *f, struct plugin *p) {
+/* The pool of pods without a grant, per disk; same label set as the disk's
+ * capacity so "pool / capacity" matches. */
+static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t ncd) {
   struct ungranted_disk_stat st[16];
   uint64_t before = 0;
   size_t n = ungranted_stats(p->ug, st, 16, &before);
@@ -231,35 +283,48 @@ static void ungranted(FILE *f, struct plugin *p) {
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
     head(f, g[k].name, "gauge", g[k].help);
     for (size_t i = 0; i < n; i++) {
+      const char *cls = NULL;
+      for (size_t c = 0; c < ncd && !cls; c++)
+        if (strcmp(cd[c].disk.dev.name, st[i].disk) == 0)
+          cls = cd[c].disk.class_name;
+      if (!cls) /* the disk left the catalog between the two snapshots */
+        continue;
       uint64_t v = k == 0 ? st[i].pool_bps : k == 1 ? st[i].pool_iops : st[i].pods;
-      fprintf(f, "%s{disk=\"", g[k].name);
-      lv(f, st[i].disk);
-      fprintf(f, "\"} %llu\n", (unsigned long long)v);
+      open_s(f, g[k].name, p);
+      lbl(f, "disk", st[i].disk);
+      lbl(f, "class", cls);
+      val(f, v);
     }
   }
-  head(f, "ioqos_ungranted_bytes_before_bound_max", "gauge",
+  head(f, "ioqos_ungranted_before_bound_max_bytes", "gauge",
        "Most bytes a pod without a grant did on a disk before its bound was in place.");
-  fprintf(f, "ioqos_ungranted_bytes_before_bound_max %llu\n", (unsigned long long)before);
+  open_s(f, "ioqos_ungranted_before_bound_max_bytes", p);
+  val(f, before);
 }
 
 static void state(FILE *f, struct plugin *p) {
   head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    fprintf(f, "ioqos_kubelet_registered{resource=\"%s\"} %d\n", ioq_resource_name(r),
-            atomic_load(&p->ep[r].registered) ? 1 : 0);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    open_s(f, "ioqos_kubelet_registered", p);
+    lbl(f, "resource", ioq_resource_name(r));
+    val(f, atomic_load(&p->ep[r].registered) ? 1 : 0);
+  }
   head(f, "ioqos_listandwatch_streams", "gauge", "Open ListAndWatch streams.");
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    fprintf(f, "ioqos_listandwatch_streams{resource=\"%s\"} %u\n", ioq_resource_name(r),
-            endpoint_streams(&p->ep[r]));
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    open_s(f, "ioqos_listandwatch_streams", p);
+    lbl(f, "resource", ioq_resource_name(r));
+    val(f, endpoint_streams(&p->ep[r]));
+  }
   head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
-  fprintf(f, "ioqos_pod_cache_synced %d\n", podcache_synced(p->pods) ? 1 : 0);
+  open_s(f, "ioqos_pod_cache_synced", p);
+  val(f, podcache_synced(p->pods) ? 1 : 0);
   head(f, "ioqos_pod_cache_lists_total", "counter", "Full lists of the node's pods (start, 410 Gone, errors).");
-  fprintf(f, "ioqos_pod_cache_lists_total %lu\n", podcache_lists(p->pods));
+  open_s(f, "ioqos_pod_cache_lists_total", p);
+  val(f, podcache_lists(p->pods));
   head(f, "ioqos_pod_cache_oversized_total", "counter",
        "Pod objects whose fields ioqos reads exceed the per-pod budget (cached by name, never acted on).");
-  fprintf(f, "ioqos_pod_cache_oversized_total %lu\n", podcache_oversized(p->pods));
-  head(f, "ioqos_uptime_seconds", "gauge", "Seconds since the daemon started.");
-  fprintf(f, "ioqos_uptime_seconds %.3f\n", grpcs_now() - p->started_at);
+  open_s(f, "ioqos_pod_cache_oversized_total", p);
+  val(f, podcache_oversized(p->pods));
 }
 
 char *metrics_render(struct plugin *p) {
@@ -268,10 +333,13 @@ char *metrics_render(struct plugin *p) {
   FILE *f = open_memstream(&buf, &len);
   if (!f)
     return NULL;
-  disks(f, p);
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  disks(f, p, cd, n);
   pods(f, p);
   counters(f, p);
-  ungranted(f, p);
+  ungranted(f, p, cd, n);
+  free(cd);
   state(f, p);
   if (fclose(f) != 0) {
     free(buf);

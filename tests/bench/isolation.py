@@ -530,8 +530,8 @@ class Cluster:
             self.api.delete_pod(NS, p.name)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            left = [self.daemon.metric("ioqos_disk_allocated_units", disk=self.disk.name, resource=r)
-                    for r in (self.h.BW, self.h.IOPS)]
+            left = [self.daemon.metric(name, disk=self.disk.name)
+                    for name in ("ioqos_disk_allocated_bytes_per_second", "ioqos_disk_allocated_iops")]
             if all(not v for v in left) and all(not iomax_line(p.dir, self.disk.devno) for p in pods
                                                  if os.path.isdir(p.dir)):
                 return True
@@ -591,7 +591,7 @@ def ungranted_log(text):
 
 
 UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_pool_iops",
-                     "ioqos_ungranted_pods", "ioqos_ungranted_bytes_before_bound_max",
+                     "ioqos_ungranted_pods", "ioqos_ungranted_before_bound_max_bytes",
                      "ioqos_ungranted_writes_total", "ioqos_ungranted_failures_total")
 
 

@@ -122,7 +122,7 @@ def summarize_neighbours(rs, case, meta):
             else:
                 before.append(f["bytes_before"])
         unbounded_after += sum(1 for l in r.get("neighbours_iomax_after_release", []) if l)
-    gauge = [r.get("metrics", {}).get("ioqos_ungranted_bytes_before_bound_max") for r in rs]
+    gauge = [r.get("metrics", {}).get("ioqos_ungranted_before_bound_max_bytes") for r in rs]
     fails = [r.get("metrics", {}).get("ioqos_ungranted_failures_total") for r in rs]
     caps_sum = [r["caps_sum_max_bytes"] / r["pool_bytes"] for r in rs
                 if r.get("caps_sum_max_bytes") and r.get("pool_bytes")]

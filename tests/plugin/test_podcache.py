@@ -172,18 +172,18 @@ class TerminalPods(PluginTest):
         _, ids2, _, _ = self.admit("live", bw=50)
         k.prestart(BW, ids1[BW])
         k.prestart(BW, ids2[BW])
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 150)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 150 * MIB)
         # the job finished; kubelet still lists it with its units
         self.env.api.put_pod(pod_object("done", uid, bw=100, phase="Succeeded"))
         d.wait_log(r"pod event type=MODIFIED pod=default/done uid=%s phase=Succeeded" % uid)
         d.wait_log(r"pod gone, .* pod=default/done")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and \
-                d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW) != 50:
+                d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0") != 50 * MIB:
             time.sleep(0.2)
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 50)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 50 * MIB)
         self.assertEqual(d.metric("ioqos_pods_released_total"), 1)
-        self.assertIsNone(d.metric("ioqos_pod_grant_units", pod="done", resource=BW))
+        self.assertIsNone(d.metric("ioqos_pod_grant_bytes_per_second", pod="done"))
         # and reconcile does not put its limits back
         with open(os.path.join(cg1, "io.max"), "w") as f:
             f.write("")
@@ -194,7 +194,7 @@ class TerminalPods(PluginTest):
         # (the pool of pods without a grant may bound it now; its grant is gone)
         with open(os.path.join(cg1, "io.max")) as f:
             self.assertNotIn("rbps=104857600", f.read())
-        self.assertEqual(d.metric("ioqos_pod_grant_units", pod="live", resource=BW), 50)
+        self.assertEqual(d.metric("ioqos_pod_grant_bytes_per_second", pod="live"), 50 * MIB)
 
 
 class KubeToken(PluginTest):

@@ -37,15 +37,15 @@ class PreStart(PluginTest):
         self.assertIn("prestart done resource=ioqos/bandwidth pod=default/db uid=%s" % uid, d.text())
         self.assertRegex(d.text(), r"cgroup io.max written cgroup=%s wrote='250:0 rbps=209715200 "
                          r"wbps=209715200 riops=5000 wiops=5000' readback=" % cg)
-        self.assertEqual(d.metric("ioqos_pod_grant_units", namespace="default", pod="db",
-                                  disk="fakedisk0", resource=BW), 200)
+        self.assertEqual(d.metric("ioqos_pod_grant_bytes_per_second", namespace="default", pod="db",
+                                  disk="fakedisk0"), 200 * MIB)
         self.assertEqual(d.metric("ioqos_prestart_enforced_total"), 2)
         self.assertEqual(self.env.api.events, [])
         # io.stat shows up as per-pod counters
         write(os.path.join(cg, "io.stat"), "250:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n")
         self.assertEqual(d.metric("ioqos_pod_io_bytes_total", pod="db", disk="fakedisk0",
                                   direction="write"), 8192)
-        self.assertEqual(d.metric("ioqos_pod_ios_total", pod="db", direction="read"), 1)
+        self.assertEqual(d.metric("ioqos_pod_io_operations_total", pod="db", direction="read"), 1)
 
     def test_guaranteed_and_besteffort_pods(self):
         self.start()
@@ -173,7 +173,7 @@ class InitContainers(PluginTest):
         self.assertEqual(iomax(cg), "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max")
         self.assertEqual(d.metric("ioqos_pods_released_total"), 0)
         # the init units count as allocated although kubelet lists none of them
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 250)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 250 * MIB)
         # a second such pod asks with other units: the first one, whose init
         # container started on its own units, is not taken for it
         uid2 = new_uid()
@@ -249,7 +249,7 @@ class InitContainers(PluginTest):
         api.wait(lambda: iomax(cgs["r1"]) == "250:0 rbps=943718400 wbps=943718400 riops=100000 "
                  "wiops=100000", what="r1 pooled")
         self.assertEqual(iomax(cgs["r2"]), want)
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 100 * MIB)
         # r2's init container restarts on its units: it alone is the asker
         k.prestart(BW, ids)
         self.assertEqual(iomax(cgs["r2"]), want)
@@ -289,7 +289,7 @@ class InitContainers(PluginTest):
         n = d.text().count("reconcile pass")
         d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
         self.assertEqual(iomax(cg2), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max")
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 100 * MIB)
 
 
 class InitState(PluginTest):
@@ -350,7 +350,7 @@ class InitState(PluginTest):
         # reconcile keeps the running init containers' limits
         self.assertEqual(iomax(pods["job"][1]), self.JOB)
         self.assertEqual(iomax(pods["restore"][1]), self.RESTORE)
-        self.assertEqual(d2.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 350)
+        self.assertEqual(d2.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 350 * MIB)
         self.run_to_completion(d2, pods)
         self.passes(d2)
         state = json.loads(read(os.path.join(self.env.state_dir, "init-grants.json")))
@@ -446,15 +446,15 @@ class Reconcile(PluginTest):
         d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
         self.assertEqual(iomax(cg), want)
         self.assertEqual(d.metric("ioqos_pods_released_total"), 0)
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 100)
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 100 * MIB)
         # the pod is gone from the API too: it is released (the clearing write
         # itself is checked on a real kernel in test_v1_blkio.py; plain files
         # in a temp tree do not merge lines like cgroup files)
         self.env.api.delete("Pod", "default", "db")
         d.wait_log(r"pod gone, .* pod=default/db")
         self.assertEqual(d.metric("ioqos_pods_released_total"), 1)
-        self.assertIsNone(d.metric("ioqos_pod_grant_units", pod="db", resource=BW))
-        self.assertEqual(d.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 0)
+        self.assertIsNone(d.metric("ioqos_pod_grant_bytes_per_second", pod="db"))
+        self.assertEqual(d.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 0)
 
     def test_plugin_restart_rebuilds_grants_from_pod_resources(self):
         d = self.start()
@@ -474,8 +474,8 @@ class Reconcile(PluginTest):
         self.assertEqual(iomax(cg1), "250:0 rbps=104857600 wbps=104857600 riops=1000 wiops=1000")
         self.assertEqual(iomax(cg2), "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max")
         self.assertIn("stale socket removed", d2.text())
-        self.assertEqual(d2.metric("ioqos_disk_allocated_units", disk="fakedisk0", resource=BW), 400)
-        self.assertEqual(d2.metric("ioqos_pod_grant_units", pod="a", resource=IOPS), 10)
+        self.assertEqual(d2.metric("ioqos_disk_allocated_bytes_per_second", disk="fakedisk0"), 400 * MIB)
+        self.assertEqual(d2.metric("ioqos_pod_grant_iops", pod="a"), 10 * 100)
 
 
 class NodePolicy(PluginTest):

@@ -482,7 +482,7 @@ class Metrics(UngrantedTest):
         self.wait_metric(d, 3, "ioqos_ungranted_pods", disk=DISK)
         p = wait_for(lambda: self.placed(d, first), 5, "bound placed log")
         self.assertEqual((p["bytes_before"], p["ios_before"]), ("12345", "3"), p)
-        self.assertEqual(d.metric("ioqos_ungranted_bytes_before_bound_max"), 12345)
+        self.assertEqual(d.metric("ioqos_ungranted_before_bound_max_bytes"), 12345)
         self.assertGreaterEqual(d.metric("ioqos_ungranted_writes_total"), 3)
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
         # one more pod, one more bounded
