@@ -203,9 +203,11 @@ class Scenario(PluginTest):
     """Runs both binaries through the good and the bad state once."""
     env_args = {"disks": (("diska", "250:0"), ("diskb", "250:16"))}
 
-    def grant(self, name, bw):
-        uid, ids, _, cg = self.admit(name, bw=bw, annotations={"ioqos.io/disk": "diska"}, atomic=True)
-        self.env.kubelet.prestart(BW, ids[BW])
+    def grant(self, name, bw, iops=0):
+        uid, ids, _, cg = self.admit(name, bw=bw, iops=iops, annotations={"ioqos.io/disk": "diska"},
+                                     atomic=True)
+        for res in ids:
+            self.env.kubelet.prestart(res, ids[res])
         return cg
 
     def ungranted_unbounded(self, name):
@@ -230,7 +232,7 @@ class Scenario(PluginTest):
         d = self.start()
         k = self.env.kubelet
         k.wait_list(BW, lambda l: len(ids_of(l)) == 2000)
-        cg = self.grant("db", 100)
+        cg = self.grant("db", 100, iops=50)
         set_io_stat(cg, "250:0", rbytes=4096, wbytes=8192, rios=1, wios=2)  # the pod did I/O
         deadline = time.monotonic() + 30
         while d.metric("ioqos_pod_io_bytes_total", pod="db", direction="write") != 8192:
@@ -301,9 +303,11 @@ def labels_of(state, name, **match):
 def expected_alerts():
     """What the bad state must raise, alert by alert: [labels]."""
     sev = {a["alert"]: a["labels"]["severity"] for a in alerts()}
+    assert all(a["labels"]["severity"] == sev[a["alert"]] for a in alerts())
     exp = {
         # only diska's bandwidth is over 90% (950/1000); diskb and iops are not
-        "IoqosDiskNearlySoldOut": [{"node": NODE, "disk": "diska", "resource": BW}],
+        "IoqosDiskNearlySoldOut": [dict(l, resource="bandwidth") for l in
+                                   labels_of("bad", "ioqos_disk_allocated_bytes_per_second", disk="diska")],
         # the refused PreStart: no pod holds diska-bw-999
         "IoqosEnforcementErrors": [{"node": NODE, "reason": "pod-not-listed"}],
         # the pod without a grant whose cgroup has no io.max
@@ -438,7 +442,7 @@ class Monitoring(unittest.TestCase):
                 for i, (_, e) in enumerate(exprs)]}]}
             tests = [{"name": "dashboard queries", "interval": "1m",
                       "input_series": input_series(samples("good"), samples("bad")),
-                      "alert_rule_test": [{"eval_time": "%dm" % (CHANGE_MIN + 10), "alertname": "Empty%d" % i,
+                      "alert_rule_test": [{"eval_time": "%dm" % (CHANGE_MIN + 5), "alertname": "Empty%d" % i,
                                            "exp_alerts": []} for i in range(len(exprs))]}]
             return run_promtool_test(self.tmp, tests, groups)
         exprs = dashboard_exprs(dashboard())
