@@ -265,6 +265,8 @@ class Scenario(PluginTest):
             self.assertLess(time.monotonic(), deadline, "registration never lost; log:\n" + d.text()[-3000:])
             time.sleep(0.1)
         out["plugin_bad"] = d.http("/metrics")[1]
+        # a graceful stop exits 0 (under ASan, a leak or memory error does not)
+        self.assertEqual(d.terminate(), 0, "plugin exit; log:\n" + d.text()[-3000:])
         return out
 
 
