@@ -76,7 +76,9 @@ def parse_scrape(text):
             lm = LABEL.match(body, pos)
             if not lm:
                 raise AssertionError("unparsable labels in: %r" % line)
-            labels[lm.group(1)] = lm.group(2).encode().decode("unicode_escape")
+            # the exposition format escapes only backslash, quote, newline
+            labels[lm.group(1)] = re.sub(r"\\(.)", lambda e: "\n" if e.group(1) == "n" else e.group(1),
+                                         lm.group(2))
             pos = lm.end()
         out[(m.group(1), frozenset(labels.items()))] = float(m.group(3))
     return out
@@ -365,6 +367,13 @@ def run_promtool_test(tmp, tests, groups=None):
 
 
 class Monitoring(unittest.TestCase):
+    def test_parse_scrape(self):
+        got = parse_scrape('# HELP x y\nx{a="q\\"\\\\n\\n",b="é"} 2.5\ny 1 1700000000\n')
+        self.assertEqual(got, {("x", frozenset({"a": 'q"\\n\n', "b": "é"}.items())): 2.5,
+                               ("y", frozenset()): 1.0})
+        with self.assertRaises(AssertionError):
+            parse_scrape('x{a=b} 1\n')
+
     def setUp(self):
         if not os.access(PROMTOOL, os.X_OK):
             self.fail("promtool not found at %s (Debian package prometheus; make deps)" % PROMTOOL)
