@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ioqos/histogram.h"
+#include "ioqos/procstat.h"
 
 #define N_BUCKETS 15
 static const double g_buckets[N_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -182,6 +183,7 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "ioqos_extender_node_cache_lists_total %llu\n",
       g->node_cache_enabled, (unsigned long long)g->node_cache_nodes, g->node_cache_synced,
       (unsigned long long)g->node_cache_lists);
+  ioq_procstat_expose(f);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

@@ -138,7 +138,6 @@ static void teardown(struct plugin *p) {
 
 static int run(struct plugin *p, const sigset_t *sigs) {
   ioq_err e;
-  p->started_at = grpcs_now();
   if (ioq_config_load(p->opts.config, &p->cfg, &e) < 0)
     goto fatal;
   ioq_info("ioqos-plugin starting version=%s node=%s config=%s device_plugin_dir=%s "

@@ -12,6 +12,7 @@
 
 #include "ioqos/enforce.h"
 #include "ioqos/placement.h"
+#include "ioqos/procstat.h"
 #include "plugin.h"
 
 /* label values: escape backslash, double quote and newline */
@@ -341,6 +342,7 @@ char *metrics_render(struct plugin *p) {
   ungranted(f, p, cd, n);
   free(cd);
   state(f, p);
+  ioq_procstat_expose(f);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;

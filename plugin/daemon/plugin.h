@@ -78,7 +78,6 @@ struct plugin {
   atomic_bool stopping;
   atomic_bool inventory_ok; /* a probe has succeeded since start */
   atomic_bool first_reconcile_done;
-  double started_at;
 };
 
 /* ---- endpoint.c: the DevicePlugin service on one socket ---- */
