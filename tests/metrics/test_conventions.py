@@ -6,7 +6,7 @@ classes and a selector that resolves to nothing; the extender after filter,
 prioritize and a refused body.
 
 The rules (R1..R9 match the list in the docs):
-  R1 names: ioqos_ or process_ prefix, [a-z0-9_], no "__"
+  R1 names: ioqos_ (extender: ioqos_extender_) or process_ prefix, [a-z0-9_], no "__"
   R2 HELP and TYPE once per family, before its samples; type counter, gauge or histogram
   R3 counter <=> name ends in _total; a histogram's samples are _bucket/_sum/_count
   R4 base units only: no ms, MiB, percent, ..., and no "units" (ioqos units
@@ -19,7 +19,8 @@ The rules (R1..R9 match the list in the docs):
      class (+ capability or dev); per-pod families node, namespace, pod, disk
      (+ direction)
   R9 process_* basics present in both binaries
-and, on the values: ratios documented in the docs match one to one
+Every family is in the metrics table of docs/plugin.md or docs/extender.md,
+and every name there is served. And, on the values: ratios documented in the docs match one to one
 (PromQL's a / b: the same label sets on both sides), per-pod series exist
 only for granted pods, _info gauges are 1.
 """
@@ -161,6 +162,9 @@ def check_rules(fams, binary, node=None):
             for _, _, v in f["samples"]:
                 if v != 1:
                     errs.append("R8 %s: an _info gauge is 1, not %g" % (name, v))
+        if binary == "extender" and name.startswith("ioqos_") and name != "ioqos_build_info" \
+                and not name.startswith("ioqos_extender_"):
+            errs.append("R1 %s: the extender's own metrics are ioqos_extender_*" % name)
         if binary == "plugin" and name.startswith("ioqos_") and name != "ioqos_build_info":
             for _, labels, _ in f["samples"]:
                 if labels.get("node") != node:
@@ -199,6 +203,22 @@ def join(fams, a, b, drop=()):
                              "  only in %s: %s" % (a, b, a, [dict(k) for k in set(sa) - set(sb)],
                                                    b, [dict(k) for k in set(sb) - set(sa)]))
     return {k: (sa[k] / sb[k] if sb[k] else float("nan")) for k in sa}
+
+
+def documented(doc):
+    """Metric names in the table of the "## Metrics" section of docs/DOC."""
+    with open(os.path.join(HERE, "..", "..", "docs", doc)) as f:
+        text = f.read()
+    sec = text[text.index("\n## Metrics\n"):]
+    sec = sec[:sec.index("\n## ", 1)]
+    return set(re.findall(r"`((?:ioqos|process)_[a-z0-9_]+)`", sec))
+
+
+def check_documented(test, fams, doc):
+    """Every family served is in the doc's table, every name there is served."""
+    names = documented(doc)
+    test.assertEqual(sorted(set(fams) - names), [], "served but not in docs/%s" % doc)
+    test.assertEqual(sorted(names - set(fams)), [], "in docs/%s but not served" % doc)
 
 
 class Rules(unittest.TestCase):
@@ -266,6 +286,7 @@ class Plugin(PluginTest):
         fams, errs = parse(text)
         errs += check_rules(fams, "plugin", NODE)
         self.assertEqual(errs, [], "\n".join(errs) + "\n--- scrape:\n" + text)
+        check_documented(self, fams, "plugin.md")
 
         # the documented alert: allocated / capacity per disk, for each resource
         for suf, held, cap in (("bytes_per_second", 200 * MIB, 1000 * MIB), ("iops", 5000, 100000)):
@@ -313,6 +334,7 @@ class ExtenderScrape(unittest.TestCase):
             fams, errs = parse(text)
             errs += check_rules(fams, "extender")
             self.assertEqual(errs, [], "\n".join(errs) + "\n--- scrape:\n" + text)
+            check_documented(self, fams, "extender.md")
             self.assertIn("ioqos_extender_request_duration_seconds", fams)
             self.assertEqual(fams["process_open_fds"]["type"], "gauge")
 
