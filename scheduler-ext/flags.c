@@ -33,6 +33,7 @@ enum {
   OPT_NO_KUBE,
   OPT_NODE_CACHE,
   OPT_LOG_LEVEL,
+  OPT_LOG_FORMAT,
   OPT_HELP,
   OPT_VERSION,
 };
@@ -103,6 +104,7 @@ void ext_flags_usage(FILE *out) {
       "\n"
       "Other:\n"
       "  --log-level LEVEL           error, warn, info (default) or debug\n"
+      "  --log-format FORMAT         text (logfmt, default) or json; env IOQOS_LOG_FORMAT\n"
       "  --help                      this text\n"
       "  --version                   print the version\n",
       out);
@@ -135,6 +137,12 @@ static int nonempty(const char *flag, const char *s, const char **out, ioq_err *
   if (!s || !*s)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a non-empty value", flag);
   *out = s;
+  return 0;
+}
+
+static int log_format(const char *flag, const char *s, enum ioq_log_format *out, ioq_err *e) {
+  if (ioq_log_parse_format(s, out) < 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: '%s' is not text or json", flag, s);
   return 0;
 }
 
@@ -183,10 +191,16 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"no-kube", no_argument, NULL, OPT_NO_KUBE},
       {"node-cache", required_argument, NULL, OPT_NODE_CACHE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+      {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
       {"help", no_argument, NULL, OPT_HELP},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0},
   };
+  /* the extender's one environment variable so far, read like the plugin's:
+   * the flag wins over it */
+  const char *env_format = getenv("IOQOS_LOG_FORMAT");
+  if (env_format && log_format("IOQOS_LOG_FORMAT", env_format, &f->log_format, e) < 0)
+    return -1;
   optind = 1;
   opterr = 0; /* we word the errors ourselves */
   int c;
@@ -292,6 +306,9 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       if (ioq_log_parse_level(optarg, &f->log_level) < 0)
         rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level: '%s' is not error, warn, info or debug",
                       optarg);
+      break;
+    case OPT_LOG_FORMAT:
+      rc = log_format("--log-format", optarg, &f->log_format, e);
       break;
     case 'h':
     case OPT_HELP:

@@ -217,6 +217,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   ioq_log_set_level(p->opts.log_level);
+  ioq_log_set_format(p->opts.log_format);
   /* PreStart and preferred-allocation answers run on short-lived threads;
    * glibc would give each a malloc arena that keeps its freed memory. Two
    * arenas keep idle RSS flat at a negligible cost in contention. */

@@ -18,6 +18,7 @@ static void clean_env(void) {
   unsetenv("IOQOS_HTTP_REQUEST_TIMEOUT");
   unsetenv("IOQOS_CGROUP_DRIVER");
   unsetenv("IOQOS_STATE_DIR");
+  unsetenv("IOQOS_LOG_FORMAT");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -40,6 +41,7 @@ Test(opts, defaults) {
   cr_assert_eq(o.http_max_conns_per_ip, 4);
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_AUTO);
   cr_assert_eq(o.log_level, IOQ_LOG_INFO);
+  cr_assert_eq(o.log_format, IOQ_LOG_TEXT);
   cr_assert_null(o.config);
   cr_assert_null(o.kube_api_server);
 }
@@ -54,6 +56,22 @@ Test(opts, env_then_flag_precedence) {
   cr_assert_str_eq(o.node_name, "from-env");
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_CGROUPFS);
   cr_assert_str_eq(o.metrics_address, "", "empty disables metrics");
+}
+
+/* issue 14 item 4 */
+Test(opts, log_format_from_env_and_flag) {
+  setenv("NODE_NAME", "n", 1);
+  setenv("IOQOS_LOG_FORMAT", "json", 1);
+  char *argv[] = {"ioqos-plugin", "--log-format=text", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 1, argv), 0, "%s", e.msg);
+  cr_assert_eq(o.log_format, IOQ_LOG_JSON, "from the environment");
+  cr_assert_eq(parse(&o, &e, 2, argv), 0, "%s", e.msg);
+  cr_assert_eq(o.log_format, IOQ_LOG_TEXT, "the flag wins");
+  setenv("IOQOS_LOG_FORMAT", "logfmt", 1);
+  cr_assert_eq(parse(&o, &e, 1, argv), -1);
+  cr_assert(strstr(e.msg, "--log-format 'logfmt': must be text or json"), "%s", e.msg);
 }
 
 Test(opts, http_limits_from_env_and_flags) {
