@@ -12,6 +12,7 @@
 #include "log_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,14 +151,17 @@ void ioq_log_split(struct ioq_log_record *rec, const char *fmt, va_list ap) {
   rec->n_fields = 0;
   char *plain = rec->buf;
   int len = vsnprintf(plain, IOQ_LOG_MSG_MAX, fmt, ap);
-  if (len < 0)
-    len = snprintf(plain, IOQ_LOG_MSG_MAX, "log format failed fmt=\"%s\"", fmt);
+  bool failed = len < 0; /* glibc: EOVERFLOW past INT_MAX bytes; say so, unsplit */
+  if (failed)
+    len = snprintf(plain, IOQ_LOG_MSG_MAX, "log message not formatted (%s) format: %s",
+                   strerror(errno), fmt);
   size_t kept = (size_t)len < IOQ_LOG_MSG_MAX ? (size_t)len : IOQ_LOG_MSG_MAX - 1;
   rec->cut = kept < (size_t)len;
 
   struct piece p[2 * IOQ_LOG_FIELDS_MAX + 1];
-  size_t np = strlen(fmt) < FMT_MAX - 2 * IOQ_LOG_FIELDS_MAX ? cut_format(fmt, p, sizeof p / sizeof *p)
-                                                              : 1;
+  size_t np = !failed && strlen(fmt) < FMT_MAX - 2 * IOQ_LOG_FIELDS_MAX
+                  ? cut_format(fmt, p, sizeof p / sizeof *p)
+                  : 1;
   char marker = 0;
   for (char c = 1; np > 1 && c < 0x20 && !marker; c++)
     if (!memchr(plain, c, kept))

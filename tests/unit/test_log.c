@@ -2,6 +2,7 @@
  * format string, not by what the arguments hold, and written as valid logfmt
  * (quoted and escaped) or as one JSON object, with the same fields. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,4 +144,35 @@ Test(log, parse_format) {
   cr_assert_eq(ioq_log_parse_format("JSON", &f), -1);
   cr_assert_eq(ioq_log_parse_format("logfmt", &f), -1);
   cr_assert_eq(ioq_log_parse_format(NULL, &f), -1);
+}
+
+/* The marker byte is one the arguments lack: with \x01 and \x02 in a value
+ * the split is still exact. */
+Test(log, marker_avoids_argument_bytes) {
+  cr_assert_str_eq(TEXT("x a=%s b=%s", "\x01\x02", "z"),
+                   "time=T level=info msg=\"x\" a=\"\\u0001\\u0002\" b=z\n");
+  cr_assert_eq(g_rec.n_fields, 2);
+}
+
+/* ioq_log end to end: level filter, format switch, one line each. */
+Test(log, ioq_log_writes_the_chosen_format, .init = cr_redirect_stderr) {
+  ioq_log_set_level(IOQ_LOG_INFO);
+  ioq_log_set_format(IOQ_LOG_TEXT);
+  ioq_info("started pod=%s", "a b");
+  ioq_debug("not shown x=%d", 1);
+  ioq_log_set_format(IOQ_LOG_JSON);
+  ioq_warn("stopped pod=%s", "a b");
+  fflush(stderr);
+  FILE *f = cr_get_redirected_stderr();
+  char l1[256] = "", l2[256] = "", l3[256] = "";
+  cr_assert_not_null(fgets(l1, sizeof l1, f));
+  cr_assert_not_null(fgets(l2, sizeof l2, f));
+  cr_assert_null(fgets(l3, sizeof l3, f), "debug line filtered: %s", l3);
+  cr_assert(strncmp(l1, "time=", 5) == 0 && strstr(l1, " level=info msg=\"started\" pod=\"a b\"\n"), "%s", l1);
+  json_object *o = json_tokener_parse(l2);
+  cr_assert_not_null(o, "%s", l2);
+  cr_assert_str_eq(get(o, "level"), "warn");
+  cr_assert_str_eq(get(o, "pod"), "a b");
+  cr_assert_eq(strlen(get(o, "time")), strlen("2026-12-01T03:25:29.443Z"));
+  json_object_put(o);
 }
