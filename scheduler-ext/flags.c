@@ -34,6 +34,7 @@ enum {
   OPT_NO_KUBE,
   OPT_NODE_CACHE,
   OPT_LOG_LEVEL,
+  OPT_LOG_FORMAT,
   OPT_HELP,
   OPT_VERSION,
 };
@@ -106,6 +107,7 @@ void ext_flags_usage(FILE *out) {
       "\n"
       "Other:\n"
       "  --log-level LEVEL           error, warn, info (default) or debug\n"
+      "  --log-format FORMAT         text (logfmt, default) or json; env IOQOS_LOG_FORMAT\n"
       "  --help                      this text\n"
       "  --version                   print the version\n",
       out);
@@ -139,6 +141,12 @@ static int nonempty(const char *flag, const char *s, const char **out, ioq_err *
   if (!s || !*s)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s needs a non-empty value", flag);
   *out = s;
+  return 0;
+}
+
+static int log_format(const char *flag, const char *s, enum ioq_log_format *out, ioq_err *e) {
+  if (ioq_log_parse_format(s, out) < 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: '%s' is not text or json", flag, s);
   return 0;
 }
 
@@ -250,6 +258,9 @@ static int apply(struct ext_flags *f, int id, const char *val, ioq_err *e) {
       rc = ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level: '%s' is not error, warn, info or debug",
                     val);
     break;
+  case OPT_LOG_FORMAT:
+    rc = log_format("--log-format", val, &f->log_format, e);
+    break;
   default:
     abort(); /* every id with a value is above */
   }
@@ -315,6 +326,7 @@ static const struct env_flag {
     {OPT_NO_KUBE, "--no-kube", "IOQOS_NO_KUBE"},
     {OPT_NODE_CACHE, "--node-cache", "IOQOS_NODE_CACHE"},
     {OPT_LOG_LEVEL, "--log-level", "IOQOS_LOG_LEVEL"},
+    {OPT_LOG_FORMAT, "--log-format", "IOQOS_LOG_FORMAT"},
 };
 
 static void env_usage(FILE *out) {
@@ -392,6 +404,7 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"no-kube", no_argument, NULL, OPT_NO_KUBE},
       {"node-cache", required_argument, NULL, OPT_NODE_CACHE},
       {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+      {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
       {"help", no_argument, NULL, OPT_HELP},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0},

@@ -42,6 +42,7 @@ struct ext_flags {
   bool no_kube;
   int node_cache; /* -1 = default (on when the API is reachable), 0, 1 */
   enum ioq_log_level log_level;
+  enum ioq_log_format log_format;
   bool help, version;
 };
 

@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   ioq_log_set_level(f.log_level);
+  ioq_log_set_format(f.log_format);
 
   /* Signals are taken synchronously by this thread; every thread started
    * from here on inherits the blocked mask. */

@@ -114,11 +114,10 @@ static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllo
     resp->deviceids = (char **)res->ids;
     resp->n_deviceids = res->n;
     ioq_info("preferred allocation resource=%s size=%d available=%zu must_include=%zu disk=%s "
-             "how=%s candidates=%zu%s%s%s%s",
+             "how=%s candidates=%zu pod=%s%s%s",
              ioq_resource_name(ep->res), cr->allocation_size, cr->n_available_deviceids,
              cr->n_must_include_deviceids, res->disk[0] ? res->disk : "(several)", res->how, nc,
-             nc == 1 ? " pod=" : "", nc == 1 ? cand[0].ns : "", nc == 1 ? "/" : "",
-             nc == 1 ? cand[0].name : "");
+             nc == 1 ? cand[0].ns : "", nc == 1 ? "/" : "", nc == 1 ? cand[0].name : "");
     if (res->note[0])
       ioq_info("preferred allocation note resource=%s note=\"%s\"", ioq_resource_name(ep->res),
                res->note);

@@ -217,6 +217,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   ioq_log_set_level(p->opts.log_level);
+  ioq_log_set_format(p->opts.log_format);
   for (size_t i = 0; i < p->opts.n_warnings; i++)
     ioq_warn("%s", p->opts.warnings[i]);
   /* PreStart and preferred-allocation answers run on short-lived threads;

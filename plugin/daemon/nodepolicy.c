@@ -143,10 +143,10 @@ static unsigned apply_qos_weight(struct plugin *p, const struct ioq_inventory *i
       for (size_t j = 0; j < rep.n; j++)
         if (rep.steps[j].changed) {
           writes++;
-          ioq_info("node policy weight set qos=%s disk=%s file=%s/%s wrote='%s' readback='%s'%s%s",
+          ioq_info("node policy weight set qos=%s disk=%s file=%s/%s wrote='%s' readback='%s' "
+                   "note=\"%s\"",
                    ioq_qos_name(qos), d->leaves[k].name, dir, rep.steps[j].file,
-                   rep.steps[j].written, rep.steps[j].readback, rep.steps[j].note[0] ? " note=" : "",
-                   rep.steps[j].note);
+                   rep.steps[j].written, rep.steps[j].readback, rep.steps[j].note);
         }
     }
   }

@@ -11,7 +11,7 @@
 enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
   OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
-  OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_HELP, OPT_VERSION,
+  OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_LOGFORMAT, OPT_HELP, OPT_VERSION,
 };
 
 /* One table drives parsing, environment fallbacks and --help. */
@@ -60,6 +60,8 @@ static const struct flag {
     {"http-max-connections-per-ip", OPT_HTTP_CONNS_IP, "IOQOS_HTTP_MAX_CONNECTIONS_PER_IP", "4",
      "N", "open connections per listener and client address"},
     {"log-level", OPT_LOGLEVEL, "IOQOS_LOG_LEVEL", "info", "error|warn|info|debug", "log verbosity"},
+    {"log-format", OPT_LOGFORMAT, "IOQOS_LOG_FORMAT", "text", "text|json",
+     "log lines as logfmt or as one JSON object each"},
     {"help", OPT_HELP, NULL, NULL, NULL, "show this help"},
     {"version", OPT_VERSION, NULL, NULL, NULL, "print the version"},
 };
@@ -256,6 +258,9 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   if (ioq_log_parse_level(VAL(OPT_LOGLEVEL), &o->log_level) < 0)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--log-level '%s': must be error, warn, info or debug",
                     VAL(OPT_LOGLEVEL));
+  if (ioq_log_parse_format(VAL(OPT_LOGFORMAT), &o->log_format) < 0)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--log-format '%s': must be text or json",
+                    VAL(OPT_LOGFORMAT));
   if (!o->node_name || !*o->node_name)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-name (or NODE_NAME) is required");
   /* it becomes the URL of the node patch and the pods' field selector */

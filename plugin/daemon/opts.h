@@ -33,6 +33,7 @@ struct plugin_opts {
   unsigned http_max_conns;          /* per listener */
   unsigned http_max_conns_per_ip;   /* per listener and client address */
   enum ioq_log_level log_level;
+  enum ioq_log_format log_format;
   bool help, version;
   /* deprecated spellings used; main logs them once logging is set up */
   char warnings[PLUGIN_OPTS_MAX_WARNINGS][160];

@@ -145,8 +145,8 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
   if (json_object_object_get_ex(pod, IOQ_JF_TRUNCATED_KEY, NULL)) {
     /* what we have of its spec may be partial: nothing is decided from it */
     out->oversized = true;
-    ioq_warn("pod too large to read: the fields ioqos reads exceed %d KiB pod=%s/%s uid=%s; "
-             "its ioqos containers will not start here",
+    ioq_warn("pod too large to read: the fields ioqos reads exceed %d KiB, its ioqos containers "
+             "will not start here pod=%s/%s uid=%s",
              POD_COST_MAX / 1024, ns, name, out->uid);
     return 0;
   }

@@ -7,9 +7,13 @@ import re
 import signal
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import logfmt  # noqa: E402  (tests/support)
 
 BIN = os.environ.get("IOQOS_EXT_BIN", "")
 TOKEN = "test-token"  # what Extender(api=...) hands the binary; ApiServer(token=TOKEN) checks it
@@ -76,7 +80,7 @@ class Extender:
         with self.cond:
             while True:
                 for line in self.lines[seen:]:
-                    m = rx.search(line)
+                    m = rx.search(logfmt.legacy(line))
                     if m:
                         return m
                 seen = len(self.lines)

@@ -137,6 +137,26 @@ Test(flags, defaults_and_values) {
   cr_assert_eq(f.max_request_memory, 2ull << 30);
 }
 
+/* issue 14 item 4: IOQOS_LOG_FORMAT, then --log-format over it */
+Test(flags, log_format) {
+  struct ext_flags f;
+  ioq_err e = {0};
+  const char *none[] = {"x", NULL};
+  const char *text[] = {"x", "--log-format=text", NULL};
+  unsetenv("IOQOS_LOG_FORMAT");
+  cr_assert_eq(parse(none, &f, &e), 0, "%s", e.msg);
+  cr_assert_eq(f.log_format, IOQ_LOG_TEXT);
+  setenv("IOQOS_LOG_FORMAT", "json", 1);
+  cr_assert_eq(parse(none, &f, &e), 0, "%s", e.msg);
+  cr_assert_eq(f.log_format, IOQ_LOG_JSON);
+  cr_assert_eq(parse(text, &f, &e), 0, "%s", e.msg);
+  cr_assert_eq(f.log_format, IOQ_LOG_TEXT, "the flag wins");
+  setenv("IOQOS_LOG_FORMAT", "", 1);
+  cr_assert_eq(parse(none, &f, &e), -1);
+  cr_assert(strstr(e.msg, "IOQOS_LOG_FORMAT: '' is not text or json"), "%s", e.msg);
+  unsetenv("IOQOS_LOG_FORMAT");
+}
+
 Test(flags, auth_and_listeners) {
   struct ext_flags f;
   ioq_err e = {0};
@@ -180,6 +200,7 @@ Test(flags, errors) {
       {"--no-kube", "--kube-api-server=http://x", NULL, "--no-kube conflicts"},
       {"--node-cache", "maybe", NULL, "not true or false"},
       {"--log-level", "loud", NULL, "--log-level"},
+      {"--log-format", "yaml", NULL, "--log-format: 'yaml' is not text or json"},
       {"stray", NULL, NULL, "unexpected argument 'stray'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

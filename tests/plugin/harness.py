@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from apiserver import ApiServer  # noqa: E402  (tests/support)
 from kubelet_stub import Kubelet  # noqa: E402
+import logfmt  # noqa: E402  (tests/support)
 
 BIN = os.environ.get("IOQOS_PLUGIN_BIN", "")
 BW = "ioqos/bandwidth"
@@ -209,7 +210,9 @@ class Daemon:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
 
     def text(self):
-        return read(self.log_path)
+        """The log, each logfmt line with its msg unquoted (logfmt.legacy): what
+        the tests' patterns are written against."""
+        return "\n".join(logfmt.legacy(ln) for ln in read(self.log_path).split("\n"))
 
     def wait_log(self, pattern, timeout=20.0):
         deadline = time.monotonic() + timeout

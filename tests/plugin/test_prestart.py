@@ -36,8 +36,8 @@ class PreStart(PluginTest):
         k.prestart(IOPS, ids[IOPS])  # idempotent: the same pod-level totals
         self.assertEqual(iomax(cg), "250:0 rbps=209715200 wbps=209715200 riops=5000 wiops=5000")
         self.assertIn("prestart done resource=ioqos/bandwidth pod=default/db uid=%s" % uid, d.text())
-        self.assertRegex(d.text(), r"cgroup io.max written cgroup=%s wrote='250:0 rbps=209715200 "
-                         r"wbps=209715200 riops=5000 wiops=5000' readback=" % cg)
+        self.assertRegex(d.text(), r'cgroup io.max written cgroup=%s wrote="250:0 rbps=209715200 '
+                         r'wbps=209715200 riops=5000 wiops=5000" readback=' % cg)
         self.assertEqual(d.metric("ioqos_pod_grant_bytes_per_second", namespace="default", pod="db",
                                   disk="fakedisk0"), 200 * MIB)
         self.assertEqual(d.metric("ioqos_prestart_enforced_total"), 2)

@@ -58,7 +58,7 @@ class HostBlkio(PluginTest):
         self.assertEqual(read(cg + "/blkio.throttle.read_iops_device").strip(), "%s 3000" % DEV)
         self.assertEqual(read(cg + "/blkio.throttle.write_iops_device").strip(), "%s 3000" % DEV)
         self.assertIn("cgroup blkio limit written cgroup=%s file=blkio.throttle.read_bps_device "
-                      "wrote='%s %d' readback='%s %d'" % (cg, DEV, 200 * MIB, DEV, 200 * MIB), d.text())
+                      "wrote=\"%s %d\" readback=\"%s %d\"" % (cg, DEV, 200 * MIB, DEV, 200 * MIB), d.text())
         self.assertTrue(d.text().count("readback="), d.text())
         # drift: someone lifts the limit; the reconcile loop puts it back
         with open(cg + "/blkio.throttle.read_bps_device", "w") as f:

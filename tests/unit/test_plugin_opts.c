@@ -21,6 +21,7 @@ static void clean_env(void) {
   unsetenv("IOQOS_STATE_DIR");
   unsetenv("IOQOS_CGROUPFS_ROOT");
   unsetenv("IOQOS_CGROUP_ROOT");
+  unsetenv("IOQOS_LOG_FORMAT");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -43,6 +44,7 @@ Test(opts, defaults) {
   cr_assert_eq(o.http_max_conns_per_ip, 4);
   cr_assert_eq(o.cgroup_driver, IOQ_CG_DRIVER_AUTO);
   cr_assert_eq(o.log_level, IOQ_LOG_INFO);
+  cr_assert_eq(o.log_format, IOQ_LOG_TEXT);
   cr_assert_null(o.config);
   cr_assert_null(o.kube_api_server);
 }
@@ -115,6 +117,22 @@ Test(opts, help_lists_new_and_deprecated_names) {
   cr_assert(strstr(buf, "env IOQOS_CGROUPFS_ROOT"), "%s", buf);
   cr_assert(strstr(buf, "deprecated: --cgroup-root, env IOQOS_CGROUP_ROOT"), "%s", buf);
   free(buf);
+}
+
+/* issue 14 item 4 */
+Test(opts, log_format_from_env_and_flag) {
+  setenv("NODE_NAME", "n", 1);
+  setenv("IOQOS_LOG_FORMAT", "json", 1);
+  char *argv[] = {"ioqos-plugin", "--log-format=text", NULL};
+  struct plugin_opts o;
+  ioq_err e;
+  cr_assert_eq(parse(&o, &e, 1, argv), 0, "%s", e.msg);
+  cr_assert_eq(o.log_format, IOQ_LOG_JSON, "from the environment");
+  cr_assert_eq(parse(&o, &e, 2, argv), 0, "%s", e.msg);
+  cr_assert_eq(o.log_format, IOQ_LOG_TEXT, "the flag wins");
+  setenv("IOQOS_LOG_FORMAT", "logfmt", 1);
+  cr_assert_eq(parse(&o, &e, 1, argv), -1);
+  cr_assert(strstr(e.msg, "--log-format 'logfmt': must be text or json"), "%s", e.msg);
 }
 
 Test(opts, http_limits_from_env_and_flags) {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Logging: one line per event to stderr, "TIME LEVEL message", where the
- * message is written as `what happened key=value ...`. Thread-safe. */
+/* Logging: one line per event to stderr. Call sites write the message as
+ * `what happened key=value key="value with spaces" ...`; the logger splits it
+ * (driven by the format string, see log_split.c) and writes either logfmt
+ * (`time=... level=info msg="what happened" key=value ...`, quoted and escaped
+ * as needed) or one JSON object per line with the same fields, every value a
+ * string. Thread-safe. */
 #ifndef IOQOS_LOG_H
 #define IOQOS_LOG_H
 
@@ -10,6 +14,12 @@ void ioq_log_set_level(enum ioq_log_level lvl);
 enum ioq_log_level ioq_log_get_level(void);
 /* Parses "error|warn|info|debug"; returns -1 on anything else. */
 int ioq_log_parse_level(const char *s, enum ioq_log_level *out);
+
+enum ioq_log_format { IOQ_LOG_TEXT = 0, IOQ_LOG_JSON };
+
+void ioq_log_set_format(enum ioq_log_format f);
+/* Parses "text|json"; returns -1 on anything else. */
+int ioq_log_parse_format(const char *s, enum ioq_log_format *out);
 
 void ioq_log(enum ioq_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
