@@ -153,7 +153,7 @@ Test(flags, log_format) {
   cr_assert_eq(f.log_format, IOQ_LOG_TEXT, "the flag wins");
   setenv("IOQOS_LOG_FORMAT", "", 1);
   cr_assert_eq(parse(none, &f, &e), -1);
-  cr_assert(strstr(e.msg, "IOQOS_LOG_FORMAT: '' is not text or json"), "%s", e.msg);
+  cr_assert(strstr(e.msg, "IOQOS_LOG_FORMAT: --log-format: '' is not text or json"), "%s", e.msg);
   unsetenv("IOQOS_LOG_FORMAT");
 }
 
