@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Writes one log record as a logfmt line or as one JSON object per line. */
 #include "log_internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Internal pieces of the logger (log.c): the split of a formatted message
  * into its prose and its key=value fields (log_split.c), and the writers of
  * one line in logfmt or JSON (log_emit.c). Exposed for the unit tests. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Splits a formatted log message into its prose and its key=value fields.
  *
  * Call sites write `what happened key=%s other="%s"`. Scanning the formatted

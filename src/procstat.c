@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* process_* metrics from procfs, parsed the way Prometheus' own procfs
  * library does (prometheus/procfs): stat fields after the last ')', CPU time
  * in clock ticks, RSS in pages, start time = btime + starttime ticks. */

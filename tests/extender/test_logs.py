@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Both log formats of the real ioqos-scheduler-ext binary (issue 14 item 4):
 every line it prints parses, as logfmt (a strict parser, tests/support/logfmt.py)
 or with json.loads, hostile request values stay inside their own field, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every metric the real binaries expose follows the naming rules written in
 docs/operations.md ("Metrics conventions"). One scrape of each binary after
 a scenario that fills every family it can: the plugin with a granted pod

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The monitoring bundle (manifests/monitoring) against the real binaries.
 
 One scenario runs ioqos-plugin (kubelet and API server stand-ins, cgroup v2

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ioqos-plugin's log in both formats (issue 14 item 4): a pod admitted and
 started, its limits written and reconciled, then SIGTERM; every line the
 daemon printed parses as logfmt (tests/support/logfmt.py, a strict parser)

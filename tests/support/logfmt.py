@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A strict logfmt parser (the grammar of go-logfmt: key=value pairs separated
 by spaces; a value is bare or "quoted" with \\" \\\\ \\n \\r \\t \\uXXXX escapes),
 written here so the tests check our lines against the format, not against

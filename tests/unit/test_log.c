@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The logger's two formats (issue 14 item 4): the fields are split by the
  * format string, not by what the arguments hold, and written as valid logfmt
  * (quoted and escaped) or as one JSON object, with the same fields. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* process_* metrics: parsing of stat/limits/fd/btime in a temp procfs tree,
  * hostile shapes (parentheses in the command name, a /proc/stat line longer
  * than the read buffer), and the real /proc of the test process. */

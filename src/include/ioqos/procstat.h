@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The standard process_* metrics (as Prometheus client libraries export
  * them), read from procfs for the calling process. Shared by the plugin and
  * the extender so both expose the same families. */
