@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "args.h"
 
+#include "ioqos/k8sname.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -8,19 +10,10 @@ static int bad(ioq_err *e, const char *field, const char *what) {
   return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: %s", field, what);
 }
 
+/* The shared DNS-1123 checks (src/k8sname.c: no empty label, so no "a..b"),
+ * then the field's own length bound. */
 bool ext_dns_subdomain_valid(const char *s, size_t max) {
-  size_t n = s ? strlen(s) : 0;
-  if (n == 0 || n > max)
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && c != '-' && c != '.')
-      return false;
-    if ((i == 0 || i == n - 1) && !alnum)
-      return false;
-  }
-  return true;
+  return s && strlen(s) <= max && (max <= 63 ? ioq_k8s_label_valid(s) : ioq_k8s_subdomain_valid(s));
 }
 
 int ext_args_parse(json_object *root, struct ext_args *out, ioq_err *e) {

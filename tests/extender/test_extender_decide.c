@@ -247,6 +247,10 @@ Test(args, bind_args) {
       {"{\"PodNamespace\":\"b\",\"Node\":\"c\"}", "PodName: is missing"},
       {"{\"PodName\":\"../etc\",\"PodNamespace\":\"b\",\"Node\":\"c\"}", "not a valid Kubernetes name"},
       {"{\"PodName\":\"a\",\"PodNamespace\":\"b/c\",\"Node\":\"c\"}", "PodNamespace"},
+      /* the shared DNS-1123 rules: no empty label, a namespace has no dot */
+      {"{\"PodName\":\"a..b\",\"PodNamespace\":\"b\",\"Node\":\"c\"}", "PodName"},
+      {"{\"PodName\":\"a\",\"PodNamespace\":\"b.c\",\"Node\":\"c\"}", "PodNamespace"},
+      {"{\"PodName\":\"a\",\"PodNamespace\":\"b\",\"Node\":\"w1..example\"}", "Node"},
       {"{\"PodName\":\"a\",\"PodNamespace\":\"b\",\"Node\":7}", "Node: must be a string"},
       {"{\"PodName\":\"a\",\"PodNamespace\":\"b\",\"Node\":\"c\",\"PodUID\":\"x?y\"}", "PodUID"},
       {"5", "must be a JSON object"},
