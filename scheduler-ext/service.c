@@ -104,6 +104,7 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
       .server = f->kube_api_server,
       .token_file = f->kube_token_file,
       .ca_file = f->kube_ca_file,
+      .kubeconfig = f->kubeconfig,
       .timeout_ms = (long)f->kube_timeout_s * 1000,
       .user_agent = "ioqos-scheduler-ext/" IOQOS_VERSION,
   };

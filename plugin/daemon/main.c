@@ -32,6 +32,7 @@ static int setup_kube(struct plugin *p, ioq_err *e) {
       .server = p->opts.kube_api_server,
       .token_file = p->opts.kube_token_file,
       .ca_file = p->opts.kube_ca_file,
+      .kubeconfig = p->opts.kubeconfig,
       .timeout_ms = KUBE_TIMEOUT_MS,
       .user_agent = "ioqos-plugin/" IOQOS_VERSION,
   };
