@@ -758,7 +758,7 @@ int ioq_config_parse_node(const char *text, const char *source, json_object *nod
   snprintf(src, sizeof src, "%s", c->source);
   struct ctx x = {src, e, NULL, NULL, 0, looks_like_yaml(text, source)};
   json_object *root;
-  int rc = x.yaml ? ioq_yaml_to_json(text, strlen(text), src, &root, e)
+  int rc = x.yaml ? ioq_yaml_to_json(text, strlen(text), src, IOQ_CONFIG_MAX_NODES, &root, e)
                                          : parse_json_text(&x, text, &root);
   if (rc == 0) {
     x.root = root;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ struct builder {
   struct frame stack[IOQ_YAML_MAX_DEPTH];
   int depth;
   int documents;
+  size_t nodes, max_nodes;
 };
 
 unsigned ioq_yaml_line(json_object *o) {
@@ -203,6 +205,13 @@ static int on_event(struct builder *b, yaml_event_t *ev) {
   if (tag && !implicit)
     return fail_at(b, line, "tags are not supported: ", (const char *)tag);
 
+  /* each node costs a json-c object (~100-600 bytes): the budget bounds
+   * memory before the text's size does */
+  if (++b->nodes > b->max_nodes) {
+    char n[64];
+    snprintf(n, sizeof n, "%zu values", b->max_nodes);
+    return fail_at(b, line, "more than ", n);
+  }
   if (ev->type == YAML_SCALAR_EVENT) {
     const char *s = (const char *)ev->data.scalar.value;
     if (strlen(s) != ev->data.scalar.length)
@@ -239,14 +248,14 @@ static int on_event(struct builder *b, yaml_event_t *ev) {
   return 0;
 }
 
-int ioq_yaml_to_json(const char *text, size_t len, const char *source, json_object **out,
-                     ioq_err *e) {
+int ioq_yaml_to_json(const char *text, size_t len, const char *source, size_t max_nodes,
+                     json_object **out, ioq_err *e) {
   *out = NULL;
   yaml_parser_t p;
   if (!yaml_parser_initialize(&p))
     return ioq_fail(e, ENOMEM, "%s: out of memory", source);
   yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-  struct builder b = {.src = source, .e = e};
+  struct builder b = {.src = source, .e = e, .max_nodes = max_nodes};
   int rc = 0;
   for (;;) {
     yaml_event_t ev;

@@ -243,7 +243,8 @@ int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e)
   char src[4200];
   snprintf(src, sizeof src, "kubeconfig %s", path);
   json_object *root;
-  int rc = ioq_yaml_to_json(text, len, src, &root, e);
+  /* kubeconfigs with hundreds of contexts have a few thousand values */
+  int rc = ioq_yaml_to_json(text, len, src, 65536, &root, e);
   free(text);
   if (rc < 0)
     return -1;

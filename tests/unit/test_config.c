@@ -501,3 +501,20 @@ Test(config, pools_validated_all) {
                    "n.json: pools[0].allocatableFraction: must be a number in (0, 1]");
   cr_assert_str_eq(yaml_err("pools: {}\n", "n.yaml"), "n.yaml: line 1: pools: must be an array");
 }
+
+/* memory: a YAML file may hold at most IOQ_CONFIG_MAX_NODES keys and values
+ * (the worst shape at the budget peaks at ~61 MB RSS in ioqosctl probe, under
+ * the DaemonSet's 128Mi; 183 MB without the budget for a 4 MiB file) */
+Test(config, yaml_node_budget) {
+  size_t n = IOQ_CONFIG_MAX_NODES / 3 + 10, cap = 16 + n * 24;
+  char *t = malloc(cap), *p = t;
+  p += sprintf(p, "devices:\n");
+  for (size_t i = 0; i < n; i++)
+    p += sprintf(p, "  - {s: %zu}\n", i);
+  char want[128];
+  /* the mapping, the key and the list: 3 values, then 3 per entry (from line 2) */
+  snprintf(want, sizeof want, "n.yaml: line %d: more than %d values", (IOQ_CONFIG_MAX_NODES - 2) / 3 + 1,
+           IOQ_CONFIG_MAX_NODES);
+  cr_assert_str_eq(yaml_err(t, "n.yaml"), want);
+  free(t);
+}

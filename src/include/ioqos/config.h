@@ -29,6 +29,10 @@
 #define IOQ_CONFIG_API_VERSION "ioqos.io/v1alpha1"
 #define IOQ_CONFIG_KIND "NodeConfiguration"
 #define IOQ_CONFIG_MAX_POOLS 32
+/* keys and values of a YAML file: a full file (32 pools of 256 disks with
+ * every field) stays below it; json-c's parse of the same text in JSON has
+ * no such budget, only the 4 MiB file cap */
+#define IOQ_CONFIG_MAX_NODES 200000
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
