@@ -681,6 +681,7 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
           ioq_config_free(&pc);
           rc = ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
         } else {
+          free(pc.source); /* the defaults' name: the file's is kept */
           pc.source = c->source;
           c->source = NULL;
           ioq_config_free(c);
