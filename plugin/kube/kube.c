@@ -91,6 +91,11 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     k->key_blob = kc.key;
     k->insecure = kc.insecure;
     free(kc.context);
+    if (!k->kubeconfig) {
+      ioq_fail(e, ENOMEM, "kube client: out of memory");
+      ioq_kube_free(k);
+      return NULL;
+    }
   } else if (o->server && *o->server) {
     k->server = strdup(o->server);
     k->token_file = dup_or_null(o->token_file);
