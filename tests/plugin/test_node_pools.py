@@ -76,6 +76,19 @@ class NodePools(PluginTest):
         d.wait_log(r"cannot run: config .*config.yaml has pools: reading the labels of node node-a: "
                    r"GET /api/v1/nodes/node-a: HTTP 404")
 
+    def test_kubeconfig(self):
+        # issue 14 item 6: --kubeconfig instead of --kube-api-server (the
+        # harness's flag emptied: an empty one is unset); the Node's labels
+        # come through the kubeconfig's server
+        self.use_yaml({"ioqos.io/pool": "fast"})
+        kc = os.path.join(self.env.root, "kubeconfig")
+        write(kc, "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                  "contexts: [{name: t, context: {cluster: c}}]\n"
+                  "clusters: [{name: c, cluster: {server: '%s'}}]\n" % self.env.api.url)
+        d = self.start(extra=["--kube-api-server", "", "--kubeconfig", kc])
+        self.assertEqual(self.disks_served()[BW], (["fakedisk1"], 10))
+        d.wait_log(r"config pool=fast selected")
+
     def test_config_without_pools_never_reads_the_node(self):
         # the harness's JSON config: no pools, no GET of the Node
         self.start()
