@@ -78,7 +78,11 @@ struct ctx {
   json_object *pool;
   size_t pool_idx;
   bool yaml; /* lines are known (json-c's own userdata means something else) */
+  /* JSON: the document path of the last error ("pools[1].devices[0].x"), so
+   * its line can be found afterwards (ERR_PATH_MAX bytes, shared by pools) */
+  char *err_path;
 };
+#define ERR_PATH_MAX 512
 
 static unsigned line_of(struct ctx *x, json_object *o) { return x->yaml ? ioq_yaml_line(o) : 0; }
 
@@ -132,17 +136,24 @@ static bool in_pool(struct ctx *x, const char *path) {
   return json_object_object_get_ex(x->pool, key, NULL);
 }
 
-static int bad_at(struct ctx *x, unsigned line, const char *path, const char *what) {
+/* key: the unknown key an error is about (its line is the one to show) */
+static int bad_at(struct ctx *x, unsigned line, const char *path, const char *key,
+                  const char *what) {
   char pre[32] = "";
   if (x->pool && in_pool(x, path))
     snprintf(pre, sizeof pre, "pools[%zu].", x->pool_idx);
+  if (x->err_path) {
+    bool top = !strcmp(path, "(top level)");
+    snprintf(x->err_path, ERR_PATH_MAX, "%s%s%s%s", pre, top ? "" : path, key && !top ? "." : "",
+             key ? key : "");
+  }
   if (line)
     return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: line %u: %s%s: %s", x->src, line, pre, path, what);
   return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: %s%s: %s", x->src, pre, path, what);
 }
 
 static int bad(struct ctx *x, const char *path, const char *what) {
-  return bad_at(x, path_line(x, x->root, path), path, what);
+  return bad_at(x, path_line(x, x->root, path), path, NULL, what);
 }
 
 /* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
@@ -163,7 +174,7 @@ static int check_keys(struct ctx *x, json_object *obj, const char *path, const c
       strncat(msg, ")", sizeof msg - strlen(msg) - 1);
       const char *p = path[0] ? path : "(top level)";
       unsigned line = line_of(x, val); /* the unknown key's own line */
-      return bad_at(x, line ? line : path_line(x, x->root, p), p, msg);
+      return bad_at(x, line ? line : path_line(x, x->root, p), p, key, msg);
     }
   }
   return 0;
@@ -589,9 +600,9 @@ static int check_pool(struct ctx *x, json_object *pool, size_t i, json_object **
     char p3[256];
     snprintf(p3, sizeof p3, "%s.%.100s", p2, k);
     if (!json_object_is_type(lv, json_type_string))
-      return bad_at(x, line_of(x, lv), p3, "must be a string (quote numbers and true/false)");
+      return bad_at(x, line_of(x, lv), p3, NULL, "must be a string (quote numbers and true/false)");
     if (strlen(k) > 317 || json_object_get_string_len(lv) > 63)
-      return bad_at(x, line_of(x, lv), p3, "is longer than a Kubernetes label allows");
+      return bad_at(x, line_of(x, lv), p3, NULL, "is longer than a Kubernetes label allows");
   }
   return 0;
 }
@@ -659,7 +670,7 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
     json_object *m = merged_view(root, pool);
     if (!m)
       return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
-    struct ctx px = {x->src, x->e, m, pool, i, x->yaml};
+    struct ctx px = {x->src, x->e, m, pool, i, x->yaml, x->err_path};
     struct ioq_config tmp;
     int rc = ioq_config_defaults(&tmp, x->e);
     if (rc == 0) {
@@ -697,6 +708,29 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
   c->n_pools = n;
   c->versioned = versioned;
   return 0;
+}
+
+/* A JSON validation error gets the line of its field: json-c keeps no
+ * positions, but JSON is YAML, so on the error path only the text is read
+ * again by the YAML reader, which does. Nothing changes when that fails
+ * (a duplicate key, a construct libyaml reads differently). */
+static void add_json_line(struct ctx *x, const char *text, ioq_err *e) {
+  size_t sl = strlen(x->src);
+  if (strncmp(e->msg, x->src, sl) != 0 || strncmp(e->msg + sl, ": ", 2) != 0 ||
+      !strncmp(e->msg + sl + 2, "line ", 5))
+    return;
+  json_object *y = NULL;
+  ioq_err ye = {0};
+  if (ioq_yaml_to_json(text, strlen(text), x->src, IOQ_CONFIG_MAX_NODES, &y, &ye) < 0)
+    return;
+  struct ctx yx = {.src = x->src, .yaml = true};
+  unsigned line = path_line(&yx, y, x->err_path[0] ? x->err_path : "(top level)");
+  json_object_put(y);
+  if (!line)
+    return;
+  char msg[sizeof e->msg];
+  snprintf(msg, sizeof msg, "%s: line %u: %s", x->src, line, e->msg + sl + 2);
+  snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
 /* YAML by the file's extension, else by content (JSON starts with '{'). */
@@ -757,13 +791,16 @@ int ioq_config_parse_node(const char *text, const char *source, json_object *nod
   /* the messages name the source: keep a copy that outlives *c */
   char src[256];
   snprintf(src, sizeof src, "%s", c->source);
-  struct ctx x = {src, e, NULL, NULL, 0, looks_like_yaml(text, source)};
+  char err_path[ERR_PATH_MAX] = "";
+  struct ctx x = {src, e, NULL, NULL, 0, looks_like_yaml(text, source), err_path};
   json_object *root;
   int rc = x.yaml ? ioq_yaml_to_json(text, strlen(text), src, IOQ_CONFIG_MAX_NODES, &root, e)
                                          : parse_json_text(&x, text, &root);
   if (rc == 0) {
     x.root = root;
     rc = parse_doc(&x, root, node_labels, c);
+    if (rc < 0 && !x.yaml && e && e->code == IOQ_EINVAL_INPUT)
+      add_json_line(&x, text, e);
   }
   json_object_put(root);
   if (rc < 0)

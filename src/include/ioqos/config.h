@@ -123,8 +123,7 @@ int ioq_config_load_node(const char *path, json_object *node_labels, struct ioq_
                          ioq_err *e);
 /* Parses text, YAML or JSON: by the extension of `source` (.yaml/.yml,
  * .json), else by content (JSON starts with '{'). `source` names it in error
- * messages ("SOURCE: line N: FIELD.PATH: what"; JSON has lines only for
- * syntax errors). */
+ * messages ("SOURCE: line N: FIELD.PATH: what", in both syntaxes). */
 int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e);
 int ioq_config_parse_node(const char *text, const char *source, json_object *node_labels,
                           struct ioq_config *c, ioq_err *e);
