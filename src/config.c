@@ -733,6 +733,28 @@ static void add_json_line(struct ctx *x, const char *text, ioq_err *e) {
   snprintf(e->msg, sizeof e->msg, "%s", msg);
 }
 
+/* json-c keeps the last of two equal keys and has no budget of values; YAML
+ * files refuse both, and so do JSON files: the YAML reader reads the JSON
+ * text first (JSON is YAML) and its tree is dropped at once, so json-c's
+ * tree (the larger: 167 MB for a 4 MiB list) is only built within the
+ * budget. Its other complaints are not JSON's business (json-c judges the
+ * syntax; libyaml refuses a few exotic JSON texts, such as a key over 1024
+ * characters, which then get no budget). */
+static int json_no_duplicates(struct ctx *x, const char *text) {
+  json_object *y = NULL;
+  ioq_err ye = {0};
+  if (ioq_yaml_to_json(text, strlen(text), x->src, IOQ_CONFIG_MAX_NODES, &y, &ye) == 0) {
+    json_object_put(y);
+    return 0;
+  }
+  if (ye.code == IOQ_EINVAL_INPUT &&
+      (strstr(ye.msg, ": duplicate key: ") || strstr(ye.msg, ": more than "))) {
+    *x->e = ye;
+    return -1;
+  }
+  return 0;
+}
+
 /* YAML by the file's extension, else by content (JSON starts with '{'). */
 static bool looks_like_yaml(const char *text, const char *source) {
   const char *dot = source ? strrchr(source, '.') : NULL;
@@ -793,16 +815,18 @@ int ioq_config_parse_node(const char *text, const char *source, json_object *nod
   snprintf(src, sizeof src, "%s", c->source);
   char err_path[ERR_PATH_MAX] = "";
   struct ctx x = {src, e, NULL, NULL, 0, looks_like_yaml(text, source), err_path};
-  json_object *root;
+  json_object *root = NULL;
+  /* JSON: duplicates first, so the two trees never exist at once */
   int rc = x.yaml ? ioq_yaml_to_json(text, strlen(text), src, IOQ_CONFIG_MAX_NODES, &root, e)
-                                         : parse_json_text(&x, text, &root);
+                  : json_no_duplicates(&x, text) < 0 ? -1
+                                                     : parse_json_text(&x, text, &root);
   if (rc == 0) {
     x.root = root;
     rc = parse_doc(&x, root, node_labels, c);
-    if (rc < 0 && !x.yaml && e && e->code == IOQ_EINVAL_INPUT)
-      add_json_line(&x, text, e);
   }
-  json_object_put(root);
+  json_object_put(root); /* first: add_json_line builds a tree of its own */
+  if (rc < 0 && !x.yaml && e && e->code == IOQ_EINVAL_INPUT)
+    add_json_line(&x, text, e);
   if (rc < 0)
     ioq_config_free(c);
   return rc;

@@ -534,7 +534,36 @@ Test(config, json_lines) {
   cr_assert_str_eq(yaml_err("{\"pools\": [\n {\"nodeSelector\": {\"matchLabels\": {\"a\": \"b\"}},\n"
                             "  \"enforcement\": {\"failOpen\": 1}}]}", "c.json"),
                    "c.json: line 3: pools[0].enforcement.failOpen: must be true or false");
-  /* a text the YAML reader refuses (a repeated key): the message without a line */
-  cr_assert_str_eq(yaml_err("{\"units\": {\"iops\": 0, \"iops\": 0}}", "c.json"),
-                   "c.json: units.iops: must be an integer in [1, 1000000]");
+  /* JSON that libyaml does not read (an implicit key over 1024 characters):
+   * the message without a line */
+  char t[1200], k[1100];
+  memset(k, 'k', sizeof k - 1);
+  k[sizeof k - 1] = '\0';
+  snprintf(t, sizeof t, "{\"%s\": 1}", k);
+  cr_assert(strstr(yaml_err(t, "c.json"), "c.json: (top level): unknown field 'kkkk"));
+}
+
+/* the same in both syntaxes: a repeated key is refused, with its line (json-c
+ * alone keeps the last one silently) */
+Test(config, json_duplicate_keys) {
+  cr_assert_str_eq(yaml_err("{\"units\": {\"iops\": 100,\n \"iops\": 1000}}", "c.json"),
+                   "c.json: line 2: duplicate key: iops");
+  cr_assert_str_eq(yaml_err("{\"devices\": [], \"devices\": [{\"select\": \"sda\"}]}", "c"),
+                   "c: line 1: duplicate key: devices");
+}
+
+/* the budget holds for JSON too: json-c's tree is not built past it (a 4 MiB
+ * JSON list took 167 MB RSS in ioqosctl probe; refused, 61 MB) */
+Test(config, json_node_budget) {
+  size_t n = IOQ_CONFIG_MAX_NODES / 3 + 10, cap = 32 + n * 24;
+  char *t = malloc(cap), *p = t;
+  p += sprintf(p, "{\"devices\": [\n");
+  for (size_t i = 0; i < n; i++)
+    p += sprintf(p, "%s{\"s\": %zu}\n", i ? "," : "", i);
+  sprintf(p, "]}\n");
+  char want[128];
+  snprintf(want, sizeof want, "n.json: line %d: more than %d values", (IOQ_CONFIG_MAX_NODES - 2) / 3 + 1,
+           IOQ_CONFIG_MAX_NODES);
+  cr_assert_str_eq(yaml_err(t, "n.json"), want);
+  free(t);
 }

@@ -1,4 +1,5 @@
-/* Node configuration: a YAML or JSON file (see docs/configuration.md).
+/* Node configuration: a YAML or JSON file (see docs/configuration.md),
+ * validated alike (duplicate keys and the value budget included).
  * A disk without a class is in class "default" (IOQ_DEFAULT_CLASS), the class
  * every pod without the ioqos.io/class annotation asks for.
  *
