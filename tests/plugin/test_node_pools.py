@@ -56,6 +56,7 @@ class NodePools(PluginTest):
         self.assertEqual(self.disks_served(), {BW: (["fakedisk1"], 10), IOPS: (["fakedisk1"], 20)})
         d.wait_log(r"config pool=fast selected by the labels of node node-a")
         self.assertTrue(self.env.api.count("GET", "/api/v1/nodes/" + NODE) >= 1)
+        self.assertNotIn("has no apiVersion/kind", d.text())
 
     def test_no_matching_pool(self):
         self.use_yaml({"ioqos.io/pool": "slow"})
@@ -90,9 +91,12 @@ class NodePools(PluginTest):
         d.wait_log(r"config pool=fast selected")
 
     def test_config_without_pools_never_reads_the_node(self):
-        # the harness's JSON config: no pools, no GET of the Node
-        self.start()
+        # the harness's JSON config: no pools, no GET of the Node; no
+        # apiVersion/kind either: read, with a warning
+        d = self.start()
         self.assertEqual(self.env.api.count("GET", "/api/v1/nodes/" + NODE), 0)
+        d.wait_log(r"WARN .*config .*config.json has no apiVersion/kind: read as ioqos.io/v1alpha1 "
+                   r"NodeConfiguration")
 
 
 if __name__ == "__main__":
