@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 
 # Exactly the Debian 12 packages ioqos needs to build, test and demo.
 DEB_PACKAGES := build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler \
-	libprotobuf-c-dev protobuf-compiler libcurl4-openssl-dev libjson-c-dev libyajl-dev \
+	libprotobuf-c-dev protobuf-compiler libcurl4-openssl-dev libjson-c-dev libyajl-dev libyaml-dev \
 	libcriterion-dev libmicrohttpd-dev python3-grpcio python3-protobuf python3-yaml \
 	qemu-system-x86 busybox-static fio kmod cpio e2fsprogs util-linux gnuplot-nox valgrind \
 	clang libclang-rt-14-dev ca-certificates openssl \

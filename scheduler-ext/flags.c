@@ -30,6 +30,7 @@ enum {
   OPT_KUBE_API_SERVER,
   OPT_KUBE_TOKEN_FILE,
   OPT_KUBE_CA_FILE,
+  OPT_KUBECONFIG,
   OPT_KUBE_TIMEOUT,
   OPT_NO_KUBE,
   OPT_NODE_CACHE,
@@ -100,6 +101,8 @@ void ext_flags_usage(FILE *out) {
       "  --kube-api-server URL       API server (default: in-cluster service account)\n"
       "  --kube-token-file FILE      bearer token file (re-read when it changes)\n"
       "  --kube-ca-file FILE         CA bundle for the API server's certificate\n"
+      "  --kubeconfig FILE           kubeconfig: its current context's server and credentials\n"
+      "                              (default: KUBECONFIG if set, else in-cluster)\n"
       "  --kube-timeout SECONDS      timeout of each API request (default 10)\n"
       "  --no-kube                   no API access at all: full-node filter/prioritize only\n"
       "  --node-cache BOOL           keep a node cache by list+watch, for NodeNames-only\n"
@@ -247,6 +250,9 @@ static int apply(struct ext_flags *f, int id, const char *val, ioq_err *e) {
   case OPT_KUBE_TIMEOUT:
     rc = parse_uint("--kube-timeout", val, 1, 600, &f->kube_timeout_s, e);
     break;
+  case OPT_KUBECONFIG:
+    rc = nonempty("--kubeconfig", val, &f->kubeconfig, e);
+    break;
   case OPT_NO_KUBE:
     f->no_kube = true;
     break;
@@ -323,6 +329,7 @@ static const struct env_flag {
     {OPT_KUBE_TOKEN_FILE, "--kube-token-file", "IOQOS_KUBE_TOKEN_FILE"},
     {OPT_KUBE_CA_FILE, "--kube-ca-file", "IOQOS_KUBE_CA_FILE"},
     {OPT_KUBE_TIMEOUT, "--kube-timeout", "IOQOS_KUBE_TIMEOUT"},
+    {OPT_KUBECONFIG, "--kubeconfig", "IOQOS_KUBECONFIG"},
     {OPT_NO_KUBE, "--no-kube", "IOQOS_NO_KUBE"},
     {OPT_NODE_CACHE, "--node-cache", "IOQOS_NODE_CACHE"},
     {OPT_LOG_LEVEL, "--log-level", "IOQOS_LOG_LEVEL"},
@@ -400,6 +407,7 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
       {"kube-api-server", required_argument, NULL, OPT_KUBE_API_SERVER},
       {"kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE},
       {"kube-ca-file", required_argument, NULL, OPT_KUBE_CA_FILE},
+      {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
       {"kube-timeout", required_argument, NULL, OPT_KUBE_TIMEOUT},
       {"no-kube", no_argument, NULL, OPT_NO_KUBE},
       {"node-cache", required_argument, NULL, OPT_NODE_CACHE},
@@ -446,7 +454,7 @@ int ext_flags_parse(int argc, char **argv, struct ext_flags *f, ioq_err *e) {
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--tls-client-subject needs --tls-client-ca");
   if (f->n_scheduler_names == 0)
     f->scheduler_names[f->n_scheduler_names++] = EXT_DEFAULT_SCHEDULER_NAME;
-  if (f->no_kube && (f->kube_api_server || f->kube_token_file || f->kube_ca_file))
+  if (f->no_kube && (f->kube_api_server || f->kube_token_file || f->kube_ca_file || f->kubeconfig))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--no-kube conflicts with --kube-* flags");
   if (f->no_kube && f->node_cache == 1)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "--node-cache=true needs Kubernetes API access (drop --no-kube)");

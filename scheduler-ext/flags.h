@@ -38,6 +38,7 @@ struct ext_flags {
   unsigned annotation_max_age_s; /* 0 = node annotations never go stale */
   unsigned shutdown_grace_s;
   const char *kube_api_server, *kube_token_file, *kube_ca_file;
+  const char *kubeconfig; /* NULL = KUBECONFIG if set, else in-cluster */
   unsigned kube_timeout_s;
   bool no_kube;
   int node_cache; /* -1 = default (on when the API is reachable), 0, 1 */

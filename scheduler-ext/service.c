@@ -88,23 +88,28 @@ static void free_parts(struct ext_service *s) {
   free(s);
 }
 
-/* API access: explicit flags, else in-cluster when it looks like a pod. */
+/* API access: explicit flags, else a kubeconfig (--kubeconfig, KUBECONFIG),
+ * else in-cluster when it looks like a pod. */
 static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err *e) {
   if (f->no_kube)
     return 0;
-  if (!f->kube_api_server && !getenv("KUBERNETES_SERVICE_HOST")) {
+  const char *kc_env = getenv("KUBECONFIG");
+  if (!f->kube_api_server && !f->kubeconfig && !(kc_env && *kc_env) &&
+      !getenv("KUBERNETES_SERVICE_HOST")) {
     if (f->node_cache == 1)
       return ioq_fail(e, IOQ_EINVAL_INPUT,
-                      "--node-cache=true needs the Kubernetes API: pass --kube-api-server or run "
-                      "in a cluster");
-    ioq_info("no Kubernetes API configured (no --kube-api-server, not in a cluster): serving "
-             "full-node filter/prioritize only; NodeNames requests and bind will be refused");
+                      "--node-cache=true needs the Kubernetes API: pass --kube-api-server or "
+                      "--kubeconfig, or run in a cluster");
+    ioq_info("no Kubernetes API configured (no --kube-api-server, --kubeconfig or KUBECONFIG, not "
+             "in a cluster): serving full-node filter/prioritize only; NodeNames requests and bind "
+             "will be refused");
     return 0;
   }
   struct ioq_kube_opts ko = {
       .server = f->kube_api_server,
       .token_file = f->kube_token_file,
       .ca_file = f->kube_ca_file,
+      .kubeconfig = f->kubeconfig,
       .timeout_ms = (long)f->kube_timeout_s * 1000,
       .user_agent = "ioqos-scheduler-ext/" IOQOS_VERSION,
   };

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/log.h"
 #include "ioqos/numconv.h"
+#include "ioqos/yamljson.h"
 
 static const char *const g_policy_names[] = {"least-allocated", "most-allocated", "balanced"};
 
@@ -63,6 +65,7 @@ void ioq_config_free(struct ioq_config *c) {
     free(c->devices[i].class_name);
   }
   free(c->devices);
+  free(c->pool);
   memset(c, 0, sizeof *c);
 }
 
@@ -71,17 +74,93 @@ void ioq_config_free(struct ioq_config *c) {
 struct ctx {
   const char *src;
   ioq_err *e;
+  json_object *root; /* the document: error lines are looked up in it */
+  /* validating pools[pool_idx]: fields it sets are named pools[N].FIELD */
+  json_object *pool;
+  size_t pool_idx;
+  bool yaml; /* lines are known (json-c's own userdata means something else) */
+  /* JSON: the document path of the last error ("pools[1].devices[0].x"), so
+   * its line can be found afterwards (ERR_PATH_MAX bytes, shared by pools) */
+  char *err_path;
 };
+#define ERR_PATH_MAX 512
+
+static unsigned line_of(struct ctx *x, json_object *o) { return x->yaml ? ioq_yaml_line(o) : 0; }
+
+/* The line (YAML only, else 0) of the deepest node of `path` ("devices[1].
+ * capacity.iops", "(top level)") that exists under `node`. */
+static unsigned path_line(struct ctx *x, json_object *node, const char *path) {
+  unsigned line = line_of(x, node);
+  if (!strcmp(path, "(top level)"))
+    return line;
+  while (node && *path) {
+    json_object *next = NULL;
+    if (*path == '[') {
+      char *end;
+      unsigned long i = strtoul(path + 1, &end, 10);
+      if (*end != ']' || !json_object_is_type(node, json_type_array))
+        break;
+      next = json_object_array_get_idx(node, i);
+      path = end + 1;
+    } else {
+      size_t n = strcspn(path, ".[");
+      char key[128];
+      if (n >= sizeof key || !json_object_is_type(node, json_type_object))
+        break;
+      memcpy(key, path, n);
+      key[n] = '\0';
+      if (!json_object_object_get_ex(node, key, &next))
+        break;
+      path += n;
+    }
+    if (*path == '.')
+      path++;
+    if (!next)
+      break;
+    node = next;
+    if (line_of(x, node))
+      line = line_of(x, node);
+  }
+  return line;
+}
+
+/* A field a pool sets is reported under the pool: "pools[1].devices[0]". */
+static bool in_pool(struct ctx *x, const char *path) {
+  if (!x->pool || !strcmp(path, "(top level)"))
+    return false;
+  char key[64];
+  size_t n = strcspn(path, ".[");
+  if (n >= sizeof key)
+    return false;
+  memcpy(key, path, n);
+  key[n] = '\0';
+  return json_object_object_get_ex(x->pool, key, NULL);
+}
+
+/* key: the unknown key an error is about (its line is the one to show) */
+static int bad_at(struct ctx *x, unsigned line, const char *path, const char *key,
+                  const char *what) {
+  char pre[32] = "";
+  if (x->pool && in_pool(x, path))
+    snprintf(pre, sizeof pre, "pools[%zu].", x->pool_idx);
+  if (x->err_path) {
+    bool top = !strcmp(path, "(top level)");
+    snprintf(x->err_path, ERR_PATH_MAX, "%s%s%s%s", pre, top ? "" : path, key && !top ? "." : "",
+             key ? key : "");
+  }
+  if (line)
+    return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: line %u: %s%s: %s", x->src, line, pre, path, what);
+  return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: %s%s: %s", x->src, pre, path, what);
+}
 
 static int bad(struct ctx *x, const char *path, const char *what) {
-  return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: %s: %s", x->src, path, what);
+  return bad_at(x, path_line(x, x->root, path), path, NULL, what);
 }
 
 /* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
  * silently ignored setting. */
 static int check_keys(struct ctx *x, json_object *obj, const char *path, const char *const *allowed) {
   json_object_object_foreach(obj, key, val) {
-    (void)val;
     bool ok = false;
     for (const char *const *a = allowed; *a; a++)
       if (strcmp(key, *a) == 0)
@@ -94,7 +173,9 @@ static int check_keys(struct ctx *x, json_object *obj, const char *path, const c
         strncat(msg, *a, sizeof msg - strlen(msg) - 1);
       }
       strncat(msg, ")", sizeof msg - strlen(msg) - 1);
-      return bad(x, path[0] ? path : "(top level)", msg);
+      const char *p = path[0] ? path : "(top level)";
+      unsigned line = line_of(x, val); /* the unknown key's own line */
+      return bad_at(x, line ? line : path_line(x, x->root, p), p, key, msg);
     }
   }
   return 0;
@@ -305,10 +386,11 @@ static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
 
 static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   if (!json_object_is_type(root, json_type_object))
-    return bad(x, "(top level)", "must be a JSON object");
+    return bad(x, "(top level)", "must be an object");
   static const char *const keys[] = {"kubeletRootDir", "calibrationFile",
                                      "units", "allocatableFraction", "placementPolicy",
-                                     "devices", "enforcement", "nodePolicy", NULL};
+                                     "devices", "enforcement", "nodePolicy", "pools",
+                                     "apiVersion", "kind", NULL};
   if (check_keys(x, root, "", keys) < 0)
     return -1;
   if (get_string(x, root, "kubeletRootDir", "kubeletRootDir", &c->kubelet_root, false) < 0 ||
@@ -460,18 +542,236 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   return 0;
 }
 
-int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e) {
-  if (ioq_config_defaults(c, e) < 0)
-    return -1;
-  free(c->source);
-  c->source = strdup(source ? source : "(config)");
-  struct ctx x = {c->source ? c->source : "(config)", e};
+/* ---- the document: header, pools, syntax ---- */
 
-  json_tokener *tok = json_tokener_new();
-  if (!tok) {
-    ioq_config_free(c);
-    return ioq_fail(e, ENOMEM, "%s: out of memory", x.src);
+/* apiVersion and kind: both or neither (files from before the header). */
+static int check_header(struct ctx *x, json_object *root, bool *versioned) {
+  json_object *av, *kind;
+  bool has_av = json_object_object_get_ex(root, "apiVersion", &av);
+  bool has_kind = json_object_object_get_ex(root, "kind", &kind);
+  *versioned = has_av || has_kind;
+  if (has_av && (!json_object_is_type(av, json_type_string) ||
+                 strcmp(json_object_get_string(av), IOQ_CONFIG_API_VERSION) != 0))
+    return bad(x, "apiVersion", "must be " IOQ_CONFIG_API_VERSION);
+  if (has_kind && (!json_object_is_type(kind, json_type_string) ||
+                   strcmp(json_object_get_string(kind), IOQ_CONFIG_KIND) != 0))
+    return bad(x, "kind", "must be " IOQ_CONFIG_KIND);
+  if (has_av && !has_kind)
+    return bad(x, "kind", "is required with apiVersion (" IOQ_CONFIG_KIND ")");
+  if (has_kind && !has_av)
+    return bad(x, "apiVersion", "is required with kind (" IOQ_CONFIG_API_VERSION ")");
+  return 0;
+}
+
+/* The keys a pool may set; each replaces the top-level one whole. units and
+ * placementPolicy are not among them: they must agree across the cluster. */
+static const char *const g_pool_overrides[] = {"kubeletRootDir", "calibrationFile",
+                                               "allocatableFraction", "devices", "enforcement",
+                                               "nodePolicy", NULL};
+
+/* Checks pools[i]'s own fields; *labels gets its matchLabels object. */
+static int check_pool(struct ctx *x, json_object *pool, size_t i, json_object **labels) {
+  char path[96], p2[128];
+  snprintf(path, sizeof path, "pools[%zu]", i);
+  if (!json_object_is_type(pool, json_type_object))
+    return bad(x, path, "must be an object");
+  static const char *const keys[] = {"name", "nodeSelector", "kubeletRootDir", "calibrationFile",
+                                     "allocatableFraction", "devices", "enforcement",
+                                     "nodePolicy", NULL};
+  if (check_keys(x, pool, path, keys) < 0)
+    return -1;
+  json_object *v, *sel;
+  snprintf(p2, sizeof p2, "%s.name", path);
+  if (json_object_object_get_ex(pool, "name", &v) &&
+      (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v)))
+    return bad(x, p2, "must be a non-empty string");
+  snprintf(p2, sizeof p2, "%s.nodeSelector", path);
+  if (!json_object_object_get_ex(pool, "nodeSelector", &sel))
+    return bad(x, p2, "is required (matchLabels: the node labels of this pool)");
+  if (!json_object_is_type(sel, json_type_object))
+    return bad(x, p2, "must be an object");
+  static const char *const skeys[] = {"matchLabels", NULL};
+  if (check_keys(x, sel, p2, skeys) < 0)
+    return -1;
+  snprintf(p2, sizeof p2, "%s.nodeSelector.matchLabels", path);
+  if (!json_object_object_get_ex(sel, "matchLabels", labels) ||
+      !json_object_is_type(*labels, json_type_object) || json_object_object_length(*labels) == 0)
+    return bad(x, p2, "must be an object with at least one label");
+  json_object_object_foreach(*labels, k, lv) {
+    char p3[256];
+    snprintf(p3, sizeof p3, "%s.%.100s", p2, k);
+    if (!json_object_is_type(lv, json_type_string))
+      return bad_at(x, line_of(x, lv), p3, NULL, "must be a string (quote numbers and true/false)");
+    if (strlen(k) > 317 || json_object_get_string_len(lv) > 63)
+      return bad_at(x, line_of(x, lv), p3, NULL, "is longer than a Kubernetes label allows");
   }
+  return 0;
+}
+
+/* true when every label of `want` is on the node with that value */
+static bool labels_match(json_object *want, json_object *node_labels) {
+  json_object_object_foreach(want, k, v) {
+    json_object *have;
+    if (!node_labels || !json_object_object_get_ex(node_labels, k, &have) ||
+        !json_object_is_type(have, json_type_string) ||
+        strcmp(json_object_get_string(have), json_object_get_string(v)) != 0)
+      return false;
+  }
+  return true;
+}
+
+/* The document as pool `pool` sees it: the top level with the pool's
+ * sections in place of its own (shared nodes, new references). */
+static json_object *merged_view(json_object *root, json_object *pool) {
+  json_object *m = json_object_new_object();
+  if (!m)
+    return NULL;
+  json_object_object_foreach(root, k, v) {
+    if (!strcmp(k, "pools") || json_object_object_get_ex(pool, k, NULL))
+      continue;
+    if (json_object_object_add(m, k, json_object_get(v)) < 0)
+      goto oom;
+  }
+  for (const char *const *o = g_pool_overrides; *o; o++) {
+    json_object *v;
+    if (json_object_object_get_ex(pool, *o, &v) &&
+        json_object_object_add(m, *o, json_object_get(v)) < 0)
+      goto oom;
+  }
+  return m;
+oom:
+  json_object_put(m);
+  return NULL;
+}
+
+/* Validates the whole document (the top level and every pool as it would
+ * apply) and fills *c for a node with `node_labels` (NULL: the top level). */
+static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
+                     struct ioq_config *c) {
+  if (!json_object_is_type(root, json_type_object))
+    return bad(x, "(top level)", "must be an object");
+  bool versioned;
+  if (check_header(x, root, &versioned) < 0)
+    return -1;
+  c->versioned = versioned;
+  json_object *pools = NULL;
+  if (json_object_object_get_ex(root, "pools", &pools)) {
+    if (!json_object_is_type(pools, json_type_array))
+      return bad(x, "pools", "must be an array");
+    if (json_object_array_length(pools) > IOQ_CONFIG_MAX_POOLS)
+      return bad(x, "pools", "more than 32 entries");
+  }
+  if (parse_root(x, root, c) < 0)
+    return -1;
+  size_t n = pools ? json_object_array_length(pools) : 0, chosen = n;
+  for (size_t i = 0; i < n; i++) {
+    json_object *pool = json_object_array_get_idx(pools, i), *labels;
+    if (check_pool(x, pool, i, &labels) < 0)
+      return -1;
+    json_object *m = merged_view(root, pool);
+    if (!m)
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    struct ctx px = {x->src, x->e, m, pool, i, x->yaml, x->err_path};
+    struct ioq_config tmp;
+    int rc = ioq_config_defaults(&tmp, x->e);
+    if (rc == 0) {
+      rc = parse_root(&px, m, &tmp);
+      ioq_config_free(&tmp);
+    }
+    if (rc == 0 && chosen == n && node_labels && labels_match(labels, node_labels)) {
+      /* first match wins: *c becomes this pool's view */
+      struct ioq_config pc;
+      if ((rc = ioq_config_defaults(&pc, x->e)) == 0 && (rc = parse_root(&px, m, &pc)) < 0)
+        ioq_config_free(&pc);
+      if (rc == 0) {
+        json_object *nm;
+        char def[32];
+        snprintf(def, sizeof def, "pools[%zu]", i);
+        const char *name = json_object_object_get_ex(pool, "name", &nm) ? json_object_get_string(nm) : def;
+        pc.pool = strdup(name);
+        if (!pc.pool) {
+          ioq_config_free(&pc);
+          rc = ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+        } else {
+          free(pc.source); /* the defaults' name: the file's is kept */
+          pc.source = c->source;
+          c->source = NULL;
+          ioq_config_free(c);
+          *c = pc;
+          chosen = i;
+        }
+      }
+    }
+    json_object_put(m);
+    if (rc < 0)
+      return -1;
+  }
+  c->n_pools = n;
+  c->versioned = versioned;
+  return 0;
+}
+
+/* A JSON validation error gets the line of its field: json-c keeps no
+ * positions, but JSON is YAML, so on the error path only the text is read
+ * again by the YAML reader, which does. Nothing changes when that fails
+ * (a duplicate key, a construct libyaml reads differently). */
+static void add_json_line(struct ctx *x, const char *text, ioq_err *e) {
+  size_t sl = strlen(x->src);
+  if (strncmp(e->msg, x->src, sl) != 0 || strncmp(e->msg + sl, ": ", 2) != 0 ||
+      !strncmp(e->msg + sl + 2, "line ", 5))
+    return;
+  json_object *y = NULL;
+  ioq_err ye = {0};
+  if (ioq_yaml_to_json(text, strlen(text), x->src, IOQ_CONFIG_MAX_NODES, &y, &ye) < 0)
+    return;
+  struct ctx yx = {.src = x->src, .yaml = true};
+  unsigned line = path_line(&yx, y, x->err_path[0] ? x->err_path : "(top level)");
+  json_object_put(y);
+  if (!line)
+    return;
+  char msg[sizeof e->msg];
+  snprintf(msg, sizeof msg, "%s: line %u: %s", x->src, line, e->msg + sl + 2);
+  snprintf(e->msg, sizeof e->msg, "%s", msg);
+}
+
+/* json-c keeps the last of two equal keys and has no budget of values; YAML
+ * files refuse both, and so do JSON files: the YAML reader reads the JSON
+ * text first (JSON is YAML) and its tree is dropped at once, so json-c's
+ * tree (the larger: 167 MB for a 4 MiB list) is only built within the
+ * budget. Its other complaints are not JSON's business (json-c judges the
+ * syntax; libyaml refuses a few exotic JSON texts, such as a key over 1024
+ * characters, which then get no budget). */
+static int json_no_duplicates(struct ctx *x, const char *text) {
+  json_object *y = NULL;
+  ioq_err ye = {0};
+  if (ioq_yaml_to_json(text, strlen(text), x->src, IOQ_CONFIG_MAX_NODES, &y, &ye) == 0) {
+    json_object_put(y);
+    return 0;
+  }
+  if (ye.code == IOQ_EINVAL_INPUT &&
+      (strstr(ye.msg, ": duplicate key: ") || strstr(ye.msg, ": more than "))) {
+    *x->e = ye;
+    return -1;
+  }
+  return 0;
+}
+
+/* YAML by the file's extension, else by content (JSON starts with '{'). */
+static bool looks_like_yaml(const char *text, const char *source) {
+  const char *dot = source ? strrchr(source, '.') : NULL;
+  if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+    return true;
+  if (dot && !strcmp(dot, ".json"))
+    return false;
+  text += strspn(text, " \t\r\n");
+  return *text != '{';
+}
+
+static int parse_json_text(struct ctx *x, const char *text, json_object **out) {
+  *out = NULL;
+  json_tokener *tok = json_tokener_new();
+  if (!tok)
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
   /* strict JSON, as the docs promise (without the flag json-c accepts
    * trailing commas); trailing whitespace is checked below to say what is
    * wrong */
@@ -481,33 +781,64 @@ int ioq_config_parse(const char *text, const char *source, struct ioq_config *c,
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t consumed = json_tokener_get_parse_end(tok);
   json_tokener_free(tok);
-  int rc;
   if (!root || jerr != json_tokener_success) {
     /* report the line of the parse error */
     int line = 1;
     for (size_t i = 0; i < consumed && i < len; i++)
       if (text[i] == '\n')
         line++;
-    rc = ioq_fail(e, IOQ_EINVAL_INPUT, "%s: line %d: invalid JSON: %s", x.src, line,
-                  jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-                                               : "unexpected end of input");
-  } else {
-    for (size_t i = consumed; i < len; i++)
-      if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') {
-        ioq_fail(e, IOQ_EINVAL_INPUT, "%s: trailing data after the JSON object", x.src);
-        json_object_put(root);
-        ioq_config_free(c); /* x.src points into c: message first */
-        return -1;
-      }
-    rc = parse_root(&x, root, c);
+    json_object_put(root);
+    return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: line %d: invalid JSON: %s", x->src, line,
+                    jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+                                                 : "unexpected end of input");
   }
-  json_object_put(root);
+  for (size_t i = consumed; i < len; i++)
+    if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') {
+      json_object_put(root);
+      return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: trailing data after the JSON object", x->src);
+    }
+  *out = root;
+  return 0;
+}
+
+int ioq_config_parse_node(const char *text, const char *source, json_object *node_labels,
+                          struct ioq_config *c, ioq_err *e) {
+  if (ioq_config_defaults(c, e) < 0)
+    return -1;
+  free(c->source);
+  c->source = strdup(source ? source : "(config)");
+  if (!c->source) {
+    ioq_config_free(c);
+    return ioq_fail(e, ENOMEM, "config: out of memory");
+  }
+  /* the messages name the source: keep a copy that outlives *c */
+  char src[256];
+  snprintf(src, sizeof src, "%s", c->source);
+  char err_path[ERR_PATH_MAX] = "";
+  struct ctx x = {src, e, NULL, NULL, 0, looks_like_yaml(text, source), err_path};
+  json_object *root = NULL;
+  /* JSON: duplicates first, so the two trees never exist at once */
+  int rc = x.yaml ? ioq_yaml_to_json(text, strlen(text), src, IOQ_CONFIG_MAX_NODES, &root, e)
+                  : json_no_duplicates(&x, text) < 0 ? -1
+                                                     : parse_json_text(&x, text, &root);
+  if (rc == 0) {
+    x.root = root;
+    rc = parse_doc(&x, root, node_labels, c);
+  }
+  json_object_put(root); /* first: add_json_line builds a tree of its own */
+  if (rc < 0 && !x.yaml && e && e->code == IOQ_EINVAL_INPUT)
+    add_json_line(&x, text, e);
   if (rc < 0)
-    ioq_config_free(c); /* the message in *e does not point into c */
+    ioq_config_free(c);
   return rc;
 }
 
-int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e) {
+int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e) {
+  return ioq_config_parse_node(text, source, NULL, c, e);
+}
+
+int ioq_config_load_node(const char *path, json_object *node_labels, struct ioq_config *c,
+                         ioq_err *e) {
   if (!path)
     return ioq_config_defaults(c, e);
   char *text;
@@ -515,7 +846,14 @@ int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e) {
     ioq_err_prefix(e, "config");
     return -1;
   }
-  int rc = ioq_config_parse(text, path, c, e);
+  int rc = ioq_config_parse_node(text, path, node_labels, c, e);
   free(text);
+  if (rc == 0 && !c->versioned)
+    ioq_warn("config %s has no apiVersion/kind: read as %s %s; add both lines to make the "
+             "version explicit", path, IOQ_CONFIG_API_VERSION, IOQ_CONFIG_KIND);
   return rc;
+}
+
+int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e) {
+  return ioq_config_load_node(path, NULL, c, e);
 }

@@ -18,6 +18,7 @@
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "nodepool.h"
 #include "plugin.h"
 
 static void on_pods_changed(void *ud) {
@@ -26,10 +27,13 @@ static void on_pods_changed(void *ud) {
 }
 
 static int setup_kube(struct plugin *p, ioq_err *e) {
+  if (p->kube)
+    return 0; /* made early to read the Node's labels (config pools) */
   struct ioq_kube_opts ko = {
       .server = p->opts.kube_api_server,
       .token_file = p->opts.kube_token_file,
       .ca_file = p->opts.kube_ca_file,
+      .kubeconfig = p->opts.kubeconfig,
       .timeout_ms = KUBE_TIMEOUT_MS,
       .user_agent = "ioqos-plugin/" IOQOS_VERSION,
   };
@@ -141,9 +145,13 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   ioq_err e;
   if (ioq_config_load(p->opts.config, &p->cfg, &e) < 0)
     goto fatal;
-  ioq_info("ioqos-plugin starting version=%s node=%s config=%s device_plugin_dir=%s "
+  if (p->cfg.n_pools && (setup_kube(p, &e) < 0 ||
+                         nodepool_select(p->kube, p->opts.node_name, p->opts.config, &p->cfg, &e) < 0))
+    goto fatal;
+  ioq_info("ioqos-plugin starting version=%s node=%s config=%s pool=%s device_plugin_dir=%s "
            "pod_resources=%s cgroupfs_root=%s sysfs_root=%s fail_open=%s reconcile_interval=%us",
-           IOQOS_VERSION, p->opts.node_name, p->cfg.source, p->opts.device_plugin_dir,
+           IOQOS_VERSION, p->opts.node_name, p->cfg.source, p->cfg.pool ? p->cfg.pool : "(top level)",
+           p->opts.device_plugin_dir,
            p->opts.pod_resources_socket, p->opts.cgroup_root, p->opts.sysfs_root,
            p->cfg.enforcement.fail_open ? "true" : "false",
            p->cfg.enforcement.reconcile_interval_s);

@@ -12,6 +12,7 @@ enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
   OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
   OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_LOGFORMAT, OPT_HELP, OPT_VERSION,
+  OPT_KUBECONFIG,
 };
 
 /* One table drives parsing, environment fallbacks and --help. */
@@ -30,7 +31,7 @@ static const struct flag {
     {"state-dir", OPT_STATE, "IOQOS_STATE_DIR", "/var/lib/ioqos", "DIR",
      "host directory for state that must survive restarts (init container grants)"},
     {"config", OPT_CONFIG, "IOQOS_CONFIG", NULL, "FILE",
-     "node configuration JSON (default: built-in, the kubelet root disk)"},
+     "node configuration, YAML or JSON (default: built-in, the kubelet root disk)"},
     {"node-name", OPT_NODE, "NODE_NAME", NULL, "NAME", "this node's name (required)"},
     {"kube-api-server", OPT_API, "IOQOS_KUBE_API_SERVER", NULL, "URL",
      "API server URL, http:// allowed for testing (default: in-cluster service account)"},
@@ -38,6 +39,8 @@ static const struct flag {
      "bearer token file for --kube-api-server"},
     {"kube-ca-file", OPT_CA, "IOQOS_KUBE_CA_FILE", NULL, "FILE",
      "CA bundle for --kube-api-server (default: system CAs)"},
+    {"kubeconfig", OPT_KUBECONFIG, "IOQOS_KUBECONFIG", NULL, "FILE",
+     "kubeconfig: its current context's server and credentials (else KUBECONFIG, else in-cluster)"},
     {"cgroupfs-root", OPT_CGROOT, "IOQOS_CGROUPFS_ROOT", "/sys/fs/cgroup", "DIR",
      "where cgroupfs is mounted (v2 root, or the v1 tmpfs holding blkio/)"},
     {"sysfs-root", OPT_SYSFS, "IOQOS_SYSFS_ROOT", "/sys", "DIR", "where sysfs is mounted"},
@@ -243,6 +246,7 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   o->kube_api_server = VAL(OPT_API);
   o->kube_token_file = VAL(OPT_TOKEN);
   o->kube_ca_file = VAL(OPT_CA);
+  o->kubeconfig = VAL(OPT_KUBECONFIG);
   o->cgroup_root = VAL(OPT_CGROOT);
   o->sysfs_root = VAL(OPT_SYSFS);
   o->kubelet_cgroup_root = VAL(OPT_KCGROOT);

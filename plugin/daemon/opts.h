@@ -23,6 +23,7 @@ struct plugin_opts {
   const char *kube_api_server;      /* NULL = in-cluster */
   const char *kube_token_file;
   const char *kube_ca_file;
+  const char *kubeconfig;           /* NULL = none (KUBECONFIG, else in-cluster) */
   const char *cgroup_root;          /* cgroupfs mount root */
   const char *sysfs_root;
   enum ioq_cg_driver cgroup_driver;

@@ -13,11 +13,18 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "kube_jfilter.h"
+#include "kubeconfig.h"
 
 struct ioq_kube {
   char *server;
   char *token_file;
   char *ca_file;
+  /* from a kubeconfig */
+  char *static_token; /* users[].user.token (no file to re-read) */
+  char *cert_file, *key_file;
+  struct ioq_blob ca_blob, cert_blob, key_blob;
+  bool insecure;
+  char *kubeconfig; /* its path, for messages */
   long timeout_ms;
   char *user_agent;
   /* cached bearer token, re-read when the file's mtime changes */
@@ -41,7 +48,56 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   pthread_mutex_init(&k->lock, NULL);
   k->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
   k->user_agent = strdup(o->user_agent ? o->user_agent : "ioqos/" IOQOS_VERSION);
-  if (o->server && *o->server) {
+  const char *kcpath = o->kubeconfig && *o->kubeconfig ? o->kubeconfig : NULL;
+  bool explicit = (o->server && *o->server) || (o->token_file && *o->token_file) ||
+                  (o->ca_file && *o->ca_file);
+  if (kcpath && explicit) {
+    ioq_fail(e, IOQ_EINVAL_INPUT,
+             "kube client: --kubeconfig %s conflicts with --kube-api-server/--kube-token-file/"
+             "--kube-ca-file: give one of the two",
+             kcpath);
+    ioq_kube_free(k);
+    return NULL;
+  }
+  if (!kcpath && !(o->server && *o->server)) {
+    const char *env = getenv(IOQ_KUBECONFIG_ENV);
+    if (env && *env && strchr(env, ':')) {
+      ioq_fail(e, IOQ_EINVAL_INPUT,
+               "kube client: %s=%s lists several files; ioqos reads one: pass it with --kubeconfig",
+               IOQ_KUBECONFIG_ENV, env);
+      ioq_kube_free(k);
+      return NULL;
+    }
+    if (env && *env)
+      kcpath = env;
+  }
+  if (kcpath) {
+    struct ioq_kubeconfig kc;
+    if (ioq_kubeconfig_load(kcpath, &kc, e) < 0) {
+      ioq_kube_free(k);
+      return NULL;
+    }
+    /* the loaded strings move into the client */
+    k->kubeconfig = strdup(kcpath);
+    k->server = kc.server;
+    k->token_file = kc.token_file;
+    k->static_token = kc.token_file ? NULL : kc.token; /* tokenFile wins, as in client-go */
+    if (kc.token_file)
+      free(kc.token);
+    k->ca_file = kc.ca_file;
+    k->cert_file = kc.cert_file;
+    k->key_file = kc.key_file;
+    k->ca_blob = kc.ca;
+    k->cert_blob = kc.cert;
+    k->key_blob = kc.key;
+    k->insecure = kc.insecure;
+    free(kc.context);
+    if (!k->kubeconfig) {
+      ioq_fail(e, ENOMEM, "kube client: out of memory");
+      ioq_kube_free(k);
+      return NULL;
+    }
+  } else if (o->server && *o->server) {
     k->server = strdup(o->server);
     k->token_file = dup_or_null(o->token_file);
     k->ca_file = dup_or_null(o->ca_file);
@@ -81,12 +137,12 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   }
   /* a bearer token in clear text is a credential for anyone on the path */
   const char *optin = getenv(IOQ_KUBE_INSECURE_TOKEN_ENV);
-  if (k->token_file && strncmp(k->server, "http://", 7) == 0 && !o->allow_insecure_token &&
-      !(optin && strcmp(optin, "1") == 0)) {
+  if ((k->token_file || k->static_token) && strncmp(k->server, "http://", 7) == 0 &&
+      !o->allow_insecure_token && !(optin && strcmp(optin, "1") == 0)) {
     ioq_fail(e, IOQ_EINVAL_INPUT,
              "kube client: refusing to send the bearer token of %s over plain http:// to %s; use "
              "https://, or set %s=1 to allow it (test set-ups only)",
-             k->token_file, k->server, IOQ_KUBE_INSECURE_TOKEN_ENV);
+             k->token_file ? k->token_file : k->kubeconfig, k->server, IOQ_KUBE_INSECURE_TOKEN_ENV);
     ioq_kube_free(k);
     return NULL;
   }
@@ -95,11 +151,18 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     ioq_kube_free(k);
     return NULL;
   }
-  if (k->ca_file && !ioq_path_exists(k->ca_file)) {
-    ioq_fail(e, ENOENT, "kube client: CA file %s does not exist", k->ca_file);
-    ioq_kube_free(k);
-    return NULL;
-  }
+  const char *files[][2] = {{"CA file", k->ca_file},
+                            {"client certificate", k->cert_file},
+                            {"client key", k->key_file}};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+    if (files[i][1] && !ioq_path_exists(files[i][1])) {
+      ioq_fail(e, ENOENT, "kube client: %s %s does not exist%s%s", files[i][0], files[i][1],
+               k->kubeconfig ? " (named in kubeconfig " : "", k->kubeconfig ? k->kubeconfig : "");
+      if (k->kubeconfig)
+        strncat(e->msg, ")", sizeof e->msg - strlen(e->msg) - 1);
+      ioq_kube_free(k);
+      return NULL;
+    }
   return k;
 }
 
@@ -111,6 +174,13 @@ void ioq_kube_free(struct ioq_kube *k) {
   free(k->ca_file);
   free(k->user_agent);
   free(k->token);
+  free(k->static_token);
+  free(k->cert_file);
+  free(k->key_file);
+  free(k->ca_blob.data);
+  free(k->cert_blob.data);
+  free(k->key_blob.data);
+  free(k->kubeconfig);
   pthread_mutex_destroy(&k->lock);
   free(k);
 }
@@ -121,6 +191,13 @@ const char *ioq_kube_server(const struct ioq_kube *k) { return k->server; }
  * file is configured; -1 on read errors. */
 static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
   *out = NULL;
+  if (k->static_token) {
+    if (asprintf(out, "Authorization: Bearer %s", k->static_token) < 0) {
+      *out = NULL;
+      return ioq_fail(e, ENOMEM, "out of memory");
+    }
+    return 0;
+  }
   if (!k->token_file)
     return 0;
   struct stat st;
@@ -223,6 +300,28 @@ CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_sli
   curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, (long)IOQ_KUBE_KEEPINTVL_S);
   if (k->ca_file)
     curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
+  if (k->ca_blob.data) {
+    struct curl_blob b = {k->ca_blob.data, k->ca_blob.len, CURL_BLOB_COPY};
+    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
+  }
+  if (k->cert_file)
+    curl_easy_setopt(c, CURLOPT_SSLCERT, k->cert_file);
+  if (k->key_file)
+    curl_easy_setopt(c, CURLOPT_SSLKEY, k->key_file);
+  if (k->cert_blob.data) {
+    struct curl_blob b = {k->cert_blob.data, k->cert_blob.len, CURL_BLOB_COPY};
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &b);
+  }
+  if (k->key_blob.data) {
+    struct curl_blob b = {k->key_blob.data, k->key_blob.len, CURL_BLOB_COPY};
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &b);
+  }
+  if (k->insecure) { /* insecure-skip-tls-verify: the kubeconfig asked for it */
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
   return c;
 }
 

@@ -2,7 +2,7 @@
 /* Kubernetes API client (libcurl + json-c), shared by ioqos-plugin and
  * ioqos-scheduler-ext.
  *
- * Credentials: an explicit server URL (plain http:// is allowed, for local
+ * Credentials: a kubeconfig file (kubeconfig.h), or an explicit server URL (plain http:// is allowed, for local
  * testing, but a bearer token is never sent over it unless the caller or
  * the environment opts in: see allow_insecure_token) with optional
  * bearer-token and CA files, or, with no server given,
@@ -27,6 +27,11 @@
 #define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct ioq_kube_opts {
+  /* Where the credentials come from, first that applies: server (with
+   * token_file, ca_file); kubeconfig; the KUBECONFIG environment variable
+   * (one file); in-cluster. kubeconfig with server, token_file or ca_file is
+   * an error (two sources of one setting). */
+  const char *kubeconfig; /* NULL/"" = none (then KUBECONFIG, if set) */
   const char *server;     /* NULL/"" = in-cluster */
   const char *token_file; /* NULL = none (in-cluster: the service account token) */
   const char *ca_file;    /* NULL = system CAs (in-cluster: the service account CA) */

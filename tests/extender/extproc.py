@@ -39,7 +39,8 @@ class Extender:
             with open(tok, "w") as f:
                 f.write(token + "\n")
             self.args += ["--kube-api-server", api.url, "--kube-token-file", tok]
-        elif "--no-kube" not in self.args:
+        elif "--no-kube" not in self.args and "--kubeconfig" not in self.args and \
+                "KUBECONFIG" not in (env or {}):
             self.args.append("--no-kube")
         e = dict(os.environ)
         e.pop("KUBERNETES_SERVICE_HOST", None)

@@ -180,6 +180,22 @@ class NamesMode(unittest.TestCase):
             self.assertEqual(prio, [{"Host": "n0000", "Score": 9}, {"Host": "n0500", "Score": 4},
                                     {"Host": "ghost", "Score": 0}])
 
+    def test_kubeconfig(self):
+        """--kubeconfig, or KUBECONFIG, instead of the --kube-* flags (issue 14 item 6)"""
+        self.api.set_node(k8s.node("n1", [k8s.disk("sda", 1000)]))
+        with tempfile.TemporaryDirectory() as d:
+            kc = os.path.join(d, "kubeconfig")
+            with open(kc, "w") as f:
+                f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                        "contexts: [{name: t, context: {cluster: c, user: u}}]\n"
+                        "clusters: [{name: c, cluster: {server: '%s'}}]\n"
+                        "users: [{name: u, user: {token: %s}}]\n" % (self.api.url, TOKEN))
+            insecure = {"IOQOS_KUBE_ALLOW_INSECURE_TOKEN": "1"}  # the stand-in is plain http
+            for args, env in ((["--kubeconfig", kc], insecure), ([], dict(insecure, KUBECONFIG=kc))):
+                with Extender(*args, env=env) as ext:
+                    ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="node cache sync")
+                    self.assertEqual(ext.metric("ioqos_extender_node_cache_nodes"), 1)
+
     def test_watch_add_modify_delete(self):
         self.api.set_node(k8s.node("a", [k8s.disk("sda", 1000, alloc_bw=900)]))
         with Extender(api=self.api) as ext:

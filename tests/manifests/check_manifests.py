@@ -49,7 +49,7 @@ def _grants(spec):
 RBAC_EXPECTED = {
     "ioqos-plugin": _grants([
         ("", "pods", ["get", "list", "watch"]),
-        ("", "nodes", ["patch"]),
+        ("", "nodes", ["get", "patch"]),
         ("", "events", ["create"]),
     ]),
     "ioqos-scheduler-ext": _grants([
@@ -416,9 +416,9 @@ def cmd_rbac():
             ok("%s: RBAC is exactly the API calls of %s: %s" % (
                 sa, ", ".join(SA_SOURCES[sa]), ", ".join(sorted(fmt_grant(x) for x in used))))
     control("a GET the plugin has no verb for", lambda: [] if code_grants(
-        'snprintf(path, sizeof path, "/api/v1/nodes/%s", n);\n'
+        'snprintf(path, sizeof path, "/api/v1/namespaces/%s/secrets/%s", ns, n);\n'
         'ioq_kube_get_json(k, path, &o, NULL, e);')[0] - RBAC_EXPECTED["ioqos-plugin"] == set()
-        else ["nodes get is used but not granted"])
+        else ["secrets get is used but not granted"])
     # controls: one extra verb, one missing verb, a wildcard, an extra binding
     bad = copy.deepcopy(base)
     for o in bad:
@@ -428,8 +428,8 @@ def cmd_rbac():
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
-            o["rules"][1]["verbs"].append("get")
-    control("plugin may get nodes (unused)", rbac_problems, bad)
+            o["rules"][1]["verbs"].append("list")
+    control("plugin may list nodes (unused)", rbac_problems, bad)
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-scheduler-ext":
@@ -1012,7 +1012,7 @@ def plugin_problems(ds, docs):
         if not cm or key not in (cm.get("data") or {}):
             p.append("%s: ConfigMap %s has no key %s" % (where, m[1]["configMap"]["name"], key))
         else:
-            cfg = json.loads(cm["data"][key])
+            cfg = yaml.safe_load(cm["data"][key])
     if cfg is not None:
         root = cfg.get("kubeletRootDir", "/var/lib/kubelet")
         hp = host_path_of(c, ps, root)
@@ -1154,8 +1154,8 @@ def extender_problems(dep, docs):
     p += netpol_problems(dep, docs, port, ports)
     # one placement function: the extender's policy is the nodes' policy
     for o in docs:
-        if o["kind"] == "ConfigMap" and "config.json" in (o.get("data") or {}):
-            pol = json.loads(o["data"]["config.json"]).get("placementPolicy", "least-allocated")
+        if o["kind"] == "ConfigMap" and "config.yaml" in (o.get("data") or {}):
+            pol = yaml.safe_load(o["data"]["config.yaml"]).get("placementPolicy", "least-allocated")
             if pol != f.get("policy", "least-allocated"):
                 p.append("%s: --policy=%s but ConfigMap %s has placementPolicy %s" %
                          (where, f.get("policy"), o["metadata"]["name"], pol))
@@ -1382,13 +1382,14 @@ def cmd_flags(binary, path):
 
 # ------------------------------------------------------------ node config
 
-VALIDATION = re.compile(r": line \d+: invalid JSON|trailing data after the JSON|"
-                        r"^ioqosctl probe: [^:]+: (\(top level\)|[A-Za-z][A-Za-z0-9_.\[\]]*): ", re.M)
+VALIDATION = re.compile(r": line \d+: invalid (JSON|YAML)|trailing data after the JSON|"
+                        r"^ioqosctl probe: [^:]+: (line \d+: )?(\(top level\)|[A-Za-z][A-Za-z0-9_.\[\]]*): ", re.M)
 DISK_MISSING = re.compile(r"not found|No such file|does not exist|not a block device|no mount", re.I)
 
 
 def probe(ioqosctl, text):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+    # .yaml, as the DaemonSet mounts it (YAML reads the JSON controls too)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
         fh.write(text)
         path = fh.name
     try:
@@ -1419,10 +1420,10 @@ def cmd_node_config(ioqosctl):
             fail(str(e))
             continue
         for o in docs:
-            if o["kind"] == "ConfigMap" and "config.json" in (o.get("data") or {}):
-                configs[o["data"]["config.json"]] = "%s ConfigMap %s" % (rel(d), o["metadata"]["name"])
+            if o["kind"] == "ConfigMap" and "config.yaml" in (o.get("data") or {}):
+                configs[o["data"]["config.yaml"]] = "%s ConfigMap %s" % (rel(d), o["metadata"]["name"])
     if not configs:
-        fail("no node configuration (ConfigMap key config.json) in the manifests")
+        fail("no node configuration (ConfigMap key config.yaml) in the manifests")
     for text, where in configs.items():
         kind, msg = classify(ioqosctl, text)
         if kind == "invalid":
@@ -1445,9 +1446,11 @@ def cmd_node_config(ioqosctl):
     # the classes pods name exist in some node configuration
     classes = {"default"}
     for text in configs:
-        c = json.loads(text)
+        c = yaml.safe_load(text)
         classes.add("default")
         classes |= {d.get("class", "default") for d in c.get("devices") or []}
+        for pool in c.get("pools") or []:
+            classes |= {d.get("class", "default") for d in pool.get("devices") or []}
     for d in kustomization_dirs():
         for o in render(d):
             for where, ps in list(pod_specs(o)) + list(vm_pod(o)):

@@ -38,6 +38,7 @@ scoped ones), bindings ((namespace, name, uid, node)), requests
 As a process (tests/kube/test_kube_client.c):
 
     apiserver.py [--port 0] [--token T] [--port-file F]
+                 [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 
 prints "listening on PORT" (and writes PORT to --port-file) when ready, and
 serves these besides the API (no token, never logged nor failed):
@@ -65,6 +66,7 @@ import copy
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -151,7 +153,8 @@ class _Knob:
 
 
 class ApiServer:
-    def __init__(self, token=None, admin=False, port=0, bookmark_interval=1.0):
+    def __init__(self, token=None, admin=False, port=0, bookmark_interval=1.0, tls_cert=None,
+                 tls_key=None, tls_client_ca=None):
         self.token = token
         self.admin = admin
         self.bookmark_interval = bookmark_interval
@@ -177,6 +180,16 @@ class ApiServer:
         self.httpd = _Server(("127.0.0.1", port), _Handler)
         self.httpd.api = self
         self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        if tls_cert:
+            # HTTPS; with tls_client_ca a client certificate from that CA is
+            # required (the handshake fails without one), its CN logged
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(tls_cert, tls_key)
+            if tls_client_ca:
+                ctx.load_verify_locations(tls_client_ca)
+                ctx.verify_mode = ssl.CERT_REQUIRED
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.url = "https://127.0.0.1:%d" % self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def start(self):
@@ -319,14 +332,15 @@ class ApiServer:
     expire_watches = compact
 
     # ---- serving ----
-    def _before(self, method, path, body, headers):
+    def _before(self, method, path, body, headers, client_cn=None):
         """Logs the request, checks the token, applies injected rules; raises Failure."""
         url = urllib.parse.urlsplit(path)
         upath = url.path
         is_watch = dict(urllib.parse.parse_qsl(url.query)).get("watch") in ("1", "true")
         with self.cv:
             self.requests.append({"method": method, "path": path, "body": body.decode(errors="replace"),
-                                  "contentType": headers.get("Content-Type", "")})
+                                  "contentType": headers.get("Content-Type", ""),
+                                  "clientCN": client_cn})
             self.cv.notify_all()
             if self.token is not None and headers.get("Authorization") != "Bearer " + self.token:
                 raise Failure(401, "Unauthorized")
@@ -546,7 +560,7 @@ class ApiServer:
             if self.admin and parts[:1] == ["_admin"]:
                 code, obj = self._admin(method, parts[1:], body)
                 return h.send_json(code, json.dumps(obj))
-            self._before(method, h.path, body, h.headers)
+            self._before(method, h.path, body, h.headers, client_cn=_client_cn(h))
             kind, ns, name, sub = self._route(parts)
             if method == "GET" and name is None and q.get("watch") in ("1", "true"):
                 return self._watch(h, kind, ns, q)
@@ -558,6 +572,17 @@ class ApiServer:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             code, data = 400, json.dumps(status(400, "bad request: %s" % exc))
         h.send_json(code, data)
+
+
+def _client_cn(h):
+    """The CN of the client certificate of a TLS connection, else None."""
+    getpeercert = getattr(h.connection, "getpeercert", None)
+    cert = getpeercert() if getpeercert else None
+    for rdn in (cert or {}).get("subject", ()):
+        for k, v in rdn:
+            if k == "commonName":
+                return v
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -610,8 +635,12 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token")
     ap.add_argument("--port-file")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--tls-client-ca", help="require a client certificate from this CA")
     a = ap.parse_args()
-    api = ApiServer(token=a.token, admin=True, port=a.port)
+    api = ApiServer(token=a.token, admin=True, port=a.port, tls_cert=a.tls_cert, tls_key=a.tls_key,
+                    tls_client_ca=a.tls_client_ca)
     port = api.httpd.server_address[1]
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Node configuration: a JSON file (see docs/configuration.md).
+/* Node configuration: a YAML or JSON file (see docs/configuration.md),
+ * validated alike (duplicate keys and the value budget included).
  * A disk without a class is in class "default" (IOQ_DEFAULT_CLASS), the class
  * every pod without the ioqos.io/class annotation asks for.
  *
@@ -16,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "ioqos/error.h"
 #include "ioqos/units.h"
 
@@ -24,6 +27,14 @@
 #define IOQ_DEFAULT_CALIBRATION_FILE "/var/lib/ioqos/calibration.json"
 #define IOQ_DEFAULT_ALLOCATABLE_FRACTION 0.8
 #define IOQ_CLASS_NAME_MAX 63
+/* the versioned header of a configuration file */
+#define IOQ_CONFIG_API_VERSION "ioqos.io/v1alpha1"
+#define IOQ_CONFIG_KIND "NodeConfiguration"
+#define IOQ_CONFIG_MAX_POOLS 32
+/* keys and values of a YAML file: a full file (32 pools of 256 disks with
+ * every field) stays below it; json-c's parse of the same text in JSON has
+ * no such budget, only the 4 MiB file cap */
+#define IOQ_CONFIG_MAX_NODES 200000
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
@@ -46,6 +57,9 @@ struct ioq_device_config {
 
 struct ioq_config {
   char *source; /* file path, or "(built-in defaults)" */
+  bool versioned; /* the file has apiVersion and kind */
+  size_t n_pools; /* entries of pools[]: the node's labels select one */
+  char *pool;     /* the pool this config is for (its name or "pools[N]"); NULL = top level */
   char *kubelet_root;
   char *calibration_file;
   struct ioq_unit_sizes units;
@@ -98,10 +112,23 @@ bool ioq_class_name_valid(const char *s);
 
 /* Fills *c with defaults (no devices). */
 int ioq_config_defaults(struct ioq_config *c, ioq_err *e);
-/* Loads and validates a file. path NULL = defaults only. */
+/* Loads and validates a file. path NULL = defaults only. The top level
+ * only: a file with pools (n_pools > 0) is loaded again with the node's
+ * labels by ioq_config_load_node. Warns (log) when the file has no
+ * apiVersion/kind. */
 int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e);
-/* Parses JSON text; `source` names it in error messages. */
-int ioq_config_parse(const char *json_text, const char *source, struct ioq_config *c, ioq_err *e);
+/* The same for a node with these labels (a JSON object of strings, NULL =
+ * none): the first pool whose nodeSelector.matchLabels all match replaces the
+ * top-level sections it sets; no match = the top level. Every pool is
+ * validated either way. */
+int ioq_config_load_node(const char *path, json_object *node_labels, struct ioq_config *c,
+                         ioq_err *e);
+/* Parses text, YAML or JSON: by the extension of `source` (.yaml/.yml,
+ * .json), else by content (JSON starts with '{'). `source` names it in error
+ * messages ("SOURCE: line N: FIELD.PATH: what", in both syntaxes). */
+int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e);
+int ioq_config_parse_node(const char *text, const char *source, json_object *node_labels,
+                          struct ioq_config *c, ioq_err *e);
 void ioq_config_free(struct ioq_config *c);
 
 #endif
