@@ -339,6 +339,29 @@ static int on_stop_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, 
   return atomic_load((atomic_bool *)ud) ? 1 : 0;
 }
 
+/* The part every one-shot request shares: where the reply goes, the
+ * timeout, the error text, the stop flag; performs the transfer and frees
+ * the handle and headers. *status is the HTTP status (0 without a reply). */
+static CURLcode perform(struct ioq_kube *k, CURL *c, struct curl_slist *hdrs,
+                        curl_write_callback write_fn, void *write_data, atomic_bool *stop,
+                        char *errbuf, long *status) {
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_fn);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, write_data);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  if (stop) {
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_stop_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, stop);
+  }
+  CURLcode rc = curl_easy_perform(c);
+  *status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hdrs);
+  return rc;
+}
+
 static int kube_do(struct ioq_kube *k, const char *method, const char *path,
                    const char *content_type, const char *body, atomic_bool *stop,
                    struct ioq_kube_resp *resp, ioq_err *e) {
@@ -356,20 +379,8 @@ static int kube_do(struct ioq_kube *k, const char *method, const char *path,
   } else if (strcmp(method, "GET") == 0) {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  if (stop) {
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_stop_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, stop);
-  }
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(c);
-  curl_slist_free_all(hdrs);
+  long status;
+  CURLcode rc = perform(k, c, hdrs, on_body, &b, stop, errbuf, &status);
   if (rc != CURLE_OK) {
     free(b.data);
     if (rc == CURLE_ABORTED_BY_CALLBACK)
@@ -519,20 +530,8 @@ int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *sto
   s.c = c;
   char errbuf[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_filtered);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  if (stop) {
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_stop_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, stop);
-  }
-  CURLcode rc = curl_easy_perform(c);
-  long st = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-  curl_easy_cleanup(c);
-  curl_slist_free_all(hdrs);
+  long st;
+  CURLcode rc = perform(k, c, hdrs, on_filtered, &s, stop, errbuf, &st);
   if (status)
     *status = st;
   int ret = 0;
