@@ -199,8 +199,9 @@ int cmd_knodes(int argc, char **argv) {
   struct nodes_ud x = {.t = a.json ? NULL : &t, .arr = a.json ? arr : NULL, .now = time(NULL)};
   long status;
   rc = 0;
-  if (ctl_kube_list(k, "/api/v1/nodes", &a.kf, ctl_node_rules, CTL_NODE_COST_MAX, node_item, &x,
-                    &status, NULL, &e) < 0) {
+  const char *nodes_path = "/api/v1/nodes";
+  if (ctl_kube_list(k, nodes_path, &a.kf, ctl_node_rules, CTL_NODE_COST_MAX, node_item, &x, &status,
+                    NULL, &e) < 0) {
     ctl_kube_explain("list nodes", "'list' on 'nodes' (cluster-wide)", status, ioq_kube_server(k),
                      source, &e);
     rc = fail("nodes", &e);
@@ -361,9 +362,9 @@ int cmd_kpods(int argc, char **argv) {
       idx.want[u++] = idx.want[i];
   idx.n_want = u;
   bool no_access = false;
-  if (idx.n_want &&
-      ctl_kube_list(k, "/api/v1/nodes", &a.kf, ctl_node_rules, CTL_NODE_COST_MAX, index_item, &idx,
-                    &status, NULL, &e) < 0) {
+  const char *nodes_path = "/api/v1/nodes";
+  if (idx.n_want && ctl_kube_list(k, nodes_path, &a.kf, ctl_node_rules, CTL_NODE_COST_MAX,
+                                  index_item, &idx, &status, NULL, &e) < 0) {
     ctl_kube_explain("list nodes", "'list' on 'nodes' (cluster-wide)", status, ioq_kube_server(k),
                      source, &e);
     if (status != 403) {

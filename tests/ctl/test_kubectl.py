@@ -406,6 +406,21 @@ class Kubectl(unittest.TestCase):
         finally:
             other.stop()
 
+    def test_through_kubectl(self):
+        """kubectl's own plugin lookup: kubectl-ioqos on PATH answers `kubectl ioqos`."""
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            self.skipTest("kubectl is not installed")
+        env = {"PATH": self.bindir + os.pathsep + os.environ.get("PATH", "")}
+        r = self.run_plugin("plugin", "list", env=env, kubeconfig=False, exe=kubectl)
+        self.assertIn(self.plugin, r.stdout + r.stderr)
+        r = self.run_plugin("ioqos", "pods", "-A", "-o", "json", env=env, exe=kubectl)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)["pods"]), 6)
+        r = self.run_plugin("ioqos", "nodes", "--context", "nope", env=env, exe=kubectl)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("kubectl ioqos nodes: ", r.stderr)
+
     def test_same_binary_as_ioqosctl(self):
         """ioqosctl nodes / pods are the same commands; the plugin name serves
         only those, and says so in --help."""
