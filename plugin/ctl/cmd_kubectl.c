@@ -135,8 +135,48 @@ static int fail(const char *cmd, const ioq_err *e) {
   return 1;
 }
 
-static void print_json(json_object *root) {
-  puts(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+/* -o json, written item by item as text into memory (a tenth of what the
+ * json-c tree of a big cluster would cost) and printed only once the whole
+ * list was read: a script gets one complete document or none. */
+struct jout {
+  char *buf;
+  size_t len;
+  FILE *f;
+  size_t items;
+};
+
+static int jout_open(struct jout *j, const char *head) {
+  memset(j, 0, sizeof *j);
+  if (!(j->f = open_memstream(&j->buf, &j->len)))
+    return -1;
+  fprintf(j->f, "{\n%s", head);
+  return 0;
+}
+
+/* appends each element of arr (then empties it) to the open list */
+static void jout_items(struct jout *j, json_object *arr) {
+  for (size_t i = 0; i < json_object_array_length(arr); i++) {
+    const char *t = json_object_to_json_string_ext(json_object_array_get_idx(arr, i),
+                                                   JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+    fputs(j->items++ ? ",\n    " : "\n    ", j->f);
+    for (; *t; t++)
+      *t == '\n' ? fputs("\n    ", j->f) : fputc(*t, j->f);
+  }
+  json_object_array_del_idx(arr, 0, json_object_array_length(arr));
+}
+
+/* closes the list and the document; prints it when print is true */
+static int jout_close(struct jout *j, bool print) {
+  if (!j->f)
+    return -1;
+  fputs(j->items ? "\n  ]\n}\n" : "]\n}\n", j->f);
+  int rc = fclose(j->f) == 0 ? 0 : -1;
+  j->f = NULL;
+  if (print && rc == 0)
+    fwrite(j->buf, 1, j->len, stdout);
+  free(j->buf);
+  j->buf = NULL;
+  return rc;
 }
 
 /* ---- nodes ---- */
@@ -155,7 +195,8 @@ static void nodes_help(FILE *f) {
 
 struct nodes_ud {
   struct ctl_table *t;
-  json_object *arr;
+  json_object *arr; /* -o json: one node at a time, then into js */
+  struct jout *js;
   int64_t now;
   size_t n;
 };
@@ -176,6 +217,8 @@ static int node_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
     return 0;
   }
   int rc = ctl_node_render(n, x->now, x->t, x->arr);
+  if (x->arr)
+    jout_items(x->js, x->arr);
   ctl_node_free(n);
   free(n);
   x->n++;
@@ -194,11 +237,18 @@ int cmd_knodes(int argc, char **argv) {
     return fail("nodes", &e);
   struct ctl_table t;
   ctl_table_init(&t, CTL_NODES_COLS, ctl_nodes_headers);
-  json_object *root = json_object_new_object(), *arr = json_object_new_array();
-  json_object_object_add(root, "nodes", arr);
-  struct nodes_ud x = {.t = a.json ? NULL : &t, .arr = a.json ? arr : NULL, .now = time(NULL)};
+  json_object *arr = json_object_new_array();
+  struct jout js = {0};
+  struct nodes_ud x = {.t = a.json ? NULL : &t, .arr = a.json ? arr : NULL, .js = &js, .now = time(NULL)};
   long status;
   rc = 0;
+  if (!arr || (a.json && jout_open(&js, "  \"nodes\": [") < 0)) {
+    ioq_fail(&e, ENOMEM, "out of memory");
+    json_object_put(arr);
+    ctl_table_free(&t);
+    ioq_kube_free(k);
+    return fail("nodes", &e);
+  }
   const char *nodes_path = "/api/v1/nodes";
   if (ctl_kube_list(k, nodes_path, &a.kf, ctl_node_rules, CTL_NODE_COST_MAX, node_item, &x, &status,
                     NULL, &e) < 0) {
@@ -206,13 +256,17 @@ int cmd_knodes(int argc, char **argv) {
                      source, &e);
     rc = fail("nodes", &e);
   } else if (a.json) {
-    print_json(root);
+    if (jout_close(&js, true) < 0) {
+      ioq_fail(&e, ENOMEM, "out of memory");
+      rc = fail("nodes", &e);
+    }
   } else if (x.n == 0) {
     fprintf(stderr, "No nodes found.\n");
   } else {
     ctl_table_print(&t, stdout);
   }
-  json_object_put(root);
+  jout_close(&js, false);
+  json_object_put(arr);
   ctl_table_free(&t);
   ioq_kube_free(k);
   return rc;
@@ -335,9 +389,15 @@ int cmd_kpods(int argc, char **argv) {
   struct node_index idx = {0};
   struct ctl_table t;
   ctl_table_init(&t, CTL_PODS_COLS, ctl_pods_headers);
-  json_object *root = json_object_new_object(), *arr = json_object_new_array();
+  json_object *arr = json_object_new_array();
+  struct jout js = {0};
   long status;
   rc = 1;
+  if (!arr) {
+    ioq_fail(&e, ENOMEM, "out of memory");
+    fail("pods", &e);
+    goto out;
+  }
   if (ctl_kube_list(k, path, &a.kf, ctl_pod_rules, CTL_POD_COST_MAX, pod_item, &pods, &status, NULL,
                     &e) < 0) {
     ctl_kube_explain(what, rbac, status, ioq_kube_server(k), source, &e);
@@ -379,6 +439,16 @@ int cmd_kpods(int argc, char **argv) {
     idx.n = 0;
   }
   qsort(idx.nodes, idx.n, sizeof *idx.nodes, cmp_node);
+  if (a.json) {
+    char head[256];
+    snprintf(head, sizeof head, "  \"namespace\": %s%s%s,\n  \"nodesListed\": %s,\n  \"pods\": [",
+             ns ? "\"" : "", ns ? ns : "null", ns ? "\"" : "", no_access ? "false" : "true");
+    if (jout_open(&js, head) < 0) {
+      ioq_fail(&e, ENOMEM, "out of memory");
+      fail("pods", &e);
+      goto out;
+    }
+  }
   for (size_t i = 0; i < pods.n; i++) {
     const struct ctl_pod *p = &pods.pods[i];
     struct ctl_node key;
@@ -391,13 +461,15 @@ int cmd_kpods(int argc, char **argv) {
       fail("pods", &e);
       goto out;
     }
+    if (a.json)
+      jout_items(&js, arr);
   }
   rc = 0;
   if (a.json) {
-    json_object_object_add(root, "namespace", ns ? json_object_new_string(ns) : NULL);
-    json_object_object_add(root, "nodesListed", json_object_new_boolean(!no_access));
-    json_object_object_add(root, "pods", json_object_get(arr));
-    print_json(root);
+    if (jout_close(&js, true) < 0) {
+      ioq_fail(&e, ENOMEM, "out of memory");
+      rc = fail("pods", &e);
+    }
   } else if (pods.n == 0) {
     if (ns)
       fprintf(stderr, "No ioqos pods found in %s namespace.\n", ns);
@@ -407,8 +479,9 @@ int cmd_kpods(int argc, char **argv) {
     ctl_table_print(&t, stdout);
   }
 out:
+  if (js.f)
+    jout_close(&js, false);
   json_object_put(arr);
-  json_object_put(root);
   ctl_table_free(&t);
   index_free(&idx);
   free(pods.pods);

@@ -245,7 +245,8 @@ int ioq_kubeconfig_load_context(const char *path, const char *context, struct io
   struct kc_ctx x = {.path = path, .e = e};
   snprintf(x.dir, sizeof x.dir, "%s", path);
   char *d = dirname(x.dir);
-  memmove(x.dir, d, strlen(d) + 1);
+  if (d != x.dir) /* dirname() may answer in place, or with a static "." */
+    memmove(x.dir, d, strlen(d) + 1);
   char *text;
   size_t len;
   /* a kubeconfig with a few embedded certificates is a few KiB */
