@@ -277,11 +277,12 @@ int cmd_knodes(int argc, char **argv) {
 static void pods_help(FILE *f) {
   fprintf(f,
           "usage: %s pods [-n NAMESPACE | -A] [OPTIONS]\n\n"
-          "The ioqos pods (requesting %s or %s) with their grants: the units requested per\n"
-          "resource (and what they are worth on the node), the device CLASS (%s), the DISK\n"
-          "(the pod annotation %s the extender writes at bind, else the only disk of the class\n"
-          "on the node) and the GRANT: \"held\" once the node's plugin counts the pod's units\n"
-          "(the node annotation's pods), \"not reported yet\" before, or why it is not known.\n\n"
+          "The ioqos pods (requesting %s or %s) with their grants: the units\n"
+          "requested per resource (and what they are worth on the node), the device CLASS\n"
+          "(%s), the DISK (the pod annotation %s the extender writes at bind,\n"
+          "else the only disk of the class on the node) and the GRANT: \"held\" once the\n"
+          "node's plugin counts the pod's units (the node annotation's pods), \"not reported\n"
+          "yet\" before, or why it is not known.\n\n"
           "Options:\n"
           "  -n, --namespace NS      the namespace (default: the context's, else 'default')\n"
           "  -A, --all-namespaces    every namespace\n" COMMON_OPTS "\n" CRED_TEXT PERMS_TEXT EXIT_TEXT,

@@ -20,8 +20,8 @@ static const struct {
     {"cgroup-path", cmd_cgroup_path, "print the pod cgroup directory kubelet uses for a pod"},
     {"apply", cmd_apply, "write io limits/weight into a cgroup and show the kernel's read-back"},
     {"show", cmd_show, "show limits in place, io.stat and pressure of a cgroup"},
-    {"nodes", cmd_knodes, "cluster: every node's disks, capacity, allocated, free, health (= kubectl ioqos nodes)"},
-    {"pods", cmd_kpods, "cluster: ioqos pods with their units, disk and grant (= kubectl ioqos pods)"},
+    {"nodes", cmd_knodes, "cluster (kubeconfig): every node's disks, capacity, free, health = kubectl ioqos nodes"},
+    {"pods", cmd_kpods, "cluster (kubeconfig): ioqos pods, their units, disk and grant = kubectl ioqos pods"},
 };
 
 /* kubectl ioqos: the cluster-wide commands, under kubectl's naming */

@@ -29,7 +29,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from apiserver import ApiServer  # noqa: E402
+from apiserver import ApiServer, Failure  # noqa: E402
 
 CTL = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else shutil.which("ioqosctl")
 MiB = 1 << 20
@@ -239,6 +239,27 @@ class Kubectl(unittest.TestCase):
         self.assertEqual(r.stdout, one.stdout)
         self.assertEqual(len(r.stdout.strip().split("\n")), 1 + 7 + 7)
 
+    def test_failure_on_a_later_page(self):
+        """The second page fails: nothing half-printed, the error says why."""
+        real = self.api._list
+        pages = []
+
+        def flaky(kind, ns, q):
+            pages.append(q.get("continue"))
+            if q.get("continue"):
+                raise Failure(500, "etcd timeout")
+            return real(kind, ns, q)
+        self.api._list = flaky
+        for fmt in ("table", "json"):
+            del pages[:]
+            r = self.run_plugin("nodes", "--chunk-size", "2", "-o", fmt)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertEqual(r.stdout, "")
+            self.assertIn("cannot list nodes: GET /api/v1/nodes?limit=2&continue=", r.stderr)
+            self.assertIn("HTTP 500: etcd timeout", r.stderr)
+            self.assertEqual(len(pages), 2)
+            self.assertIsNone(pages[0])
+
     # ---- pods ----
     def test_pods_context_namespace_and_rows(self):
         r = self.run_plugin("pods")
@@ -275,6 +296,9 @@ class Kubectl(unittest.TestCase):
         r = self.run_plugin("pods", "-n", "nothing-here")
         self.assertEqual((r.returncode, r.stdout), (0, ""))
         self.assertIn("No ioqos pods found in nothing-here namespace.", r.stderr)
+        r = self.run_plugin("pods", "-n", "nothing-here", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"namespace": "nothing-here", "nodesListed": True, "pods": []})
 
     def test_pods_json_and_pagination(self):
         before = len(self.api.requests)
@@ -314,6 +338,8 @@ class Kubectl(unittest.TestCase):
     def test_forbidden_names_the_permission(self):
         self.api.inject(method="GET", path=r"/api/v1/nodes$", status=403,
                         message='nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope')
+        r = self.run_plugin("nodes", "-o", "json")
+        self.assertEqual((r.returncode, r.stdout), (1, ""))  # a script gets a whole document or none
         r = self.run_plugin("nodes")
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stdout, "")
@@ -357,6 +383,11 @@ class Kubectl(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("no Kubernetes credentials", r.stderr)
         self.assertIn("%s/.kube/config does not exist" % self.home, r.stderr)
+        # in a pod (no kubeconfig anywhere): the service account, as kubectl
+        r = self.run_plugin("nodes", kubeconfig=False,
+                            env={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("/var/run/secrets/kubernetes.io/serviceaccount/token", r.stderr)
         for args, msg in ((["pods", "-n", "a", "-A"], "exclude each other"),
                           (["pods", "-o", "yaml"], "is not 'json' or 'table'"),
                           (["nodes", "-A"], "unknown option '-A'"),
