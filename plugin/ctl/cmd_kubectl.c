@@ -33,7 +33,7 @@
   "  --context NAME          kubeconfig context (default: its current-context)\n"                   \
   "  -o, --output FORMAT     'json' for scripts; default: a table\n"                                \
   "  --chunk-size N          items per list request (limit/continue), default 500; 0 = one request\n" \
-  "  --request-timeout S     seconds per request (default 10)\n"                                    \
+  "  --request-timeout T     per request: seconds, or 30s, 2m (default 10s)\n"                                    \
   "  -h, --help              this help\n"
 
 #define EXIT_TEXT "Exit status: 0 listed, 1 the API failed (credentials, permission, unreachable), 2 usage.\n"
@@ -88,13 +88,23 @@ static int parse_args(int argc, char **argv, const char *cmd, bool pods, void (*
       }
       a->kf.chunk = (unsigned)v;
       break;
-    case OPT_TIMEOUT:
-      if (ctl_parse_u64(cmd, "--request-timeout", optarg, 1, 3600, &v) < 0) {
+    case OPT_TIMEOUT: {
+      /* kubectl's spelling too: 30, 30s, 2m */
+      char num[32];
+      size_t l = strlen(optarg);
+      unsigned mult = 1;
+      snprintf(num, sizeof num, "%s", optarg);
+      if (l > 1 && l < sizeof num && (num[l - 1] == 's' || num[l - 1] == 'm')) {
+        mult = num[l - 1] == 'm' ? 60 : 1;
+        num[l - 1] = '\0';
+      }
+      if (ctl_parse_u64(cmd, "--request-timeout", num, 1, 3600 / mult, &v) < 0) {
         *rc = 2;
         return 1;
       }
-      a->kf.timeout_ms = (long)v * 1000;
+      a->kf.timeout_ms = (long)(v * mult) * 1000;
       break;
+    }
     case 'n':
       if (!pods)
         goto unknown;

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from apiserver import ApiServer, Failure  # noqa: E402
 
 CTL = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else shutil.which("ioqosctl")
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None  # for cmake --install
 MiB = 1 << 20
 TOKEN = "s3cret-token"
 
@@ -373,7 +374,7 @@ class Kubectl(unittest.TestCase):
         port = s.getsockname()[1]
         s.close()  # nothing listens there now
         kubeconfig(self.kc, {"main": ("http://127.0.0.1:%d" % port, TOKEN, None)}, "main")
-        r = self.run_plugin("nodes", "--request-timeout", "3")
+        r = self.run_plugin("nodes", "--request-timeout", "3s")
         self.assertEqual(r.returncode, 1)
         self.assertIn("cannot list nodes: API server http://127.0.0.1:%d (from kubeconfig" % port, r.stderr)
         self.assertIn("not reachable", r.stderr)
@@ -393,6 +394,8 @@ class Kubectl(unittest.TestCase):
                           (["nodes", "-A"], "unknown option '-A'"),
                           (["pods", "-n", "Not_A_NS"], "is not a namespace name"),
                           (["nodes", "extra"], "unexpected argument 'extra'"),
+                          (["nodes", "--request-timeout", "2h"], "--request-timeout: '2h' is not an integer"),
+                          (["nodes", "--request-timeout", "61m"], "is not an integer in [1, 60]"),
                           (["frobnicate"], "unknown command 'frobnicate'")):
             r = self.run_plugin(*args, kubeconfig=False)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
@@ -451,6 +454,18 @@ class Kubectl(unittest.TestCase):
         r = self.run_plugin("ioqos", "nodes", "--context", "nope", env=env, exe=kubectl)
         self.assertEqual(r.returncode, 1)
         self.assertIn("kubectl ioqos nodes: ", r.stderr)
+
+    def test_cmake_install_puts_the_plugin_name_next_to_ioqosctl(self):
+        if not BUILD:
+            self.skipTest("no build directory given")
+        dest = tempfile.mkdtemp(dir=self.tmp)
+        r = subprocess.run(["cmake", "--install", BUILD, "--prefix", "/usr/local"], capture_output=True,
+                           text=True, timeout=120, env=dict(os.environ, DESTDIR=dest))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        link = os.path.join(dest, "usr/local/bin/kubectl-ioqos")
+        self.assertEqual(os.readlink(link), "ioqosctl")  # relative: the pair moves together
+        r = subprocess.run([link, "--version"], capture_output=True, text=True)
+        self.assertTrue(r.stdout.startswith("kubectl-ioqos "), r.stdout)
 
     def test_same_binary_as_ioqosctl(self):
         """ioqosctl nodes / pods are the same commands; the plugin name serves
