@@ -18,6 +18,7 @@
 #include "ioqos/probe.h"
 #include "kube.h"
 #include "metrics.h"
+#include "monitor.h"
 #include "opts.h"
 #include "podcache.h"
 #include "ungranted.h"
@@ -75,6 +76,7 @@ struct plugin {
   _Atomic(struct reconciler *) rec; /* read by the informer thread */
   struct registrar *reg;
   struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
+  struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
   struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */
 
