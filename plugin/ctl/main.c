@@ -15,6 +15,7 @@ static const struct {
     {"cgroup-path", cmd_cgroup_path, "print the pod cgroup directory kubelet uses for a pod"},
     {"apply", cmd_apply, "write io limits/weight into a cgroup and show the kernel's read-back"},
     {"show", cmd_show, "show limits in place, io.stat and pressure of a cgroup"},
+    {"explain", cmd_explain, "why a pod is limited or not: its grant, disk, cgroup, files, events"},
 };
 
 static void usage(FILE *f) {

@@ -405,18 +405,26 @@ static json_object *files_section(struct plugin *p, const struct applied_pod *ap
   return arr;
 }
 
-/* The grant monitor's view of the pod. The monitor is built on branch
- * h15-monitor (plugin/daemon/monitor.h: monitor_pod_json and p->mon); until
- * it is merged this says so. MERGE: replace the body with
- *   if (!p->mon) -> {"enabled": false, "reason": "monitor disabled by config"}
- *   else monitor_pod_json(p->mon, uid, &e), NULL -> {"enabled": true,
- *   "monitored": false, "reason": e.msg}. */
+/* The grant monitor's view of the pod (monitor.h), or why there is none. */
 static json_object *explain_monitor_json(struct plugin *p, const char *uid) {
-  (void)p;
-  (void)uid;
-  json_object *o = json_object_new_object();
+  json_object *o = NULL;
+  if (p->mon) {
+    ioq_err e;
+    o = monitor_pod_json(p->mon, uid, &e);
+    if (o) {
+      put_bool(o, "enabled", true);
+      put_bool(o, "monitored", true);
+      return o;
+    }
+    o = json_object_new_object();
+    put_bool(o, "enabled", true);
+    put_bool(o, "monitored", false);
+    put_str(o, "reason", e.msg);
+    return o;
+  }
+  o = json_object_new_object();
   put_bool(o, "enabled", false);
-  put_str(o, "reason", "this plugin build has no grant monitor");
+  put_str(o, "reason", "the grant monitor is off (config monitor.enable: false)");
   return o;
 }
 
