@@ -36,8 +36,9 @@ static void help(FILE *f) {
           "  --socket PATH  the plugin's explain socket (default %s,\n"
           "                 env IOQOS_EXPLAIN_SOCKET; the plugin's --explain-socket)\n"
           "  --json         print the plugin's JSON document as is (for scripts)\n\n"
-          "Run it as root on the node, or inside the plugin pod:\n"
-          "  kubectl -n ioqos-system exec ds/ioqos-plugin -- ioqosctl explain default/db\n"
+          "Run it as root on the pod's node, or in the plugin pod of that node:\n"
+          "  kubectl -n ioqos-system get pods -o wide   # the plugin pod on the pod's node\n"
+          "  kubectl -n ioqos-system exec PLUGIN_POD -- ioqosctl explain default/db\n"
           "Exit status: 0 ok, 1 failed (plugin not reachable, unknown pod), 2 usage.\n",
           DEFAULT_SOCKET);
 }
@@ -77,8 +78,8 @@ static int fail(const char *fmt, ...) {
 }
 
 #define HINT_ROOT                                                                                  \
-  "run it as root on the node, or inside the plugin pod: kubectl -n ioqos-system exec "           \
-  "ds/ioqos-plugin -- ioqosctl explain POD"
+  "the socket is root only: run it as root on the node, or in the plugin pod of that node "       \
+  "(kubectl -n ioqos-system exec PLUGIN_POD -- ioqosctl explain NS/NAME)"
 
 /* Why the socket cannot be used, before curl says it less clearly. */
 static int check_socket(const char *path) {
