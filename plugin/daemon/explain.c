@@ -162,18 +162,6 @@ static bool find_by_uid(struct plugin *p, const char *uid, struct pod_info *out)
       found = true;
     }
   free(all);
-  if (found)
-    return true;
-  /* not cached (yet): a pod the enforcer holds limits of is known by name */
-  struct applied_pod *ap = NULL;
-  size_t na = enforcer_snapshot(p->enf, &ap);
-  for (size_t i = 0; i < na && !found; i++)
-    if (strcmp(ap[i].uid, uid) == 0) {
-      ioq_err e;
-      found = p->pods && podcache_get(p->pods, ap[i].ns, ap[i].name, out, &e) == 0 &&
-              strcmp(out->uid, uid) == 0;
-    }
-  free(ap);
   return found;
 }
 
@@ -189,7 +177,9 @@ static json_object *pod_section(const struct pod_info *pi) {
   put_str(o, "class", pi->need_ok ? pi->need.class_name : "");
   put_str(o, "diskAnnotation", pi->need_ok ? pi->need.disk : "");
   put_bool(o, "terminating", pi->terminating);
-  if (!pi->need_ok)
+  if (pi->oversized)
+    put_str(o, "specError", "the pod object is too large for the plugin to read its spec");
+  if (!pi->need_ok && !pi->oversized)
     put_str(o, "specError", "the pod's ioqos resources are invalid (see the plugin log)");
   json_object *need = json_object_new_object();
   for (int r = 0; r < IOQ_RES_COUNT; r++)
@@ -495,23 +485,28 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
     return error_body(500, body, "out of memory");
   bool found;
   char what[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 8];
+  /* The pod cache only: it holds this node's pods (list+watch). A GET on a
+   * miss would bring in a pod of another node, which the cache must never
+   * hold (GetPreferredAllocation picks its candidates there). */
   if (pod) {
     snprintf(what, sizeof what, "%s/%s", ns, name);
-    ioq_err e;
-    found = p->pods && (podcache_peek(p->pods, ns, name, pi) ||
-                        podcache_get(p->pods, ns, name, pi, &e) == 0);
+    found = p->pods && podcache_peek(p->pods, ns, name, pi);
   } else {
     snprintf(what, sizeof what, "uid %s", uid);
     found = find_by_uid(p, uid, pi);
   }
   if (!found) {
     free(pi);
+    if (!p->pods || !podcache_synced(p->pods))
+      return error_body(503, body,
+                        "pod %s: the plugin has not listed this node's pods from the API server "
+                        "yet (starting, or the API server is unreachable: see its log); try again",
+                        what);
     return error_body(404, body,
-                      "pod %s not found: the API server does not list it on node %s "
-                      "(check the name and `kubectl get pod -o wide`)",
+                      "pod %s not found on node %s (the API server lists no such pod here: "
+                      "check the name, and the node with `kubectl get pod -o wide`)",
                       what, p->opts.node_name);
   }
-
   struct applied_pod *aps = NULL, *ap = NULL;
   size_t na = enforcer_snapshot(p->enf, &aps);
   for (size_t i = 0; i < na && !ap; i++)

@@ -2,8 +2,8 @@
 /* `ioqosctl explain`: everything the plugin knows about one pod, as one JSON
  * document, served on the local socket (httpd.c, GET /v1/explain).
  *
- * What it gathers, without writing anything: the pod (pod cache, else one
- * GET), its units per container and resource (a fresh pod resources List),
+ * What it gathers, without writing anything: the pod (this node's pod
+ * cache; never a GET, which could bring in another node's pod), its units per container and resource (a fresh pod resources List),
  * per disk the grant, the io.max values it makes and why that disk (the pod's
  * class and ioqos.io/disk annotation, the placement policy, and the
  * preferred-allocation decision when this plugin made one for the pod), the

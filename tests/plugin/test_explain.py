@@ -176,7 +176,8 @@ class ExplainTest(PluginTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         print(r.stdout)
         for want in ("Node policy (this pod has no grant)", "pool 900 MiB/s", "this pod's bound",
-                     "BestEffort 10", "kubelet does not list the pod"):
+                     "BestEffort 10 (this pod: BestEffort)",
+                     "none: the pod requests no ioqos units"):
             self.assertIn(want, r.stdout)
 
         # a pod whose PreStart fails (no cgroup) gets an Event; explain lists it
@@ -200,6 +201,13 @@ class ExplainTest(PluginTest):
         r = self.ctl("--json", "default/nosuchpod")
         self.assertEqual(r.returncode, 1)
         self.assertIn("error", json.loads(r.stdout))
+        # a pod of another node is not explained here (nor fetched into this
+        # node's pod cache, where GetPreferredAllocation looks for candidates)
+        self.env.api.put_pod(pod_object("elsewhere", new_uid(), bw=10, node="node-b"))
+        time.sleep(0.5)
+        r = self.ctl("default/elsewhere")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("not found on node node-a", r.stderr)
         # usage errors
         self.assertEqual(self.ctl("not-a-uid").returncode, 2)
         self.assertEqual(self.ctl().returncode, 2)
