@@ -317,7 +317,7 @@ class Plugin(PluginTest):
         # grant vs achieved: rate(io_bytes_total) summed over direction / grant
         r = join(fams, "ioqos_pod_io_bytes_total", "ioqos_pod_grant_bytes_per_second",
                  drop=("direction",))
-        self.assertEqual(list(r.values()), [(4096 + 8192) / (200 * MIB)])
+        self.assertEqual(list(r.values()), [2 * (4096 + 8192) / (200 * MIB)])
         join(fams, "ioqos_pod_io_operations_total", "ioqos_pod_grant_iops", drop=("direction",))
         # the monitor's achieved vs grant, and the disk's delivery vs its capacity
         join(fams, "ioqos_pod_achieved_bytes_per_second", "ioqos_pod_grant_bytes_per_second",
