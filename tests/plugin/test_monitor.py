@@ -81,8 +81,13 @@ class Feeder(threading.Thread):
                 self.disk[1], self.disk[0], self.disk[2], self.disk[3]))
 
     def run(self):
+        # advance by the time that really passed: on a busy machine a tick
+        # takes longer than `tick`, and the rates must stay what was set
+        last = time.monotonic()
         while not self.stop_ev.wait(self.tick):
-            self.advance(self.tick)
+            now = time.monotonic()
+            self.advance(now - last)
+            last = now
 
     def stop(self):
         self.stop_ev.set()
