@@ -75,43 +75,6 @@ void explain_fmt_time(char *buf, size_t sz, double t, double now) {
     snprintf(buf, sz, "%s (%.0fh ago)", ts, ago / 3600);
 }
 
-/* A scalar as text (for the monitor's fields, whose set may grow). */
-static void scalar(char *buf, size_t sz, json_object *v) {
-  switch (json_object_get_type(v)) {
-  case json_type_string: snprintf(buf, sz, "%s", json_object_get_string(v)); break;
-  case json_type_int: snprintf(buf, sz, "%" PRId64, json_object_get_int64(v)); break;
-  case json_type_double: snprintf(buf, sz, "%.3g", json_object_get_double(v)); break;
-  case json_type_boolean: snprintf(buf, sz, "%s", json_object_get_boolean(v) ? "yes" : "no"); break;
-  default: buf[0] = '\0';
-  }
-}
-
-/* The scalar fields of o as "k=v k=v" (nested objects one level: "k.k2=v"). */
-static void kv_line(FILE *out, json_object *o, const char *skip) {
-  const char *sep = "";
-  json_object_object_foreach(o, k, v) {
-    if (skip && strcmp(k, skip) == 0)
-      continue;
-    if (json_object_is_type(v, json_type_object)) {
-      json_object_object_foreach(v, k2, v2) {
-        char b[256];
-        scalar(b, sizeof b, v2);
-        if (b[0]) {
-          fprintf(out, "%s%s.%s=%s", sep, k, k2, b);
-          sep = " ";
-        }
-      }
-      continue;
-    }
-    char b[256];
-    scalar(b, sizeof b, v);
-    if (b[0]) {
-      fprintf(out, "%s%s=%s", sep, k, b);
-      sep = " ";
-    }
-  }
-}
-
 /* ---- sections ---- */
 
 static void section_pod(FILE *out, json_object *doc, json_object *pod) {
@@ -221,6 +184,63 @@ static void section_files(FILE *out, json_object *doc, double now) {
   }
 }
 
+/* "12 MiB/s" or "-" for a missing rate */
+static void rate_of(char *buf, size_t sz, json_object *o, const char *k) {
+  if (has_num(o, k))
+    explain_fmt_rate(buf, sz, num(o, k));
+  else
+    snprintf(buf, sz, "-");
+}
+
+/* One disk of the grant monitor's view (plugin/daemon/monitor.c). */
+static void monitor_disk(FILE *out, json_object *d) {
+  json_object *g = get(d, "grant"), *l = get(d, "last"), *x = get(d, "diskNow");
+  fprintf(out, "  %s: %s", dash(str(d, "disk")), dash(str(d, "verdict")));
+  if (*str(d, "verdictSince"))
+    fprintf(out, " since %s", str(d, "verdictSince"));
+  if (*str(d, "starvedSince"))
+    fprintf(out, " (starved since %s)", str(d, "starvedSince"));
+  fputc('\n', out);
+  char rb[32], wb[32], gr[32], gw[32];
+  rate_of(gr, sizeof gr, g, "rbps");
+  rate_of(gw, sizeof gw, g, "wbps");
+  if (l) {
+    rate_of(rb, sizeof rb, l, "rbps");
+    rate_of(wb, sizeof wb, l, "wbps");
+    fprintf(out, "    achieved: read %s of %s, write %s of %s, %.0f / %.0f IOPS of %" PRId64
+                 " / %" PRId64,
+            rb, num(g, "rbps") ? gr : "max", wb, num(g, "wbps") ? gw : "max", num(l, "riops"),
+            num(l, "wiops"), i64(g, "riops"), i64(g, "wiops"));
+    if (has_num(l, "stall"))
+      fprintf(out, "; stalled %.0f%% of the time", 100 * num(l, "stall"));
+    fputc('\n', out);
+  } else {
+    fprintf(out, "    achieved: no complete interval yet (grant read %s, write %s)\n",
+            num(g, "rbps") ? gr : "max", num(g, "wbps") ? gw : "max");
+  }
+  if (x) {
+    char db[32], cb[32], gb[32];
+    rate_of(db, sizeof db, x, "bps");
+    rate_of(cb, sizeof cb, x, "capacityBps");
+    rate_of(gb, sizeof gb, x, "grantsBps");
+    fprintf(out, "    disk now: %s of %s capacity, busy %.0f%%, contended %s; grants want %s",
+            db, cb, 100 * num(x, "busy"), dash(str(x, "contended")), gb);
+    if (*str(x, "cause") && strcmp(str(x, "cause"), "none") != 0)
+      fprintf(out, "; likely cause: %s", str(x, "cause"));
+    fputc('\n', out);
+  }
+  json_object *h = get(d, "history");
+  if (alen(h)) {
+    fprintf(out, "    last %zu intervals:", alen(h));
+    size_t from = alen(h) > 10 ? alen(h) - 10 : 0;
+    if (from)
+      fprintf(out, " ...");
+    for (size_t k = from; k < alen(h); k++)
+      fprintf(out, " %s", dash(str(at(h, k), "verdict")));
+    fputc('\n', out);
+  }
+}
+
 static void section_monitor(FILE *out, json_object *doc) {
   json_object *m = get(doc, "monitor");
   if (!m)
@@ -230,26 +250,19 @@ static void section_monitor(FILE *out, json_object *doc) {
     fprintf(out, "%s\n", dash(str(m, "reason")));
     return;
   }
-  /* the monitor's own fields: per disk one line, top-level scalars first */
-  fputc('\n', out);
-  bool any = false;
-  json_object_object_foreach(m, k, v) {
-    if (!json_object_is_type(v, json_type_array))
-      continue;
-    for (size_t i = 0; i < alen(v); i++) {
-      json_object *e = at(v, i);
-      if (!json_object_is_type(e, json_type_object))
-        continue;
-      fprintf(out, "  %s: ", k);
-      kv_line(out, e, NULL);
-      fputc('\n', out);
-      any = true;
-    }
-  }
-  fprintf(out, "  ");
-  kv_line(out, m, NULL);
-  fputc('\n', out);
-  (void)any;
+  json_object *disks = get(m, "disks");
+  if (has_num(m, "intervalSeconds"))
+    fprintf(out, "every %" PRId64 " s; starved for %" PRId64 " s raises IoqosGrantNotMet\n",
+            i64(m, "intervalSeconds"), i64(m, "starvedWindowSeconds"));
+  else
+    fputc('\n', out);
+  for (size_t i = 0; i < alen(disks); i++)
+    if (json_object_is_type(at(disks, i), json_type_object))
+      monitor_disk(out, at(disks, i));
+  if (!alen(disks))
+    fprintf(out, "  no disk sampled yet\n");
+  if (i64(m, "eventsSuppressed"))
+    fprintf(out, "  %" PRId64 " Events not posted (rate limit)\n", i64(m, "eventsSuppressed"));
 }
 
 static void section_events(FILE *out, json_object *doc, double now) {

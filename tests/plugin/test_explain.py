@@ -123,8 +123,13 @@ class ExplainTest(PluginTest):
         self.assertIn("rbps=%d" % (100 * MIB), iomax["written"])
         self.assertGreater(iomax["writtenAt"], time.time() - 120)
         self.assertGreaterEqual(iomax["verifiedAt"], iomax["writtenAt"])
-        self.assertIn("monitor", doc)
         self.assertIsInstance(doc["events"], list)
+        # the grant monitor's view, once it has taken the pod in (1 s interval)
+        mon = wait_for(lambda: self.explain_json("default/db")["monitor"].get("monitored") and
+                       self.explain_json("default/db")["monitor"], what="the monitor's view")
+        self.assertTrue(mon["enabled"])
+        self.assertEqual(mon["disks"][0]["disk"], DISK)
+        self.assertEqual(mon["disks"][0]["grant"]["rbps"], 100 * MIB)
 
         # the screen
         r = self.ctl("default/db")
@@ -133,7 +138,8 @@ class ExplainTest(PluginTest):
         print(out)
         for want in ("Pod:      default/db", "app", BW, DISK, "why this disk:", cg,
                      "derived from QoS class Burstable", os.path.join(cg, "io.max"), "wrote \"",
-                     "read back \"", "rbps=%d" % (100 * MIB), "Monitor:", "Events", "Node policy"):
+                     "read back \"", "rbps=%d" % (100 * MIB), "Monitor:  every 1 s", "  %s: " % DISK, "Events",
+                     "Node policy"):
             self.assertIn(want, out)
 
         # by UID: the same pod

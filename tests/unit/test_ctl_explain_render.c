@@ -81,8 +81,16 @@ static const char *GRANTED =
     "\"verifiedAt\":1764567041.0},{\"path\":\"/x/io.weight\",\"file\":\"io.weight\","
     "\"written\":\"\",\"readBack\":\"default 100\",\"verifiedAt\":1764567041.0,"
     "\"note\":\"per-device form refused\"}],"
-    "\"monitor\":{\"enabled\":true,\"monitored\":true,\"disks\":[{\"disk\":\"nvme0n1\","
-    "\"verdict\":\"starved\",\"stall\":0.4,\"achieved\":{\"rbps\":1000}}]},"
+    "\"monitor\":{\"enabled\":true,\"monitored\":true,\"intervalSeconds\":1,"
+    "\"starvedWindowSeconds\":30,\"eventsSuppressed\":2,\"disks\":[{\"disk\":\"nvme0n1\","
+    "\"dev\":\"259:0\",\"grant\":{\"rbps\":104857600,\"wbps\":104857600,\"riops\":0,"
+    "\"wiops\":0},\"verdict\":\"starved\",\"verdictSince\":\"2025-12-01T05:30:11Z\","
+    "\"starvedSince\":\"2025-12-01T05:30:11Z\",\"last\":{\"rbps\":1048576,\"wbps\":0,"
+    "\"riops\":10,\"wiops\":0,\"stall\":0.4,\"intervalSeconds\":1.0},\"diskNow\":{\"bps\":"
+    "209715200,\"iops\":800,\"busy\":1.0,\"inflight\":4,\"capacityBps\":209715200,"
+    "\"capacityIops\":1000,\"grantedBps\":104857600,\"grantsBps\":104857600,"
+    "\"contended\":\"full\",\"cause\":\"ungranted\"},\"history\":[{\"verdict\":\"within\"},"
+    "{\"verdict\":\"starved\"}]},{\"disk\":\"sdb\",\"verdict\":\"unknown\",\"grant\":{}}]},"
     "\"events\":[{\"type\":\"Warning\",\"reason\":\"IoqosGrantNotMet\",\"message\":\"achieved 1 "
     "MiB/s of 100\",\"count\":3,\"first\":1764567001.0,\"last\":1764567033.0,"
     "\"dropped\":false}],"
@@ -112,7 +120,15 @@ Test(explain_render, granted_pod) {
            "2025-12-01 05:30:41Z (2s ago)");
   HAS(out, "(found in place, not written by this plugin run)");
   HAS(out, "note: per-device form refused");
-  HAS(out, "disks: disk=nvme0n1 verdict=starved stall=0.4 achieved.rbps=1000");
+  HAS(out, "Monitor:  every 1 s; starved for 30 s raises IoqosGrantNotMet");
+  HAS(out, "nvme0n1: starved since 2025-12-01T05:30:11Z (starved since 2025-12-01T05:30:11Z)");
+  HAS(out, "achieved: read 1 MiB/s of 100 MiB/s, write 0 B/s of 100 MiB/s, 10 / 0 IOPS of 0 / 0; "
+           "stalled 40% of the time");
+  HAS(out, "disk now: 200 MiB/s of 200 MiB/s capacity, busy 100%, contended full; grants want "
+           "100 MiB/s; likely cause: ungranted");
+  HAS(out, "last 2 intervals: within starved");
+  HAS(out, "sdb: unknown\n    achieved: no complete interval yet (grant read max, write max)");
+  HAS(out, "2 Events not posted (rate limit)");
   HAS(out, "Warning IoqosGrantNotMet (x3)");
   HAS(out, "achieved 1 MiB/s of 100");
   HAS(out, "Node policy:\n");
