@@ -142,6 +142,14 @@ class ExplainTest(PluginTest):
                      "Node policy"):
             self.assertIn(want, out)
 
+        # cost, printed (not asserted): the whole round trip of the CLI
+        ts = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            self.explain_json("default/db")
+            ts.append((time.monotonic() - t0) * 1000)
+        print("ioqosctl explain --json round trip: median %.1f ms, max %.1f ms (5 runs)" %
+              (sorted(ts)[2], max(ts)))
         # by UID: the same pod
         self.assertEqual(self.explain_json(uid)["pod"]["name"], "db")
 
