@@ -181,24 +181,30 @@ const char *ioq_gm_cause_text(enum ioq_gm_cause c) {
   }
 }
 
-static bool reaches(double got, uint64_t limit) {
-  return limit > 0 && got >= IOQ_GM_AT_CAP * (double)limit;
+/* got >= frac x the limit in some direction and resource (0 = no limit) */
+static bool uses(const struct ioq_io_limits *g, const struct ioq_gm_rates *r, double frac) {
+  const double got[4] = {r->rbps, r->wbps, r->riops, r->wiops};
+  const uint64_t lim[4] = {g->rbps, g->wbps, g->riops, g->wiops};
+  for (int k = 0; k < 4; k++)
+    if (lim[k] > 0 && got[k] >= frac * (double)lim[k])
+      return true;
+  return false;
 }
 
 enum ioq_gm_verdict ioq_gm_classify(const struct ioq_io_limits *g, const struct ioq_gm_rates *r,
                                     enum ioq_gm_contention disk) {
   if (!r)
     return IOQ_GM_UNKNOWN;
-  if (reaches(r->rbps, g->rbps) || reaches(r->wbps, g->wbps) || reaches(r->riops, g->riops) ||
-      reaches(r->wiops, g->wiops))
+  if (uses(g, r, IOQ_GM_AT_CAP))
     return IOQ_GM_AT_CAP_V;
   bool stalled = r->stall >= IOQ_GM_STALL_MIN;
   bool quiet = r->rbps + r->wbps < IOQ_GM_IDLE_BPS && r->riops + r->wiops < IOQ_GM_IDLE_IOPS;
   if (quiet && !stalled)
     return IOQ_GM_IDLE;
-  /* v1: no stall figure; a pod doing I/O below its grant on a contended
-   * disk is taken as held back by it */
-  if (disk != IOQ_GM_ROOM && (stalled || r->stall < 0))
+  /* async I/O shows no stall: a pod using a good part of its grant wants
+   * more too; v1: no stall figure, a pod doing I/O is taken as wanting */
+  bool busy = uses(g, r, IOQ_GM_BUSY);
+  if (disk != IOQ_GM_ROOM && (stalled || busy || r->stall < 0))
     return IOQ_GM_STARVED;
   return IOQ_GM_WITHIN;
 }

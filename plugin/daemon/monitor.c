@@ -892,6 +892,22 @@ void monitor_metrics(struct monitor *m, FILE *f) {
       fprintf(f, "} %.6g\n", v);
     }
   }
+  static const struct {
+    const char *name, *help;
+  } busy_fam[] = {
+      {"ioqos_disk_busy_ratio", "Share of the monitor's last interval the disk had I/O in flight (block stat io_ticks)."},
+      {"ioqos_disk_inflight_requests", "Average requests in flight on the disk over the monitor's last interval (block stat time_in_queue)."},
+  };
+  for (size_t k = 0; k < 2; k++) {
+    head(f, busy_fam[k].name, "gauge", busy_fam[k].help);
+    for (size_t i = 0; i < m->n_disks; i++) {
+      const struct mon_disk *d = &m->disks[i];
+      if (!d->seen || !d->cur.known)
+        continue;
+      open_mdisk(f, busy_fam[k].name, p, d);
+      fprintf(f, "} %.6g\n", k == 0 ? d->cur.got.busy : d->cur.got.queue);
+    }
+  }
   head(f, "ioqos_disk_grant_verdict_seconds_total", "counter",
        "Pod-seconds the grant monitor classified granted pods on a disk in each verdict.");
   for (size_t i = 0; i < m->n_disks; i++) {
