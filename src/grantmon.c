@@ -22,7 +22,7 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
                  struct ioq_gm_rates *out, ioq_err *e) {
   if (!(dt > 0))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "interval of %g s", dt);
-  double d[4];
+  double d[4] = {0};
   if (delta(prev->rbytes, cur->rbytes, "rbytes", &d[0], e) < 0 ||
       delta(prev->wbytes, cur->wbytes, "wbytes", &d[1], e) < 0 ||
       delta(prev->rios, cur->rios, "rios", &d[2], e) < 0 ||
@@ -34,7 +34,7 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
   out->wiops = d[3] / dt;
   out->stall = -1;
   if (prev->have_stall && cur->have_stall) {
-    double s;
+    double s = 0;
     if (delta(prev->stall_us, cur->stall_us, "io.pressure total", &s, e) < 0)
       return -1;
     s /= dt * 1e6;
@@ -105,7 +105,7 @@ int ioq_gm_disk_rates(const struct ioq_gm_dstat *prev, const struct ioq_gm_dstat
                       struct ioq_gm_disk_rates *out, ioq_err *e) {
   if (!(dt > 0))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "interval of %g s", dt);
-  double rs, ws, ri, wi, busy, q;
+  double rs = 0, ws = 0, ri = 0, wi = 0, busy = 0, q = 0;
   if (delta(prev->rsect, cur->rsect, "read sectors", &rs, e) < 0 ||
       delta(prev->wsect, cur->wsect, "write sectors", &ws, e) < 0 ||
       delta(prev->rios, cur->rios, "reads", &ri, e) < 0 ||

@@ -746,7 +746,7 @@ class Scenario:
         vs0 = cl.verdict_seconds() if cl and granted else None
         host = stage == HOST_STAGE
         # long enough for the monitor's window to pass while the host writer runs
-        runtime = max(a.runtime, a.monitor_window + 6) if host else a.runtime
+        runtime = max(a.runtime, a.monitor_window + 4) if host else a.runtime
         procs, samp = [], None
         try:
             if stage == "ioqos+pace":
