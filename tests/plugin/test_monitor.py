@@ -159,8 +159,8 @@ class MonitorTest(PluginTest):
         ev = self.pod_events("db", "IoqosGrantNotMet")[0]
         self.assertEqual(ev["type"], "Warning")
         self.assertRegex(ev["message"], r"^grant not met on disk fakedisk0 for 3s: achieved read "
-                         r"(9|10|11)\.\d MiB/s \d+ IOPS, write 0\.0 MiB/s 0 IOPS vs grant 100\.0 MiB/s "
-                         r"0 IOPS per direction; I/O stall [6-9]\d% of the time; the disk delivered "
+                         r"(9|10|11)\.\d MiB/s \d+ IOPS, write 0\.0 MiB/s 0 IOPS vs grant 100\.0 MiB/s, "
+                         r"no IOPS grant per direction; I/O stall [6-9]\d% of the time; the disk delivered "
                          r"\d{3,4}\.\d MiB/s .* most likely cause: ungranted I/O")
         d.wait_log(r"grant not met pod=default/db disk=fakedisk0 verdict=starved window=3s .*"
                    r"cause=ungranted event=posted")
