@@ -17,6 +17,7 @@
 #include "ioqos/probe.h"
 #include "kube.h"
 #include "metrics.h"
+#include "monitor.h"
 #include "opts.h"
 #include "podcache.h"
 #include "ungranted.h"
@@ -74,6 +75,7 @@ struct plugin {
   _Atomic(struct reconciler *) rec; /* read by the informer thread */
   struct registrar *reg;
   struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
+  struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
 
   atomic_bool stopping;
