@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "combined.h"
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -182,6 +183,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     ioq_info("pods without a grant are not bounded (nodePolicy.ungranted.enable is false): "
              "grants hold only against pods that have grants too");
   }
+  combined_attach(p); /* after the monitor started: its hook */
   if (*p->opts.metrics_address && !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;
   ioq_info("ioqos-plugin running sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
