@@ -46,25 +46,26 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
 
 #define GM_IOSTAT_DEVS 128
 
-int ioq_gm_read_counters(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_gm_counters *out,
-                         ioq_err *e) {
+int ioq_gm_read_counters(const struct ioq_cg *cg, const struct ioq_devno *dev, size_t n,
+                         struct ioq_gm_counters *out, ioq_err *e) {
   struct ioq_iostat st[GM_IOSTAT_DEVS];
-  size_t n = 0;
-  memset(out, 0, sizeof *out);
-  if (ioq_cg_read_iostat(cg, st, GM_IOSTAT_DEVS, &n, e) < 0)
+  size_t ns = 0;
+  memset(out, 0, n * sizeof *out);
+  if (ioq_cg_read_iostat(cg, st, GM_IOSTAT_DEVS, &ns, e) < 0)
     return -1;
-  for (size_t i = 0; i < n; i++)
-    if (ioq_devno_eq(st[i].dev, dev)) {
-      out->rbytes = st[i].rbytes;
-      out->wbytes = st[i].wbytes;
-      out->rios = st[i].rios;
-      out->wios = st[i].wios;
-    }
   struct ioq_pressure p;
   ioq_err pe;
-  if (cg->version == IOQ_CGV2 && ioq_cg_read_pressure(cg, &p, &pe) == 0) {
-    out->have_stall = true;
-    out->stall_us = p.some.total_us;
+  bool stall = cg->version == IOQ_CGV2 && ioq_cg_read_pressure(cg, &p, &pe) == 0;
+  for (size_t d = 0; d < n; d++) {
+    for (size_t i = 0; i < ns; i++)
+      if (ioq_devno_eq(st[i].dev, dev[d])) {
+        out[d].rbytes = st[i].rbytes;
+        out[d].wbytes = st[i].wbytes;
+        out[d].rios = st[i].rios;
+        out[d].wios = st[i].wios;
+      }
+    out[d].have_stall = stall;
+    out[d].stall_us = stall ? p.some.total_us : 0;
   }
   return 0;
 }

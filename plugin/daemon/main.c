@@ -125,6 +125,7 @@ static void teardown(struct plugin *p) {
       endpoint_stop(&p->ep[r], true);
   httpd_stop(p->http);
   ungranted_stop(p->ug);
+  monitor_stop(p->mon);
   reconciler_stop(p->rec);
   events_stop(p->events);
   podcache_stop(p->pods);
@@ -136,6 +137,8 @@ static void teardown(struct plugin *p) {
   ioq_kube_free(p->kube);
   ungranted_free(p->ug);
   p->ug = NULL;
+  monitor_free(p->mon);
+  p->mon = NULL;
   enforcer_free(p->enf);
   catalog_free(p->catalog);
   metrics_free(p->metrics);
@@ -182,6 +185,12 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   } else {
     ioq_info("pods without a grant are not bounded (nodePolicy.ungranted.enable is false): "
              "grants hold only against pods that have grants too");
+  }
+  if (p->cfg.monitor.enable) {
+    if (!(p->mon = monitor_start(p, &e)))
+      goto fatal;
+  } else {
+    ioq_info("grant monitor off (monitor.enable is false): nobody checks that grants are kept");
   }
   combined_attach(p); /* after the monitor started: its hook */
   if (*p->opts.metrics_address && !(p->http = httpd_start(p, p->opts.metrics_address, &e)))

@@ -36,9 +36,9 @@ import time
 
 MIB = 1024 * 1024
 STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
+               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u", "ioqos+host")
 NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u"}
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "ioqos+host")
 NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours")
 TARGET_CEILING = 0.95
 TARGET_CEILING_UNGRANTED = 0.9
@@ -165,6 +165,21 @@ def summarize_case(case, meta=None):
         }
         if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
             st[s].update(summarize_neighbours(rs, case, meta or {}))
+        mons = [r["monitor"] for r in rs if "monitor" in r]
+        if mons:  # the grant monitor's Events during the stage (the most of any round)
+            notmet = [[e for e in m["events"] if e["reason"] == "IoqosGrantNotMet"] for m in mons]
+            st[s].update({
+                "monitor_window_s": mons[0]["window_s"],
+                "monitor_not_met": max(len(x) for x in notmet),
+                "monitor_not_met_pods": sorted({e["name"] for x in notmet for e in x}),
+                "monitor_causes": sorted({e["message"].split("most likely cause: ")[-1].split(":")[0]
+                                          for x in notmet for e in x}),
+                "monitor_first_not_met_s": med([r["monitor_first_not_met_s"] for r in rs
+                                                if "monitor_first_not_met_s" in r]),
+                "monitor_disk_warnings": max(sum(e["reason"] == "IoqosDiskUnderDelivers" for e in m["events"])
+                                             for m in mons),
+                "monitor_starved_pod_s": med([m["verdict_seconds"].get("starved", 0) for m in mons]),
+            })
     iops = {s: v["db_iops"] for s, v in st.items() if v["db_iops"] is not None}
     solo, cont = iops.get("solo"), iops.get("contended")
     prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "ioqos+pace", "control",

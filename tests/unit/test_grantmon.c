@@ -194,14 +194,20 @@ Test(grantmon, read_files_v2_v1_and_missing) {
   ioq_err e;
   struct ioq_gm_counters c;
   cr_assert_eq(ioq_cg_open(fx_path(root, "v2"), IOQ_CGV2, &cg, &e), 0, "%s", e.msg);
-  cr_assert_eq(ioq_gm_read_counters(&cg, DEV, &c, &e), 0, "%s", e.msg);
+  cr_assert_eq(ioq_gm_read_counters(&cg, &DEV, 1, &c, &e), 0, "%s", e.msg);
   cr_assert_eq(c.rbytes, 4096);
   cr_assert_eq(c.wios, 2);
   cr_assert(c.have_stall);
   cr_assert_eq(c.stall_us, 1234);
+  struct ioq_devno two[2] = {{8, 0}, {8, 16}};
+  struct ioq_gm_counters c2[2];
+  cr_assert_eq(ioq_gm_read_counters(&cg, two, 2, c2, &e), 0, "%s", e.msg);
+  cr_assert_eq(c2[0].rbytes, 0, "no line: no I/O yet");
+  cr_assert_eq(c2[1].wbytes, 8192);
+  cr_assert(c2[0].have_stall && c2[0].stall_us == 1234, "the pod's stall on every disk");
   /* no io.pressure (kernel without PSI): stall unknown, still a sample */
   fx_rmtree(fx_path(root, "v2/io.pressure"));
-  cr_assert_eq(ioq_gm_read_counters(&cg, DEV, &c, &e), 0, "%s", e.msg);
+  cr_assert_eq(ioq_gm_read_counters(&cg, &DEV, 1, &c, &e), 0, "%s", e.msg);
   cr_assert(!c.have_stall);
   /* v1 blkio */
   fx_write(root, "v1/blkio.throttle.read_bps_device", "");
@@ -210,7 +216,7 @@ Test(grantmon, read_files_v2_v1_and_missing) {
   fx_write(root, "v1/blkio.throttle.io_serviced_recursive",
            "8:16 Read 256\n8:16 Write 1\n8:16 Total 257\nTotal 257\n");
   cr_assert_eq(ioq_cg_open(fx_path(root, "v1"), IOQ_CGV1, &cg, &e), 0, "%s", e.msg);
-  cr_assert_eq(ioq_gm_read_counters(&cg, DEV, &c, &e), 0, "%s", e.msg);
+  cr_assert_eq(ioq_gm_read_counters(&cg, &DEV, 1, &c, &e), 0, "%s", e.msg);
   cr_assert_eq(c.rbytes, 1048576);
   cr_assert_eq(c.rios, 256);
   cr_assert(!c.have_stall, "v1 has no stall figure");
@@ -218,7 +224,7 @@ Test(grantmon, read_files_v2_v1_and_missing) {
   fx_rmtree(fx_path(root, "v2"));
   strcpy(cg.dir, fx_path(root, "v2"));
   cg.version = IOQ_CGV2;
-  cr_assert_eq(ioq_gm_read_counters(&cg, DEV, &c, &e), -1);
+  cr_assert_eq(ioq_gm_read_counters(&cg, &DEV, 1, &c, &e), -1);
   fx_rmtree(root);
 }
 

@@ -63,6 +63,7 @@
 #define IOQOS_GRANTMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ioqos/error.h"
@@ -101,11 +102,13 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
                  struct ioq_gm_rates *out, ioq_err *e);
 
 struct ioq_cg;
-/* One sample of cgroup `cg` on device `dev`: io.stat (no line for the device:
- * no I/O yet, zeros) and io.pressure (v2; missing, v1 or no PSI: have_stall
- * false). Fails when the I/O statistics cannot be read (cgroup gone). */
-int ioq_gm_read_counters(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_gm_counters *out,
-                         ioq_err *e);
+/* One sample of cgroup `cg` on each of the `n` devices `dev` (one io.stat
+ * read, one io.pressure read: the stall is the pod's, the same for every
+ * device): a device without a line in io.stat had no I/O yet (zeros);
+ * io.pressure missing, v1 or no PSI: have_stall false. Fails when the I/O
+ * statistics cannot be read (cgroup gone). */
+int ioq_gm_read_counters(const struct ioq_cg *cg, const struct ioq_devno *dev, size_t n,
+                         struct ioq_gm_counters *out, ioq_err *e);
 
 /* ---- the disk ---- */
 
