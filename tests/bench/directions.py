@@ -37,6 +37,7 @@ import types
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+T0 = 0.0
 import isolation  # noqa: E402  (Pod, Disk, Sampler, Cluster, mkcg, spawn_in)
 from isolation import BURSTABLE, MIB, Pod, Disk, Sampler, mkcg, spawn_in, log  # noqa: E402
 
@@ -56,7 +57,7 @@ class Cluster(isolation.Cluster):
         self.disk = disk
         self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, 1.0
         extra = {"allocatableFraction": 1.0,
-                 "enforcement": {"reconcileIntervalSeconds": 10, "combinedDirections": combined},
+                 "enforcement": {"reconcileIntervalSeconds": 2, "combinedDirections": combined},
                  "monitor": {"enable": True, "intervalSeconds": args.interval},
                  "nodePolicy": {"ungranted": {"enable": False}}}
         self.config_extra = extra
@@ -64,7 +65,7 @@ class Cluster(isolation.Cluster):
         self.env = harness.Env(
             bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=isolation.CG,
             sysfs_root="/sys", kubelet_cgroup_root="/", driver="systemd",
-            device_selects=[disk.dev], reconcile_s=10, extra_config=extra)
+            device_selects=[disk.dev], reconcile_s=2, extra_config=extra)
         self.kubelet, self.api = self.env.kubelet, self.env.api
         self.daemon = self.env.start_daemon(extra=["--log-level", "debug" if args.debug else "info"])
         self.kubelet.wait_registered(harness.BW, timeout=60)
@@ -167,7 +168,7 @@ def main():
     ap.add_argument("--disk", required=True)
     ap.add_argument("--capacity-bw", type=int, required=True)
     ap.add_argument("--capacity-iops", type=int, required=True)
-    ap.add_argument("--grant-units", type=int, default=40, help="the pod's grant, MiB/s")
+    ap.add_argument("--grant-units", type=int, default=25, help="the pod's grant, MiB/s")
     ap.add_argument("--interval", type=int, default=1, help="monitor.intervalSeconds")
     ap.add_argument("--stages", default="both,read,write,switch")
     ap.add_argument("--modes", default="off,on")
@@ -193,6 +194,8 @@ def main():
                     "interval_s": a.interval, "runtime_s": a.runtime, "ramp_s": a.ramp,
                     "rounds": a.rounds, "kernel": os.uname().release}, "runs": []}
     n = 0
+    global T0
+    T0 = time.monotonic()
     for rnd in range(a.rounds):
         order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
         for mode in order:
@@ -203,7 +206,7 @@ def main():
                     r = run_stage(a, cl, disk, st, n)
                     r.update({"mode": mode, "round": rnd})
                     res["runs"].append(r)
-                    log("round %d mode %-3s %-6s %s" % (rnd, mode, st, json.dumps(
+                    log("%.1f s round %d mode %-3s %-6s %s" % (time.monotonic() - T0, rnd, mode, st, json.dumps(
                         {k: (round(v / MIB, 1) if isinstance(v, float) and k != "ratio" else v)
                          for k, v in r.items() if k in ("read", "write", "ratio", "intervals_to_regain",
                                                         "read_after", "iomax_at_end", "iomax_at_switch")})))

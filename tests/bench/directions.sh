@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Combined-direction grants (enforcement.combinedDirections), measured in the cgroup v2 VM:
-# one pod with a 40 MiB/s grant on a 400 MiB/s virtio disk, reading and writing at once,
+# one pod with a 25 MiB/s grant on a 400 MiB/s virtio disk, reading and writing at once,
 # only reading, only writing, and switching from writing to reading, through the real
 # plugin with the option off and on (tests/bench/directions.py). Results in OUT
 # (default bench-results/): directions-raw.json (every run, medians in "summary"),
