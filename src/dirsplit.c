@@ -17,6 +17,12 @@ static bool moved(uint64_t a, uint64_t b, uint64_t g) {
   return (double)d > DIRSPLIT_HYSTERESIS * (double)g;
 }
 
+/* the direction used (nearly) all of its limit: its demand is unknown */
+static bool at_cap(double achieved, uint64_t limit, uint64_t floor) {
+  double share = limit <= floor ? DIRSPLIT_AT_FLOOR : DIRSPLIT_AT_CAP;
+  return achieved > 0 && achieved >= share * (double)limit;
+}
+
 bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_t *r, uint64_t *w) {
   uint64_t g = p->grant;
   uint64_t cr = p->cur_r && p->cur_r <= g ? p->cur_r : g;
@@ -48,8 +54,8 @@ bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_
     return true;
   }
   double gd = (double)g;
-  double dr = p->ach_r >= DIRSPLIT_AT_CAP * (double)cr ? INFINITY : p->ach_r * (1 + DIRSPLIT_HEADROOM);
-  double dw = p->ach_w >= DIRSPLIT_AT_CAP * (double)cw ? INFINITY : p->ach_w * (1 + DIRSPLIT_HEADROOM);
+  double dr = at_cap(p->ach_r, cr, f) ? INFINITY : p->ach_r * (1 + DIRSPLIT_HEADROOM);
+  double dw = at_cap(p->ach_w, cw, f) ? INFINITY : p->ach_w * (1 + DIRSPLIT_HEADROOM);
   double nr;
   if (dr + dw <= gd)
     nr = dr + (gd - dr - dw) / 2; /* both fit: share what is left */

@@ -7,17 +7,24 @@ anywhere else).
 One pod with a bandwidth grant G on a virtio disk much faster than G, driven
 through the real ioqos-plugin the way kubelet does (isolation.py's Cluster:
 pod object, GetPreferredAllocation, Allocate, pod resources entry, pod cgroup,
-PreStartContainer, then the container), once with
-enforcement.combinedDirections off (the default) and once on, in rotated
-order per round. Stages, each a fresh pod:
+PreStartContainer, then the container), with
+enforcement.combinedDirections off (the default) and on, in rotated order
+per round. Stages, each a fresh pod:
 
   both     a 1 MiB sequential reader and a 1 MiB sequential writer at once
            (direct): read + write over the window, / G
   read     the reader alone: read / G
   write    the writer alone: write / G
-  switch   the writer for --switch-after s, then the reader alone: the read
-           rate per monitor interval after the switch, and how many intervals
-           until it first reaches 0.9 G
+  switch   one fio: the writer for --switch-after s, then the reader alone:
+           how many monitor intervals after the writer's last I/O io.max let
+           the reader have 0.9 G again (intervals_to_regain), the read rate
+           per 1-interval window after it (windows_to_regain: the first
+           window at >= 0.9 G), and the read rate from 2 intervals on
+
+and a control mode "half": the option off, the pod granted G/2, stage both:
+what io.max delivers for two directions at G/2 each without any re-split
+(at a few 1 MiB I/Os per interval blk-throttle gives somewhat less than the
+limit under TCG); "on" is compared with it.
 
 Rates are the pod cgroup's io.stat slopes (sampled every 0.1 s), over the
 window after --ramp s. Raw per-run numbers go to --out (JSON); directions.sh
@@ -31,6 +38,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -77,18 +85,21 @@ class Cluster(isolation.Cluster):
             self.units[res] = [i for i, h in lst if h == "Healthy"]
 
 
-def fio_job(disk, rw, seconds, region):
+def fio_job(disk, rw, seconds, region, delay=0.0):
     """A 1 MiB sequential direct job on its own 1 GiB region of the raw disk."""
     return ["--name=%s" % rw, "--rw=%s" % ("read" if rw == "reader" else "write"), "--bs=1M",
             "--direct=1", "--ioengine=libaio", "--iodepth=4", "--time_based",
-            "--runtime=%g" % seconds, "--filename=%s" % disk.dev, "--offset=%dG" % region,
-            "--size=1G"]
+            "--runtime=%g" % seconds, "--startdelay=%g" % delay, "--filename=%s" % disk.dev,
+            "--offset=%dG" % region, "--size=1G"]
 
 
-def fio(disk, jobs, seconds):
+def fio(disk, jobs, seconds, delays=None):
+    """One fio process (so a switch from writing to reading happens inside it,
+    without a process start in between); delays: {job: startdelay}."""
     argv = ["fio", "--output-format=json", "--output=/dev/null"]
     for rw in jobs:
-        argv += fio_job(disk, rw, seconds, 1 if rw == "reader" else 3)
+        argv += fio_job(disk, rw, seconds[rw] if isinstance(seconds, dict) else seconds,
+                        1 if rw == "reader" else 3, (delays or {}).get(rw, 0.0))
     return argv
 
 
@@ -100,6 +111,38 @@ def rate(samples, t0, t1, idx):
     return (pts[-1][idx] - pts[0][idx]) / (pts[-1][0] - pts[0][0])
 
 
+def io_window(smp, fields, ramp):
+    """[start + ramp, end] of the pod's I/O: from the first counter move of
+    any of `fields`, to the last (the process start and exit are outside)."""
+    t0 = min(smp.first_change("pod", f) for f in fields)
+    t1 = max(smp.last_change("pod", f) for f in fields)
+    return t0 + ramp, t1
+
+
+class LimitSampler(threading.Thread):
+    """The pod's io.max rbps every 0.05 s: when the re-split raised it."""
+
+    def __init__(self, pod, disk):
+        super().__init__(daemon=True)
+        self.pod, self.disk, self.samples = pod, disk, []
+        self.halt = threading.Event()
+
+    def run(self):
+        while not self.halt.wait(0.05):
+            v = isolation.iomax_field(iomax_now(self.pod, self.disk), "rbps")
+            self.samples.append((time.monotonic(), v))
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+
+    def first_at_least(self, t0, value):
+        for t, v in self.samples:
+            if t >= t0 and (v is None or v >= value):
+                return t
+        return None
+
+
 def iomax_now(pod, disk):
     try:
         return isolation.iomax_line(pod.dir, disk.devno)
@@ -107,29 +150,33 @@ def iomax_now(pod, disk):
         return ""
 
 
-def run_stage(a, cl, disk, stage, n):
+def run_stage(a, cl, disk, stage, n, units):
+    """One stage with a pod granted `units`; ratios are against --grant-units."""
     grant = a.grant_units * MIB
     pod = Pod("dir-%s-%d" % (stage, n)).create()
-    ids, _ = cl.admit(pod, a.grant_units, 0)
+    ids, _ = cl.admit(pod, units, 0)
     cl.prestart(ids)
-    r = {"stage": stage, "grant_bytes": grant, "iomax_at_start": iomax_now(pod, disk)}
+    r = {"stage": stage, "grant_bytes": grant, "pod_units": units,
+         "iomax_at_start": iomax_now(pod, disk)}
     smp = Sampler({"pod": pod.dir}, disk.devno, interval=0.1)
     smp.start()
     procs = []
     try:
         if stage == "switch":
-            total = a.switch_after + a.runtime
-            w = spawn_in(pod.container_dir(), fio(disk, ["writer"], a.switch_after), subprocess.DEVNULL)
-            procs.append(w)
-            w.wait()
-            t_sw = time.monotonic()
-            r["iomax_at_switch"] = iomax_now(pod, disk)
-            rd = spawn_in(pod.container_dir(), fio(disk, ["reader"], a.runtime), subprocess.DEVNULL)
-            procs.append(rd)
-            rd.wait()
-            t_end = time.monotonic()
+            lim = LimitSampler(pod, disk)
+            lim.start()
+            p = spawn_in(pod.container_dir(),
+                         fio(disk, ["writer", "reader"], {"writer": a.switch_after, "reader": a.runtime},
+                             {"reader": a.switch_after}), subprocess.DEVNULL)
+            procs.append(p)
+            p.wait()
+            smp.stop()
+            lim.stop()
             s = smp.samples["pod"]
-            r["write_before"] = rate(s, t_sw - a.switch_after + a.ramp, t_sw, 2)
+            t_w0 = smp.first_change("pod", 2)
+            t_sw = smp.last_change("pod", 2)  # the writer's last I/O
+            t_end = smp.last_change("pod", 1)
+            r["write_before"] = rate(s, t_w0 + a.ramp, t_sw, 2)
             per = []
             t = t_sw
             while t + a.interval <= t_end + 1e-6:
@@ -137,20 +184,24 @@ def run_stage(a, cl, disk, stage, n):
                 t += a.interval
             r["read_per_interval"] = per
             hit = [i + 1 for i, v in enumerate(per) if v is not None and v >= 0.9 * grant]
-            r["intervals_to_regain"] = hit[0] if hit else None
-            r["read_after"] = rate(s, t_sw + 3 * a.interval, t_end, 1)
-            del total
+            r["windows_to_regain"] = hit[0] if hit else None
+            # when io.max let the reader have 0.9 of the grant again, in
+            # monitor intervals after the writer's last I/O
+            t_lim = lim.first_at_least(t_sw, 0.9 * grant)
+            r["intervals_to_regain"] = (t_lim - t_sw) / a.interval if t_lim else None
+            r["read_after"] = rate(s, t_sw + 2 * a.interval, t_end, 1)
         else:
             jobs = {"both": ["reader", "writer"], "read": ["reader"], "write": ["writer"]}[stage]
             p = spawn_in(pod.container_dir(), fio(disk, jobs, a.ramp + a.runtime), subprocess.DEVNULL)
             procs.append(p)
-            t0 = time.monotonic()
             p.wait()
-            t1 = time.monotonic()
+            smp.stop()
             s = smp.samples["pod"]
-            rb = rate(s, t0 + a.ramp, t1, 1) or 0.0
-            wb = rate(s, t0 + a.ramp, t1, 2) or 0.0
-            r.update({"read": rb, "write": wb, "combined": rb + wb,
+            fields = [{"reader": 1, "writer": 2}[j] for j in jobs]
+            t0, t1 = io_window(smp, fields, a.ramp)
+            rb = rate(s, t0, t1, 1) or 0.0
+            wb = rate(s, t0, t1, 2) or 0.0
+            r.update({"read": rb, "write": wb, "combined": rb + wb, "window_s": t1 - t0,
                       "ratio": (rb + wb) / grant, "iomax_at_end": iomax_now(pod, disk)})
     finally:
         smp.stop()
@@ -168,10 +219,13 @@ def main():
     ap.add_argument("--disk", required=True)
     ap.add_argument("--capacity-bw", type=int, required=True)
     ap.add_argument("--capacity-iops", type=int, required=True)
-    ap.add_argument("--grant-units", type=int, default=25, help="the pod's grant, MiB/s")
+    ap.add_argument("--grant-units", type=int, default=24, help="the pod's grant, MiB/s (even: half of it is the control)")
     ap.add_argument("--interval", type=int, default=1, help="monitor.intervalSeconds")
     ap.add_argument("--stages", default="both,read,write,switch")
-    ap.add_argument("--modes", default="off,on")
+    ap.add_argument("--modes", default="off,on,half",
+                    help="off/on: combinedDirections with the pod granted --grant-units; half: off, "
+                         "granted half of it (stage both only): what io.max delivers for the two "
+                         "halves without any re-split, the control for 'on'")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=float, default=8.0)
     ap.add_argument("--ramp", type=float, default=3.0)
@@ -202,8 +256,11 @@ def main():
             cl = Cluster(a, disk, mode == "on")
             try:
                 for st in stages:
+                    if mode == "half" and st != "both":
+                        continue
                     n += 1
-                    r = run_stage(a, cl, disk, st, n)
+                    units = a.grant_units // 2 if mode == "half" else a.grant_units
+                    r = run_stage(a, cl, disk, st, n, units)
                     r.update({"mode": mode, "round": rnd})
                     res["runs"].append(r)
                     log("%.1f s round %d mode %-3s %-6s %s" % (time.monotonic() - T0, rnd, mode, st, json.dumps(
@@ -229,10 +286,13 @@ def main():
     for mode in modes:
         for st in stages:
             rs = [r for r in res["runs"] if r["mode"] == mode and r["stage"] == st]
+            if not rs:
+                continue
             if st == "switch":
-                v = [r["intervals_to_regain"] for r in rs if r["intervals_to_regain"] is not None]
-                summary["%s/%s/intervals_to_regain" % (mode, st)] = (statistics.median(v) if v else None,
-                                                                    len(rs) - len(v))
+                for key in ("intervals_to_regain", "windows_to_regain"):
+                    v = [r[key] for r in rs if r[key] is not None]
+                    summary["%s/%s/%s" % (mode, st, key)] = (statistics.median(v) if v else None,
+                                                             len(rs) - len(v))
                 v = [r["read_after"] / r["grant_bytes"] for r in rs if r.get("read_after")]
                 summary["%s/%s/read_after_ratio" % (mode, st)] = statistics.median(v) if v else None
             else:

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Combined-direction grants (enforcement.combinedDirections), measured in the cgroup v2 VM:
-# one pod with a 25 MiB/s grant on a 400 MiB/s virtio disk, reading and writing at once,
+# one pod with a 24 MiB/s grant on a 400 MiB/s virtio disk, reading and writing at once,
 # only reading, only writing, and switching from writing to reading, through the real
-# plugin with the option off and on (tests/bench/directions.py). Results in OUT
+# plugin with the option off and on, and a control (off, granted half) (tests/bench/directions.py). Results in OUT
 # (default bench-results/): directions-raw.json (every run, medians in "summary"),
 # directions-plugin.log.MODE.ROUND (the plugin's logs).
 #
@@ -40,7 +40,7 @@ out=$(cd "$out" && pwd -P)
 CAP_BW=$((400 * MiB))
 CAP_IOPS=100000
 args=(--rounds "$rounds")
-[ $ctest = 1 ] && args=(--rounds 1 --stages both --runtime 4 --ramp 3 --check)
+[ $ctest = 1 ] && args=(--rounds 1 --stages both --modes off,on --runtime 4 --ramp 3 --check)
 shares=()
 case $build/ in "$REPO"/*) ;; *) shares+=(--share "$build") ;; esac
 case $out/ in "$REPO"/*) ;; *) shares+=(--share "$out") ;; esac

@@ -181,3 +181,42 @@ Test(dirsplit, floor_fraction_out_of_range_uses_default) {
   ioq_dirsplit_pair(&p, 0.7, &r, &w);
   cr_assert(w >= (uint64_t)(DIRSPLIT_FLOOR_DEFAULT * G) && r + w == G);
 }
+
+Test(dirsplit, switch_seen_on_the_floor_with_a_coarse_count) {
+  /* one large I/O per interval at most: the floor's count shows half of it */
+  struct sim s = {G, G, G};
+  for (int i = 0; i < 5; i++)
+    step(&s, 0, INFINITY);
+  struct dirsplit_pair p = {.grant = G, .cur_r = s.r, .cur_w = s.w, .ach_r = 0.6 * (double)s.r,
+                            .ach_w = 0};
+  uint64_t r, w;
+  cr_assert(ioq_dirsplit_pair(&p, DIRSPLIT_FLOOR_DEFAULT, &r, &w));
+  cr_assert(r >= 0.95 * G, "r %llu", (unsigned long long)r);
+  /* a writer's occasional small reads well below the floor stay on it */
+  p.ach_r = 0.2 * (double)s.r;
+  p.ach_w = (double)s.w;
+  cr_assert_not(ioq_dirsplit_pair(&p, DIRSPLIT_FLOOR_DEFAULT, &r, &w));
+}
+
+Test(dirsplit, noisy_capped_directions_keep_halves) {
+  /* both capped, each showing 0.8-1.0 of its limit per interval: no rewrite */
+  struct sim s = {G, G, G};
+  step(&s, INFINITY, INFINITY);
+  unsigned seed = 7;
+  int changes = 0;
+  for (int i = 0; i < 200; i++) {
+    seed = seed * 1103515245u + 12345u;
+    double fr = 0.8 + (double)(seed % 200) / 1000.0;
+    seed = seed * 1103515245u + 12345u;
+    double fw = 0.8 + (double)(seed % 200) / 1000.0;
+    struct dirsplit_pair p = {.grant = G, .cur_r = s.r, .cur_w = s.w, .ach_r = fr * (double)s.r,
+                              .ach_w = fw * (double)s.w};
+    uint64_t r, w;
+    if (ioq_dirsplit_pair(&p, DIRSPLIT_FLOOR_DEFAULT, &r, &w)) {
+      changes++;
+      s.r = r;
+      s.w = w;
+    }
+  }
+  cr_assert_eq(changes, 0, "%d rewrites", changes);
+}

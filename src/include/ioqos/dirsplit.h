@@ -7,7 +7,12 @@
  * A grant of G (bytes/s or IOPS) is written by default as rbps=G wbps=G, so
  * a pod doing both at once may use 2G. With the split, each interval:
  *   - a direction is "at its cap" when it achieved >= DIRSPLIT_AT_CAP of its
- *     current limit: its demand is unknown (at least the limit);
+ *     current limit (>= DIRSPLIT_AT_FLOOR when the limit is the floor: at a
+ *     few large I/Os per interval the count is coarse, and a pod that
+ *     switched direction must be seen): its demand is unknown (at least the
+ *     limit). The margin below 1 absorbs what one interval's count misses
+ *     (an I/O in flight at its end; blk-throttle's slices); measured in the
+ *     VM, a capped direction shows 0.75-0.98 of its limit per 1 s interval;
  *     otherwise its demand is what it achieved x (1 + DIRSPLIT_HEADROOM);
  *   - G is shared max-min fairly between the two demands: both fit, each
  *     gets its demand plus half of what is left; else the smaller demand
@@ -19,7 +24,9 @@
  *     interval and gets all but the other's floor in the one after.
  * The headroom is larger than 1/DIRSPLIT_AT_CAP - 1, so a direction that
  * achieves its demand is not taken as at its cap the next interval (no
- * oscillation). A change smaller than DIRSPLIT_HYSTERESIS x G in both
+ * oscillation: a direction that flips between "at its cap" and not makes
+ * io.max be rewritten every interval, and each write restarts blk-throttle's
+ * slices, which costs throughput). A change smaller than DIRSPLIT_HYSTERESIS x G in both
  * directions is not made (no rewrite of io.max for noise), unless the
  * current limits break r + w <= G (the full-grant split after a start or a
  * grant change).
@@ -34,9 +41,10 @@
 
 #include "ioqos/iolimit.h"
 
-#define DIRSPLIT_AT_CAP 0.9
-#define DIRSPLIT_HEADROOM 0.25
-#define DIRSPLIT_HYSTERESIS 0.02
+#define DIRSPLIT_AT_CAP 0.8
+#define DIRSPLIT_AT_FLOOR 0.5
+#define DIRSPLIT_HEADROOM 0.35
+#define DIRSPLIT_HYSTERESIS 0.04
 #define DIRSPLIT_FLOOR_DEFAULT 0.03 /* of the grant, per direction */
 
 /* One resource (bytes/s or IOPS). */
