@@ -67,7 +67,11 @@ bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_
     nr = gd / 2;
   uint64_t nri = clamp_u64(floor(nr), f, g - f);
   uint64_t nwi = g - nri;
-  if (!broken && !moved(nri, cr, g) && !moved(nwi, cw, g))
+  /* a small move is not made, unless it gives one direction all but the
+   * other's floor (one direction in use: its grant must not be held 4 %
+   * short by a leftover of the other's demand) */
+  bool extreme = (nri == f || nwi == f) && (nri != cr || nwi != cw);
+  if (!broken && !extreme && !moved(nri, cr, g) && !moved(nwi, cw, g))
     return false;
   *r = nri;
   *w = nwi;

@@ -68,7 +68,9 @@ class CombinedBase(PluginTest):
                     and pred(lim["rbps"], lim["wbps"])):
                 return lim
             time.sleep(0.1)
-        self.fail("%s: io.max never got there, last %r" % (what, lim))
+        log = "\n".join(l for l in self.env.daemons[-1].text().split("\n")
+                        if "re-split" in l or "io.max" in l or "rebuilt" in l)
+        self.fail("%s: io.max never got there, last %r; log:\n%s" % (what, lim, log[-6000:]))
 
 
 class Combined(CombinedBase):

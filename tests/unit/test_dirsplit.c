@@ -220,3 +220,15 @@ Test(dirsplit, noisy_capped_directions_keep_halves) {
   }
   cr_assert_eq(changes, 0, "%d rewrites", changes);
 }
+
+Test(dirsplit, leftover_demand_of_the_other_direction_does_not_hold_the_grant_short) {
+  /* a reader stopped; what it read in its last interval left r above the
+   * floor by less than the hysteresis: the writer still gets G - floor */
+  uint64_t f = (uint64_t)ceil(G * DIRSPLIT_FLOOR_DEFAULT);
+  struct dirsplit_pair p = {.grant = G, .cur_r = f + G / 40, .cur_w = G - f - G / 40, .ach_r = 0,
+                            .ach_w = (double)(G - f - G / 40)};
+  uint64_t r, w;
+  cr_assert(ioq_dirsplit_pair(&p, DIRSPLIT_FLOOR_DEFAULT, &r, &w));
+  cr_assert_eq(r, f);
+  cr_assert_eq(w, G - f);
+}

@@ -29,7 +29,8 @@
  * slices, which costs throughput). A change smaller than DIRSPLIT_HYSTERESIS x G in both
  * directions is not made (no rewrite of io.max for noise), unless the
  * current limits break r + w <= G (the full-grant split after a start or a
- * grant change).
+ * grant change) or the new split puts one direction on its floor (a pod
+ * using one direction gets all of G but the floor, not 4 % less).
  *
  * A resource without a grant (0: no limit) stays unlimited; a grant too small
  * to split (G < 2 x the kernel minimum) keeps the full-grant split. */
