@@ -181,9 +181,6 @@ static enum enforce_fail classify(const ioq_err *e) {
   }
 }
 
-/* Writes one disk's grant into the cgroup. Stacked devices (dm, md) get the
- * limit on the device itself and the weights on their leaf disks, where the
- * proportional schedulers work. */
 /* Notes the files a write changed in res->changes (the drift report). */
 static void note_changes(struct enforce_result *res, const char *disk, struct ioq_devno dev,
                          const struct ioq_apply_report *rep) {
@@ -220,6 +217,10 @@ static void note_changes(struct enforce_result *res, const char *disk, struct io
   }
 }
 
+/* Writes one disk's grant into the cgroup (its limits: the read/write split
+ * when `split` is a valid one of the grant, else the full-grant split).
+ * Stacked devices (dm, md) get the limit on the device itself and the
+ * weights on their leaf disks, where the proportional schedulers work. */
 static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                       const struct cat_disk *cd, const struct ioq_io_limits *split,
                       struct enforce_result *res, ioq_err *e) {

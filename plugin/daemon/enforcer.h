@@ -8,7 +8,9 @@
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how
- * many units of each disk are allocated. Thread-safe.
+ * many units of each disk are allocated. With combined-direction grants the
+ * read/write split of a grant (enforcer_set_split) is what is applied and
+ * kept, until that disk's grant changes. Thread-safe.
  *
  * Regular init containers' grants (units kubelet never lists) are saved to
  * a state file before PreStart answers (initstate.h) and restored at start,
