@@ -23,7 +23,7 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
                  struct ioq_gm_rates *out, ioq_err *e) {
   if (!(dt > 0))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "interval of %g s", dt);
-  double d[4];
+  double d[4] = {0};
   if (delta(prev->rbytes, cur->rbytes, "rbytes", &d[0], e) < 0 ||
       delta(prev->wbytes, cur->wbytes, "wbytes", &d[1], e) < 0 ||
       delta(prev->rios, cur->rios, "rios", &d[2], e) < 0 ||
@@ -35,7 +35,7 @@ int ioq_gm_rates(const struct ioq_gm_counters *prev, const struct ioq_gm_counter
   out->wiops = d[3] / dt;
   out->stall = -1;
   if (prev->have_stall && cur->have_stall) {
-    double s;
+    double s = 0;
     if (delta(prev->stall_us, cur->stall_us, "io.pressure total", &s, e) < 0)
       return -1;
     s /= dt * 1e6;
@@ -106,7 +106,7 @@ int ioq_gm_disk_rates(const struct ioq_gm_dstat *prev, const struct ioq_gm_dstat
                       struct ioq_gm_disk_rates *out, ioq_err *e) {
   if (!(dt > 0))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "interval of %g s", dt);
-  double rs, ws, ri, wi, busy, q;
+  double rs = 0, ws = 0, ri = 0, wi = 0, busy = 0, q = 0;
   if (delta(prev->rsect, cur->rsect, "read sectors", &rs, e) < 0 ||
       delta(prev->wsect, cur->wsect, "write sectors", &ws, e) < 0 ||
       delta(prev->rios, cur->rios, "reads", &ri, e) < 0 ||
@@ -182,24 +182,30 @@ const char *ioq_gm_cause_text(enum ioq_gm_cause c) {
   }
 }
 
-static bool reaches(double got, uint64_t limit) {
-  return limit > 0 && got >= IOQ_GM_AT_CAP * (double)limit;
+/* got >= frac x the limit in some direction and resource (0 = no limit) */
+static bool uses(const struct ioq_io_limits *g, const struct ioq_gm_rates *r, double frac) {
+  const double got[4] = {r->rbps, r->wbps, r->riops, r->wiops};
+  const uint64_t lim[4] = {g->rbps, g->wbps, g->riops, g->wiops};
+  for (int k = 0; k < 4; k++)
+    if (lim[k] > 0 && got[k] >= frac * (double)lim[k])
+      return true;
+  return false;
 }
 
 enum ioq_gm_verdict ioq_gm_classify(const struct ioq_io_limits *g, const struct ioq_gm_rates *r,
                                     enum ioq_gm_contention disk) {
   if (!r)
     return IOQ_GM_UNKNOWN;
-  if (reaches(r->rbps, g->rbps) || reaches(r->wbps, g->wbps) || reaches(r->riops, g->riops) ||
-      reaches(r->wiops, g->wiops))
+  if (uses(g, r, IOQ_GM_AT_CAP))
     return IOQ_GM_AT_CAP_V;
   bool stalled = r->stall >= IOQ_GM_STALL_MIN;
   bool quiet = r->rbps + r->wbps < IOQ_GM_IDLE_BPS && r->riops + r->wiops < IOQ_GM_IDLE_IOPS;
   if (quiet && !stalled)
     return IOQ_GM_IDLE;
-  /* v1: no stall figure; a pod doing I/O below its grant on a contended
-   * disk is taken as held back by it */
-  if (disk != IOQ_GM_ROOM && (stalled || r->stall < 0))
+  /* async I/O shows no stall: a pod using a good part of its grant wants
+   * more too; v1: no stall figure, a pod doing I/O is taken as wanting */
+  bool busy = uses(g, r, IOQ_GM_BUSY);
+  if (disk != IOQ_GM_ROOM && (stalled || busy || r->stall < 0))
     return IOQ_GM_STARVED;
   return IOQ_GM_WITHIN;
 }

@@ -60,7 +60,7 @@ struct mon_slot { /* one pod on one disk */
 
 struct mon_event {
   double wall;
-  char type[16], reason[32], message[512];
+  char type[16], reason[32], message[768];
 };
 
 struct mon_pod {
@@ -261,16 +261,20 @@ static const char *stall_text(double s, char *buf, size_t n) {
 static void not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, struct mon_disk *d) {
   struct plugin *p = m->p;
   const double MiBf = 1048576.0;
-  char st[64], msg[512];
+  char st[64], gi[48], msg[768];
   const struct ioq_gm_rates *r = &s->rates;
+  if (s->grant.riops)
+    snprintf(gi, sizeof gi, "%llu IOPS", (unsigned long long)s->grant.riops);
+  else
+    snprintf(gi, sizeof gi, "no IOPS grant");
   snprintf(msg, sizeof msg,
            "grant not met on disk %s for %us: achieved read %.1f MiB/s %.0f IOPS, write %.1f MiB/s "
-           "%.0f IOPS vs grant %.1f MiB/s %llu IOPS per direction; I/O stall %s; the disk "
+           "%.0f IOPS vs grant %.1f MiB/s, %s per direction; I/O stall %s; the disk "
            "delivered %.1f MiB/s %.0f IOPS of capacity %.1f MiB/s %.0f IOPS; most likely cause: %s",
            s->disk, p->cfg.monitor.starved_window_s, r->rbps / MiBf, r->riops, r->wbps / MiBf,
-           r->wiops, (double)s->grant.rbps / MiBf, (unsigned long long)s->grant.riops,
-           stall_text(r->stall, st, sizeof st), d->cur.got.bps / MiBf, d->cur.got.iops,
-           d->cur.cap_bps / MiBf, d->cur.cap_iops, ioq_gm_cause_text(d->cause));
+           r->wiops, (double)s->grant.rbps / MiBf, gi, stall_text(r->stall, st, sizeof st),
+           d->cur.got.bps / MiBf, d->cur.got.iops, d->cur.cap_bps / MiBf, d->cur.cap_iops,
+           ioq_gm_cause_text(d->cause));
   bool allow = ioq_gm_ratelimit_allow(&pp->rl, mono_now(), (double)p->cfg.monitor.event_interval_s);
   ioq_warn("grant not met pod=%s/%s disk=%s verdict=starved window=%us rbps=%.0f wbps=%.0f "
            "riops=%.0f wiops=%.0f stall=%.2f disk_bps=%.0f disk_iops=%.0f cause=%s event=%s",
@@ -290,7 +294,7 @@ static void not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, s
 static void met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, double starved_s) {
   struct plugin *p = m->p;
   const double MiBf = 1048576.0;
-  char msg[512];
+  char msg[768];
   snprintf(msg, sizeof msg,
            "grant met again on disk %s after %.0fs starved: now %s, read %.1f MiB/s write "
            "%.1f MiB/s vs grant %.1f MiB/s per direction",
@@ -894,6 +898,22 @@ void monitor_metrics(struct monitor *m, FILE *f) {
                  : k == 2 ? d->cur.granted_bps : d->cur.granted_iops;
       open_mdisk(f, disk_fam[k].name, p, d);
       fprintf(f, "} %.6g\n", v);
+    }
+  }
+  static const struct {
+    const char *name, *help;
+  } busy_fam[] = {
+      {"ioqos_disk_busy_ratio", "Share of the monitor's last interval the disk had I/O in flight (block stat io_ticks)."},
+      {"ioqos_disk_inflight_requests", "Average requests in flight on the disk over the monitor's last interval (block stat time_in_queue)."},
+  };
+  for (size_t k = 0; k < 2; k++) {
+    head(f, busy_fam[k].name, "gauge", busy_fam[k].help);
+    for (size_t i = 0; i < m->n_disks; i++) {
+      const struct mon_disk *d = &m->disks[i];
+      if (!d->seen || !d->cur.known)
+        continue;
+      open_mdisk(f, busy_fam[k].name, p, d);
+      fprintf(f, "} %.6g\n", k == 0 ? d->cur.got.busy : d->cur.got.queue);
     }
   }
   head(f, "ioqos_disk_grant_verdict_seconds_total", "counter",

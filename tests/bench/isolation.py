@@ -746,7 +746,7 @@ class Scenario:
         vs0 = cl.verdict_seconds() if cl and granted else None
         host = stage == HOST_STAGE
         # long enough for the monitor's window to pass while the host writer runs
-        runtime = max(a.runtime, a.monitor_window + 6) if host else a.runtime
+        runtime = max(a.runtime, a.monitor_window + 4) if host else a.runtime
         procs, samp = [], None
         try:
             if stage == "ioqos+pace":
@@ -836,7 +836,10 @@ class Scenario:
                     log("warning: %s wrote nothing within 60 s" % ", ".join(nb.name for nb, _ in waiting))
 
             # the containers
-            samp = Sampler({p.name: p.dir for p in pods + nbs}, disk.devno, caps=[nb.name for nb in nbs])
+            cgs = {p.name: p.dir for p in pods + nbs}
+            if host:
+                cgs["host"] = mkcg(HOST_CG)
+            samp = Sampler(cgs, disk.devno, caps=[nb.name for nb in nbs])
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
             t_start = time.monotonic()
@@ -844,13 +847,10 @@ class Scenario:
                 bk = spawn_in(backup.container_dir(), fio_backup(a, disk, mode, os.path.join(self.tmp, "bk.json")),
                               open(os.path.join(self.tmp, "bk.log"), "w"))
                 procs.append(bk)
-            t_host = None
             if host:
-                hcg = mkcg(HOST_CG)
-                procs.append(spawn_in(hcg, fio_writers(
+                procs.append(spawn_in(cgs["host"], fio_writers(
                     disk, "direct", range(BACKUP_JOBS), a.ramp + runtime + 60, "/dev/null", name="host",
                     target=lambda k: disk.neighbour_file(0, k)), open(os.path.join(self.tmp, "host.log"), "w")))
-                t_host = time.monotonic()
             if idle:
                 time.sleep(a.ramp + a.runtime)
                 rc = 0
@@ -860,13 +860,27 @@ class Scenario:
                 # watch the monitor's Events while the db runs: when the first
                 # IoqosGrantNotMet came, counted from the host writer's start
                 deadline = time.monotonic() + a.ramp + runtime + 120
+                next_m = 0
                 while dbp.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.2)
-                    if cl and granted and "monitor_first_not_met_s" not in res and any(
+                    if cl and granted and time.monotonic() >= next_m:
+                        # what the monitor saw of the disk, once a second
+                        next_m = time.monotonic() + 1.0
+                        res.setdefault("monitor_disk", []).append(
+                            [round(time.monotonic() - t_start, 1)] + [cl.daemon.metric(n, disk=disk.name) for n in (
+                                "ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second",
+                                "ioqos_disk_busy_ratio", "ioqos_disk_inflight_requests")])
+                    if cl and granted and "monitor_not_met_at" not in res and any(
                             e["reason"] == "IoqosGrantNotMet" for e in cl.monitor_events(ev0)):
-                        res["monitor_first_not_met_s"] = time.monotonic() - (t_host or t_start)
+                        res["monitor_not_met_at"] = time.monotonic()
                 rc = dbp.wait(timeout=max(1.0, deadline - time.monotonic()))
             t_end = time.monotonic()
+            if "monitor_not_met_at" in res:
+                # counted from when the granted backup (and, in the host stage,
+                # the host writer) had started writing: fio takes seconds to
+                # start under TCG
+                t0 = max([samp.first_change(k, 2) for k in ("backup", "host") if k in cgs] or [t_start])
+                res["monitor_first_not_met_s"] = res.pop("monitor_not_met_at") - t0
             if cl and granted:
                 res["monitor"] = {"window_s": a.monitor_window, "events": cl.monitor_events(ev0),
                                   "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}

@@ -617,6 +617,30 @@ def markdown(summary):
                                                             fmt_sp(a["spread"], lambda x: "%.3f" % x),
                                                             yes_no(a["within_5pct"])))
     L.append("")
+    mon = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if "monitor_not_met" in c["stages"].get(s, {})]
+    if mon:
+        L.append("## Grant monitor")
+        L.append("")
+        L.append("The plugin's grant monitor (docs/enforcement.md, \"Is the grant kept?\") ran with a %s s "
+                 "window and every Event posted. Per granted stage: IoqosGrantNotMet Events (most in one "
+                 "round), on which pods, the cause they name, seconds from the writers' first I/O to the first "
+                 "one (median), and the pod-seconds classified starved. Expected: none in ioqos (grants "
+                 "kept), one within the window in ioqos+host (a writer outside the pods fills the disk)."
+                 % mon[0][0]["stages"][mon[0][1]]["monitor_window_s"])
+        L.append("")
+        L.append("| device | db | backup | stage | IoqosGrantNotMet | pods | cause | first after | starved pod-s "
+                 "| IoqosDiskUnderDelivers |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for c, s in mon:
+            x = c["stages"][s]
+            first = x.get("monitor_first_not_met_s")
+            L.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %d |" % (
+                c["device"], c["db"], c["backup"], s, x["monitor_not_met"],
+                ", ".join(x["monitor_not_met_pods"]) or "–", ", ".join(x["monitor_causes"]) or "–",
+                "%.1f s" % first if first is not None else "–",
+                "%.0f" % x["monitor_starved_pod_s"] if x.get("monitor_starved_pod_s") is not None else "–",
+                x.get("monitor_disk_warnings", 0)))
+        L.append("")
     L.append("## Time to enforce")
     L.append("")
     te = summary["time_to_enforce"]

@@ -116,6 +116,21 @@ Test(grantmon, verdicts) {
   cr_assert_eq(ioq_gm_classify(&G, &stuck, IOQ_GM_ROOM), IOQ_GM_WITHIN);
 }
 
+/* PSI counts tasks blocked in synchronous I/O only: a pod waiting on libaio
+ * or io_uring completions shows no stall however starved. Busy (a good part
+ * of its grant) on a contended disk is starved; a light one is not. */
+Test(grantmon, async_io_without_stall) {
+  struct ioq_gm_rates busy = {0, 30 * MiB, 0, 30, 0.0};
+  struct ioq_gm_rates light = {0, 5 * MiB, 0, 5, 0.0};
+  cr_assert_eq(ioq_gm_classify(&G, &busy, IOQ_GM_FULL), IOQ_GM_STARVED);
+  cr_assert_eq(ioq_gm_classify(&G, &busy, IOQ_GM_ROOM), IOQ_GM_WITHIN);
+  cr_assert_eq(ioq_gm_classify(&G, &light, IOQ_GM_FULL), IOQ_GM_WITHIN);
+  struct ioq_io_limits bw_only = {50 * 1048576ull, 50 * 1048576ull, 0, 0};
+  struct ioq_gm_rates many_ios = {0, 1 * MiB, 0, 5000, 0.0};
+  cr_assert_eq(ioq_gm_classify(&bw_only, &many_ios, IOQ_GM_FULL), IOQ_GM_WITHIN,
+               "no IOPS grant: IOs are not compared with 0");
+}
+
 /* The crux: a closed-loop QD1 reader is stalled ~all the time even alone
  * and stays far below its bandwidth grant. With the disk at what kept
  * grants produce (0.8 of capacity) and one request in flight it is within. */
