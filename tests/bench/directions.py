@@ -150,7 +150,7 @@ def iomax_now(pod, disk):
         return ""
 
 
-def run_stage(a, cl, disk, stage, n, units):
+def run_stage(a, cl, disk, stage, n, units, last=False):
     """One stage with a pod granted `units`; ratios are against --grant-units."""
     grant = a.grant_units * MIB
     pod = Pod("dir-%s-%d" % (stage, n)).create()
@@ -209,7 +209,8 @@ def run_stage(a, cl, disk, stage, n, units):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        cl.release([pod])
+        if not last:  # the plugin is stopped after the last stage: nothing to wait for
+            cl.release([pod])
         pod.remove()
     return r
 
@@ -255,12 +256,11 @@ def main():
         for mode in order:
             cl = Cluster(a, disk, mode == "on")
             try:
-                for st in stages:
-                    if mode == "half" and st != "both":
-                        continue
+                todo = [st for st in stages if mode != "half" or st == "both"]
+                for st in todo:
                     n += 1
                     units = a.grant_units // 2 if mode == "half" else a.grant_units
-                    r = run_stage(a, cl, disk, st, n, units)
+                    r = run_stage(a, cl, disk, st, n, units, last=st == todo[-1])
                     r.update({"mode": mode, "round": rnd})
                     res["runs"].append(r)
                     log("%.1f s round %d mode %-3s %-6s %s" % (time.monotonic() - T0, rnd, mode, st, json.dumps(
