@@ -106,6 +106,10 @@ bool ioq_copy(char *dst, size_t dstsz, const char *src) {
   return true;
 }
 
+void ioq_copy_trunc(char *dst, size_t dstsz, const char *src) {
+  (void)ioq_copy(dst, dstsz, src);
+}
+
 char *ioq_trim(char *s) {
   char *start = s;
   while (*start && isspace((unsigned char)*start))

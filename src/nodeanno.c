@@ -92,6 +92,12 @@ static int parse_disk(json_object *d, size_t i, struct ioq_disk_state *out, ioq_
   if (!json_object_object_get_ex(d, "healthy", &v) || !json_object_is_type(v, json_type_boolean))
     return bad(e, ff, "must be true or false");
   out->healthy = json_object_get_boolean(v);
+  /* reason: for people (kubectl ioqos nodes shows it); kept when it is a
+   * string on an unhealthy disk, cut to fit, never an error: placement
+   * ignores it, and readers of any version accept what writers add here */
+  if (!out->healthy && json_object_object_get_ex(d, "reason", &v) &&
+      json_object_is_type(v, json_type_string))
+    snprintf(out->reason, sizeof out->reason, "%s", json_object_get_string(v));
   snprintf(ff, sizeof ff, "%s.capacity", f);
   if (!json_object_object_get_ex(d, "capacity", &v))
     return bad(e, ff, "is missing");

@@ -9,12 +9,14 @@
 
 #include "ioqos/fsutil.h"
 
+const char *ctl_prog = "ioqosctl";
+
 int ctl_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "ioqosctl %s: ", cmd);
+  fprintf(stderr, "%s %s: ", ctl_prog, cmd);
   vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nTry 'ioqosctl %s --help'.\n", cmd);
+  fprintf(stderr, "\nTry '%s %s --help'.\n", ctl_prog, cmd);
   va_end(ap);
   return 2;
 }

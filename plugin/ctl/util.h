@@ -6,7 +6,11 @@
 #include <getopt.h>
 #include <stdint.h>
 
-/* Prints "ioqosctl CMD: message" and a --help hint to stderr; returns 2. */
+/* How the binary was invoked, for messages: "ioqosctl", or "kubectl ioqos"
+ * when run as kubectl-ioqos (main.c sets it). */
+extern const char *ctl_prog;
+
+/* Prints "PROG CMD: message" and a --help hint to stderr; returns 2. */
 int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "ioqosctl CMD: warning: OLD is deprecated ...: use NOW" to stderr:

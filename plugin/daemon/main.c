@@ -140,6 +140,8 @@ static void teardown(struct plugin *p) {
   monitor_free(p->mon);
   p->mon = NULL;
   enforcer_free(p->enf);
+  explain_free(p->explain);
+  p->explain = NULL;
   catalog_free(p->catalog);
   metrics_free(p->metrics);
   ioq_config_free(&p->cfg);
@@ -162,7 +164,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   ioq_probe_opts_default(&p->probe);
   p->probe.roots.sysfs = p->opts.sysfs_root;
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
-  if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new())) {
+  if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
+      !(p->explain = explain_new())) {
     ioq_fail(&e, ENOMEM, "out of memory");
     goto fatal;
   }
@@ -193,7 +196,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     ioq_info("grant monitor off (monitor.enable is false): nobody checks that grants are kept");
   }
   combined_attach(p); /* after the monitor started: its hook */
-  if (*p->opts.metrics_address && !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
+  if ((*p->opts.metrics_address || p->opts.explain_socket) &&
+      !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;
   ioq_info("ioqos-plugin running sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
            p->ep[1].sock_path, p->kubelet_sock);

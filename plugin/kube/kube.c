@@ -25,6 +25,8 @@ struct ioq_kube {
   struct ioq_blob ca_blob, cert_blob, key_blob;
   bool insecure;
   char *kubeconfig; /* its path, for messages */
+  char *context;    /* the kubeconfig context used */
+  char *ns;         /* the context's namespace, or the service account's; NULL = none */
   long timeout_ms;
   char *user_agent;
   /* cached bearer token, re-read when the file's mtime changes */
@@ -71,9 +73,16 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     if (env && *env)
       kcpath = env;
   }
+  if (!kcpath && o->context && *o->context) {
+    ioq_fail(e, IOQ_EINVAL_INPUT,
+             "kube client: context '%s' asked for, but there is no kubeconfig to read it from",
+             o->context);
+    ioq_kube_free(k);
+    return NULL;
+  }
   if (kcpath) {
     struct ioq_kubeconfig kc;
-    if (ioq_kubeconfig_load(kcpath, &kc, e) < 0) {
+    if (ioq_kubeconfig_load_context(kcpath, o->context, &kc, e) < 0) {
       ioq_kube_free(k);
       return NULL;
     }
@@ -91,7 +100,8 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     k->cert_blob = kc.cert;
     k->key_blob = kc.key;
     k->insecure = kc.insecure;
-    free(kc.context);
+    k->context = kc.context;
+    k->ns = kc.namespace;
     if (!k->kubeconfig) {
       ioq_fail(e, ENOMEM, "kube client: out of memory");
       ioq_kube_free(k);
@@ -120,6 +130,17 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     k->server = strdup(url);
     k->token_file = strdup(o->token_file && *o->token_file ? o->token_file : tok);
     k->ca_file = strdup(o->ca_file && *o->ca_file ? o->ca_file : ca);
+    /* the pod's own namespace, kubectl's default in a cluster (optional) */
+    char nsf[1024], *nsv = NULL;
+    snprintf(nsf, sizeof nsf, "%s/namespace", sa);
+    ioq_err ne = {0};
+    if (ioq_path_exists(nsf) && ioq_read_file(nsf, &nsv, NULL, 4096, &ne) == 0) {
+      ioq_trim(nsv);
+      if (*nsv)
+        k->ns = nsv;
+      else
+        free(nsv);
+    }
   }
   size_t l = k->server ? strlen(k->server) : 0;
   while (l > 0 && k->server[l - 1] == '/')
@@ -181,11 +202,15 @@ void ioq_kube_free(struct ioq_kube *k) {
   free(k->cert_blob.data);
   free(k->key_blob.data);
   free(k->kubeconfig);
+  free(k->context);
+  free(k->ns);
   pthread_mutex_destroy(&k->lock);
   free(k);
 }
 
 const char *ioq_kube_server(const struct ioq_kube *k) { return k->server; }
+const char *ioq_kube_context(const struct ioq_kube *k) { return k->context; }
+const char *ioq_kube_namespace(const struct ioq_kube *k) { return k->ns; }
 
 /* Returns a malloc'd "Authorization: Bearer ..." header, NULL if no token
  * file is configured; -1 on read errors. */

@@ -32,6 +32,9 @@ struct ioq_kube_opts {
    * (one file); in-cluster. kubeconfig with server, token_file or ca_file is
    * an error (two sources of one setting). */
   const char *kubeconfig; /* NULL/"" = none (then KUBECONFIG, if set) */
+  /* the kubeconfig context to use (kubectl --context); NULL/"" = its
+   * current-context. Without a kubeconfig to read it from, an error. */
+  const char *context;
   const char *server;     /* NULL/"" = in-cluster */
   const char *token_file; /* NULL = none (in-cluster: the service account token) */
   const char *ca_file;    /* NULL = system CAs (in-cluster: the service account CA) */
@@ -61,6 +64,11 @@ struct ioq_kube;
 struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e);
 void ioq_kube_free(struct ioq_kube *k);
 const char *ioq_kube_server(const struct ioq_kube *k);
+/* the kubeconfig context in use (NULL without a kubeconfig) */
+const char *ioq_kube_context(const struct ioq_kube *k);
+/* kubectl's default namespace: the kubeconfig context's namespace, or in a
+ * cluster the service account's (SA_DIR/namespace); NULL = none given */
+const char *ioq_kube_namespace(const struct ioq_kube *k);
 
 struct ioq_kube_resp {
   long status; /* HTTP status */

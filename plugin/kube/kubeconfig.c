@@ -197,14 +197,16 @@ static int kc_user(struct kc_ctx *x, json_object *u, const char *field, struct i
   return 0;
 }
 
-static int kc_parse(struct kc_ctx *x, json_object *root, struct ioq_kubeconfig *kc) {
+static int kc_parse(struct kc_ctx *x, json_object *root, const char *context,
+                    struct ioq_kubeconfig *kc) {
   if (!json_object_is_type(root, json_type_object))
     return kc_bad(x, root, "(top level)", "must be a mapping");
-  const char *cur, *cluster, *user;
-  if (kc_string(x, root, "current-context", "current-context", &cur) < 0)
+  const char *cur = context, *cluster, *user;
+  if (!cur && kc_string(x, root, "current-context", "current-context", &cur) < 0)
     return -1;
   if (!cur)
-    return kc_bad(x, root, "current-context", "is not set (kubectl config use-context NAME)");
+    return kc_bad(x, root, "current-context",
+                  "is not set (kubectl config use-context NAME, or pass --context)");
   if (!(kc->context = strdup(cur)))
     return ioq_fail(x->e, ENOMEM, "out of memory");
   json_object *ctx, *cl, *us;
@@ -214,6 +216,11 @@ static int kc_parse(struct kc_ctx *x, json_object *root, struct ioq_kubeconfig *
     return -1;
   if (!cluster)
     return kc_bad(x, ctx, "context.cluster", "is required");
+  const char *ns;
+  if (kc_string(x, ctx, "namespace", "context.namespace", &ns) < 0)
+    return -1;
+  if (ns && !(kc->namespace = strdup(ns)))
+    return ioq_fail(x->e, ENOMEM, "out of memory");
   if (kc_find(x, root, "clusters", "cluster", cluster, &cl) < 0)
     return -1;
   char field[200];
@@ -229,11 +236,17 @@ static int kc_parse(struct kc_ctx *x, json_object *root, struct ioq_kubeconfig *
 }
 
 int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e) {
+  return ioq_kubeconfig_load_context(path, NULL, kc, e);
+}
+
+int ioq_kubeconfig_load_context(const char *path, const char *context, struct ioq_kubeconfig *kc,
+                                ioq_err *e) {
   memset(kc, 0, sizeof *kc);
   struct kc_ctx x = {.path = path, .e = e};
   snprintf(x.dir, sizeof x.dir, "%s", path);
   char *d = dirname(x.dir);
-  memmove(x.dir, d, strlen(d) + 1);
+  if (d != x.dir) /* dirname() may answer in place, or with a static "." */
+    memmove(x.dir, d, strlen(d) + 1);
   char *text;
   size_t len;
   /* a kubeconfig with a few embedded certificates is a few KiB */
@@ -249,7 +262,7 @@ int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e)
   free(text);
   if (rc < 0)
     return -1;
-  rc = kc_parse(&x, root, kc);
+  rc = kc_parse(&x, root, context && *context ? context : NULL, kc);
   json_object_put(root);
   if (rc < 0)
     ioq_kubeconfig_free(kc);
@@ -258,6 +271,7 @@ int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e)
 
 void ioq_kubeconfig_free(struct ioq_kubeconfig *kc) {
   free(kc->context);
+  free(kc->namespace);
   free(kc->server);
   free(kc->ca_file);
   free(kc->ca.data);

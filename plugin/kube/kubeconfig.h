@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubeconfig (kubectl's client configuration file): the current context's
  * cluster and user, for the API client (kube.h). Supported: clusters[].
- * cluster.server, certificate-authority(-data), insecure-skip-tls-verify;
+ * cluster.server, contexts[].context.namespace, certificate-authority(-data), insecure-skip-tls-verify;
  * users[].user.token, tokenFile, client-certificate(-data), client-key(-data).
  * Auth plugins (exec, auth-provider), basic auth and connection settings this
  * client does not implement (proxy-url, tls-server-name) are errors naming
@@ -23,7 +23,8 @@ struct ioq_blob {
 };
 
 struct ioq_kubeconfig {
-  char *context; /* the current context's name, for logs */
+  char *context;   /* the current context's name, for logs */
+  char *namespace; /* the context's namespace (kubectl's default); NULL = none */
   char *server;
   char *ca_file;
   struct ioq_blob ca;
@@ -36,6 +37,11 @@ struct ioq_kubeconfig {
 
 /* Errors: "kubeconfig PATH: line N: FIELD: what". */
 int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e);
+/* The same with the context called `context` instead of current-context
+ * (kubectl --context); NULL or "" = current-context. A context the file
+ * does not have is an error naming it. */
+int ioq_kubeconfig_load_context(const char *path, const char *context, struct ioq_kubeconfig *kc,
+                                ioq_err *e);
 void ioq_kubeconfig_free(struct ioq_kubeconfig *kc);
 
 #endif

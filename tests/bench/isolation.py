@@ -516,6 +516,33 @@ class Cluster:
                  "name": e["involvedObject"].get("name"), "message": e.get("message", "")}
                 for e in self.api.events[since:] if e.get("reason") in MONITOR_REASONS]
 
+    def explain(self, ctl, pod):
+        """`ioqosctl explain --json` of a granted pod on the real kernel, checked
+        against the kernel's own io.max line: the plugin's record of what it
+        wrote and read back must be what is in place. Raises on a mismatch
+        (the stage fails); returns a short record."""
+        sock = os.path.join(self.env.state_dir, "plugin.sock")
+        t0 = time.monotonic()
+        r = subprocess.run([ctl, "explain", "--socket", sock, "--json", "%s/%s" % (NS, pod.name)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        ms = (time.monotonic() - t0) * 1000.0
+        if r.returncode != 0:
+            raise RuntimeError("ioqosctl explain %s failed (%d): %s" % (pod.name, r.returncode, r.stderr))
+        doc = json.loads(r.stdout)
+        files = [f for f in doc.get("files", []) if f.get("file") == "io.max"]
+        live = iomax_line(pod.dir, self.disk.devno)
+        if not doc.get("granted") or not files or \
+                any(iomax_field(files[0]["readBack"], k) != iomax_field(live, k)
+                    for k in ("rbps", "wbps", "riops", "wiops")):
+            raise RuntimeError("ioqosctl explain %s: granted=%s io.max read back %r, the kernel has %r" % (
+                pod.name, doc.get("granted"), files and files[0].get("readBack"), live))
+        mon = doc.get("monitor", {})
+        return {"ms": ms, "io.max": files[0]["readBack"], "written_at": files[0].get("writtenAt"),
+                "disk": doc["grants"][0]["disk"], "reason": doc["grants"][0]["reason"]["summary"],
+                "cgroup_how": doc["cgroup"].get("how"),
+                "monitor": [d.get("verdict") for d in mon.get("disks", [])] if mon.get("monitored")
+                else mon.get("reason")}
+
     def verdict_seconds(self):
         """{verdict: pod-seconds} the monitor counted on the disk so far."""
         return {v: self.daemon.metric("ioqos_disk_grant_verdict_seconds_total", disk=self.disk.name,
@@ -881,6 +908,8 @@ class Scenario:
                 # start under TCG
                 t0 = max([samp.first_change(k, 2) for k in ("backup", "host") if k in cgs] or [t_start])
                 res["monitor_first_not_met_s"] = res.pop("monitor_not_met_at") - t0
+            if cl and granted and not idle:  # what the plugin says, against the kernel
+                res["explain"] = {p.name: cl.explain(a.ioqosctl, p) for p in pods}
             if cl and granted:
                 res["monitor"] = {"window_s": a.monitor_window, "events": cl.monitor_events(ev0),
                                   "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}

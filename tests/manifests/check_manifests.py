@@ -60,6 +60,16 @@ RBAC_EXPECTED = {
 }
 # where each service account's binary keeps its Kubernetes API calls
 SA_SOURCES = {"ioqos-plugin": ["plugin/daemon"], "ioqos-scheduler-ext": ["scheduler-ext"]}
+# kubectl ioqos (plugin/ctl: ioqosctl run as kubectl-ioqos) calls the API with
+# the credentials of the person at the keyboard (kubeconfig), never with a
+# service account of the manifests: its calls are not counted for any of them
+# (SA_SOURCES does not scan plugin/ctl) and must be exactly what
+# docs/operations.md tells users to grant (the ioqos-viewer ClusterRole there).
+USER_SOURCES = {"kubectl ioqos": ["plugin/ctl"]}
+USER_RBAC_EXPECTED = {"kubectl ioqos": _grants([("", "nodes", ["list"]), ("", "pods", ["list"])])}
+USER_RBAC_DOC = ("docs/operations.md", "ioqos-viewer")
+# the client library: paths come from its callers (the informer's, the Event's)
+LIBRARY_SOURCES = ["plugin/kube"]
 # The second kube-scheduler: the built-in roles of a kube-scheduler, plus at
 # most its own leader-election lease.
 SCHEDULER_SA = "ioqos-scheduler"
@@ -318,7 +328,7 @@ def rbac_problems(docs):
 
 
 # ioq_kube_* calls, and the extender's budget-charged GET wrapper (podsync.c)
-API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_)(get_json_until|get_json|get_filtered|merge_patch|send_json|do)\s*\(')
+API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_|\bctl_kube_)(get_json_until|get_json|get_filtered|merge_patch|send_json|do|list)\s*\(')
 API_PATH = re.compile(r'"(/api/v1/[^"?]*)')
 
 
@@ -346,6 +356,8 @@ def call_verb(text, name):
         return "get"
     if name == "merge_patch":
         return "patch"
+    if name == "list":  # ctl_kube_list: every page of a collection
+        return "list"
     m = re.match(r'(?:ioq|ext)_kube_\w+\s*\([^,]+,\s*"(\w+)"', text)
     method = m.group(1) if m else "?"
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete",
@@ -378,12 +390,70 @@ def code_grants(text):
     return g, probs
 
 
-def sa_code_grants(sa):
+def dirs_code_grants(dirs):
     text = ""
-    for d in SA_SOURCES[sa]:
+    for d in dirs:
         for f in sorted(glob.glob(os.path.join(REPO, d, "**", "*.c"), recursive=True)):
             text += open(f).read() + "\n"
     return code_grants(text)
+
+
+def sa_code_grants(sa):
+    return dirs_code_grants(SA_SOURCES[sa])
+
+
+def unattributed_callers():
+    """C files outside tests that call the API but belong to no service
+    account, no user-run tool and not the client library: their calls would
+    be in no RBAC list at all."""
+    known = [d for ds in list(SA_SOURCES.values()) + list(USER_SOURCES.values()) for d in ds]
+    known += LIBRARY_SOURCES
+    out = []
+    for top in ("src", "plugin", "scheduler-ext"):
+        for f in sorted(glob.glob(os.path.join(REPO, top, "**", "*.c"), recursive=True)):
+            r = rel(f)
+            if any(r == d or r.startswith(d + "/") for d in known):
+                continue
+            text = open(f).read()
+            if API_PATH.search(text) or API_CALL.search(text):
+                out.append(r)
+    return out
+
+
+def documented_role_grants(doc, name):
+    """(apiGroup, resource, verb) of the ClusterRole `name` shown in a yaml
+    block of doc; None if the doc shows none."""
+    text = open(os.path.join(REPO, doc)).read()
+    for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
+        for o in yaml.safe_load_all(block):
+            if isinstance(o, dict) and o.get("kind") == "ClusterRole" and \
+                    (o.get("metadata") or {}).get("name") == name:
+                return {(g, r, v) for rule in o.get("rules") or [] for g in rule.get("apiGroups") or []
+                        for r in rule.get("resources") or [] for v in rule.get("verbs") or []}
+    return None
+
+
+def user_rbac_problems():
+    p = []
+    for user, want in USER_RBAC_EXPECTED.items():
+        used, probs = dirs_code_grants(USER_SOURCES[user])
+        p += ["%s sources: %s" % (user, x) for x in probs]
+        if used != want:
+            p.append("%s: the code uses %s, the documented permissions are %s" % (
+                user, sorted(fmt_grant(x) for x in used), sorted(fmt_grant(x) for x in want)))
+        doc, role = USER_RBAC_DOC
+        shown = documented_role_grants(doc, role)
+        if shown != want:
+            p.append("%s: the ClusterRole %s in %s grants %s, the code needs %s" % (
+                user, role, doc, sorted(fmt_grant(x) for x in shown or ()), sorted(fmt_grant(x) for x in want)))
+    for sa, dirs in SA_SOURCES.items():
+        for d in dirs:
+            if any(d == u or d.startswith(u + "/") or u.startswith(d + "/")
+                   for us in USER_SOURCES.values() for u in us):
+                p.append("%s scans %s, where a user-run tool's calls are" % (sa, d))
+    p += ["%s calls the Kubernetes API but no RBAC list covers it (SA_SOURCES / USER_SOURCES)" % f
+          for f in unattributed_callers()]
+    return p
 
 
 def fmt_grant(g):
@@ -415,6 +485,22 @@ def cmd_rbac():
         else:
             ok("%s: RBAC is exactly the API calls of %s: %s" % (
                 sa, ", ".join(SA_SOURCES[sa]), ", ".join(sorted(fmt_grant(x) for x in used))))
+    # the kubectl plugin's calls are the user's: exactly the documented role, never an SA's
+    probs = user_rbac_problems()
+    for x in probs:
+        fail(x)
+    if not probs:
+        ok("kubectl ioqos: the API calls of %s are the user's, exactly %s's ClusterRole %s: %s" % (
+            ", ".join(d for ds in USER_SOURCES.values() for d in ds), USER_RBAC_DOC[0], USER_RBAC_DOC[1],
+            ", ".join(sorted(fmt_grant(x) for w in USER_RBAC_EXPECTED.values() for x in w))))
+    control("a GET of pods by name in kubectl ioqos", lambda: [] if code_grants(
+        'const char *p = "/api/v1/namespaces/%s/pods/%s";\n'
+        'ioq_kube_get_json(k, p, &o, NULL, e);')[0] <= USER_RBAC_EXPECTED["kubectl ioqos"]
+        else ["pods get is used but not documented"])
+    control("a paged list of secrets", lambda: [] if code_grants(
+        'const char *p = "/api/v1/secrets";\n'
+        'ctl_kube_list(k, p, &f, rules, 1, fn, ud, &st, NULL, e);')[0] <= USER_RBAC_EXPECTED["kubectl ioqos"]
+        else ["secrets list is used but not documented"])
     control("a GET the plugin has no verb for", lambda: [] if code_grants(
         'snprintf(path, sizeof path, "/api/v1/namespaces/%s/secrets/%s", ns, n);\n'
         'ioq_kube_get_json(k, path, &o, NULL, e);')[0] - RBAC_EXPECTED["ioqos-plugin"] == set()
@@ -1022,6 +1108,13 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, cal)
         if not hp or hp[1].get("readOnly"):
             p.append("%s: calibration directory %s is not a writable host directory" % (where, cal))
+    # the explain socket of `ioqosctl explain` (default <state-dir>/plugin.sock)
+    # in a writable host directory, so root on the node reaches it too
+    xs = f.get("explain-socket") or os.path.join(f.get("state-dir") or "/var/lib/ioqos", "plugin.sock")
+    if xs != "off":
+        hp = host_path_of(c, ps, os.path.dirname(xs))
+        if not hp or hp[1].get("readOnly"):
+            p.append("%s: --explain-socket %s is not in a writable host directory" % (where, xs))
     # metrics and probes on the pod IP (downward API), not on every address;
     # probes on the health listener when there is one, else the metrics port
     ports = {pt.get("name"): pt["containerPort"] for pt in c.get("ports") or []}
@@ -1244,6 +1337,8 @@ def cmd_workloads():
         return o["spec"]["template"]["spec"]["containers"][0]
     control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroupfs-root")][0], "--cgroupfs-root=/sys/fs/cgroup")))
+    control("explain socket not on the host", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].append(
+        "--explain-socket=/tmp/plugin.sock")))
     control("metrics on every address", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--metrics-address")][0], "--metrics-address=:9464")))
     control("probes on the metrics port", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "metrics")))

@@ -124,8 +124,8 @@ Test(nodeanno, not_nul_terminated) {
 
 /* issue 12 item 9: why a disk is unhealthy and which selectors give no disk
  * are published for people; readers (the extender) parse the annotation as
- * before and do not keep them */
-Test(nodeanno, health_reason_and_faults_are_written_and_skipped_by_readers) {
+ * before; the reason is kept for kubectl ioqos nodes, never an error */
+Test(nodeanno, health_reason_and_faults_are_written_reason_kept_by_readers) {
   struct ioq_disk_state d[2] = {0};
   strcpy(d[0].name, "sda");
   strcpy(d[0].dev, "8:0");
@@ -151,10 +151,19 @@ Test(nodeanno, health_reason_and_faults_are_written_and_skipped_by_readers) {
   cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s", e.msg);
   cr_assert_eq(back.n_disks, 2);
   cr_assert_not(back.disks[1].healthy);
-  cr_assert_str_eq(back.disks[1].reason, "", "not parsed");
+  /* kept for people (kubectl ioqos nodes); a healthy disk has none */
+  cr_assert_str_eq(back.disks[1].reason, "capacity of sdb: calibration.json: not a JSON object");
+  cr_assert_str_eq(back.disks[0].reason, "");
   ioq_node_state_free(&back);
   free(txt);
-  }
+  /* a reason of another type, or on a healthy disk, is no error and not kept */
+  const char *odd = "{\"version\":1,\"devices\":[{\"name\":\"sda\",\"healthy\":false,\"reason\":7,"
+                    "\"capacity\":{}},{\"name\":\"sdb\",\"healthy\":true,\"reason\":\"x\",\"capacity\":{}}]}";
+  cr_assert_eq(ioq_node_anno_parse(odd, strlen(odd), &back, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(back.disks[0].reason, "");
+  cr_assert_str_eq(back.disks[1].reason, "");
+  ioq_node_state_free(&back);
+}
 /* issue 12 item 3: the freshness marker */
 Test(nodeanno, published_at_roundtrip_and_optional) {
   struct ioq_disk_state d = {.name = "sda", .dev = "8:0", .class_name = "default", .healthy = true};

@@ -42,8 +42,13 @@ int ioq_mkdir_p(const char *path, ioq_err *e);
 bool ioq_path_exists(const char *path);
 bool ioq_is_dir(const char *path);
 
-/* Copies src into dst (always NUL-terminated); false if it was truncated. */
+/* Copies src into dst (always NUL-terminated); false if it was truncated.
+ * A caller handles truncation (an error naming what did not fit) or, where
+ * a cut value is what it wants (a log field, a display name), says so by
+ * calling ioq_copy_trunc instead. */
 bool ioq_copy(char *dst, size_t dstsz, const char *src);
+/* The same where truncation is intended: dst gets as much of src as fits. */
+void ioq_copy_trunc(char *dst, size_t dstsz, const char *src);
 
 /* Trims leading/trailing ASCII whitespace in place; returns s. */
 char *ioq_trim(char *s);
