@@ -31,6 +31,7 @@ calibrate() {
 
 part "calibration of the disk holding $(pwd) (5 s per phase)" calibrate
 part "isolation benchmark (real kernel, cgroup v2 VM)" tests/bench/run.sh --build "$build"
+part "combined-direction grants (real kernel, cgroup v2 VM)" tests/bench/directions.sh --build "$build"
 
 if [ -x tests/extender/bench.sh ]; then
     part "extender benchmark" tests/extender/bench.sh "$build"

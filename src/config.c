@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/dirsplit.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/numconv.h"
@@ -45,6 +46,8 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->enforcement.bfq_weight = true;
   c->enforcement.enable_controllers = true;
   c->enforcement.reconcile_interval_s = 10;
+  c->enforcement.combined_directions = false;
+  c->enforcement.combined_floor = DIRSPLIT_FLOOR_DEFAULT;
   c->monitor.enable = true;
   c->monitor.interval_s = 1;
   c->monitor.starved_window_s = 30;
@@ -460,7 +463,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
     return -1;
   if (enf) {
     static const char *const ekeys[] = {"failOpen", "ioWeight", "bfqWeight", "enableControllers",
-                                        "reconcileIntervalSeconds", NULL};
+                                        "reconcileIntervalSeconds", "combinedDirections",
+                                        "combinedDirectionsFloor", NULL};
     uint64_t ri = c->enforcement.reconcile_interval_s;
     if (check_keys(x, enf, "enforcement", ekeys) < 0 ||
         get_bool(x, enf, "failOpen", "enforcement.failOpen", &c->enforcement.fail_open) < 0 ||
@@ -469,7 +473,11 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         get_bool(x, enf, "enableControllers", "enforcement.enableControllers",
                  &c->enforcement.enable_controllers) < 0 ||
         get_uint(x, enf, "reconcileIntervalSeconds", "enforcement.reconcileIntervalSeconds", &ri, 1,
-                 3600) < 0)
+                 3600) < 0 ||
+        get_bool(x, enf, "combinedDirections", "enforcement.combinedDirections",
+                 &c->enforcement.combined_directions) < 0 ||
+        get_double(x, enf, "combinedDirectionsFloor", "enforcement.combinedDirectionsFloor",
+                   &c->enforcement.combined_floor, 0, 0.25) < 0)
       return -1;
     c->enforcement.reconcile_interval_s = (unsigned)ri;
   }

@@ -11,6 +11,7 @@
 #include "ioqos/grantmon.h"
 
 static int delta(uint64_t a, uint64_t b, const char *what, double *out, ioq_err *e) {
+  *out = 0; /* set on every path: -O2 cannot see that callers stop on failure */
   if (b < a)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s went backwards (%" PRIu64 " -> %" PRIu64
                     "): counters reset or the cgroup was re-created", what, a, b);

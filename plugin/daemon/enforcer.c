@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "enforcer_internal.h"
+#include "ioqos/dirsplit.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -230,13 +231,6 @@ static int compute_grant(const struct podres_pod *pr, const struct pod_info *pi,
   return rc;
 }
 
-static unsigned count_writes(const struct ioq_apply_report *rep) {
-  unsigned n = 0;
-  for (size_t i = 0; i < rep->n; i++)
-    n += rep->steps[i].changed;
-  return n;
-}
-
 static enum enforce_fail classify(const ioq_err *e) {
   switch (e->code) {
   case IOQ_EMISMATCH: return EF_VERIFY;
@@ -245,16 +239,55 @@ static enum enforce_fail classify(const ioq_err *e) {
   }
 }
 
-/* Writes one disk's grant into the cgroup. Stacked devices (dm, md) get the
- * limit on the device itself and the weights on their leaf disks, where the
- * proportional schedulers work. */
+/* Notes the files a write changed in res->changes (the drift report). */
+static void note_changes(struct enforce_result *res, const char *disk, struct ioq_devno dev,
+                         const struct ioq_apply_report *rep) {
+  for (size_t i = 0; i < rep->n; i++) {
+    const struct ioq_apply_step *st = &rep->steps[i];
+    if (!st->changed)
+      continue;
+    res->writes++;
+    if (res->n_changes == ENF_CHANGES_MAX)
+      continue;
+    struct enforce_change *c = &res->changes[res->n_changes++];
+    memset(c, 0, sizeof *c);
+    ioq_copy(c->file, sizeof c->file, st->file);
+    ioq_copy(c->disk, sizeof c->disk, disk);
+    ioq_devno_str(dev, c->dev, sizeof c->dev);
+    ioq_copy(c->before, sizeof c->before, st->before);
+    ioq_copy(c->written, sizeof c->written, st->written);
+    if (strcmp(st->file, "io.max") == 0) {
+      struct ioq_io_limits a, b;
+      bool pa, pb;
+      char la[200], lb[200];
+      /* the steps hold the device's line, or "" for none (all max) */
+      snprintf(la, sizeof la, "%s\n", st->before);
+      snprintf(lb, sizeof lb, "%s\n", st->written);
+      if (ioq_iomax_parse(la, dev, &a, &pa, NULL) < 0 || ioq_iomax_parse(lb, dev, &b, &pb, NULL) < 0) {
+        c->limit[IOQ_RES_BANDWIDTH] = c->limit[IOQ_RES_IOPS] = true;
+        continue;
+      }
+      c->limit[IOQ_RES_BANDWIDTH] = a.rbps != b.rbps || a.wbps != b.wbps;
+      c->limit[IOQ_RES_IOPS] = a.riops != b.riops || a.wiops != b.wiops;
+    } else if (strncmp(st->file, "blkio.throttle.", 15) == 0) {
+      c->limit[strstr(st->file, "_iops_") ? IOQ_RES_IOPS : IOQ_RES_BANDWIDTH] = true;
+    }
+  }
+}
+
+/* Writes one disk's grant into the cgroup (its limits: the read/write split
+ * when `split` is a valid one of the grant, else the full-grant split).
+ * Stacked devices (dm, md) get the limit on the device itself and the
+ * weights on their leaf disks, where the proportional schedulers work. */
 static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
-                      const struct cat_disk *cd, unsigned *writes, struct file_log *log,
-                      ioq_err *e) {
+                      const struct cat_disk *cd, const struct ioq_io_limits *split,
+                      struct enforce_result *res, struct file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
     return -1;
+  if (split && ioq_dirsplit_valid(&s.max, split)) /* combined directions: the split kept */
+    s.max = *split;
   unsigned w = 0, bw = 0;
   if (ioq_grant_weights(dg, cd->units, &w, &bw, e) < 0)
     return -1;
@@ -277,13 +310,13 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     s.bfq_weight = bfq;
     if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
       return -1;
-    *writes += count_writes(&rep);
+    note_changes(res, dg->disk, s.dev, &rep);
     log_steps(log, dg->disk, &rep);
     return 0;
   }
   if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
     return -1;
-  *writes += count_writes(&rep);
+  note_changes(res, dg->disk, s.dev, &rep);
   log_steps(log, dg->disk, &rep);
   for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
     /* weights only: the leaf may be a managed disk of its own, whose
@@ -294,7 +327,7 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
                                   .weights_only = true};
     if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
       return -1;
-    *writes += count_writes(&rep);
+    note_changes(res, dg->disk, ls.dev, &rep);
     log_steps(log, dg->disk, &rep);
   }
   return 0;
@@ -540,12 +573,24 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
              "are while it is Pending pod=%s/%s uid=%s cgroup=%s",
              pr->ns, pr->name, pi->uid, cg.dir);
+  /* combined directions: a disk whose grant is unchanged keeps its split */
+  struct ioq_io_limits splits[IOQ_POD_DISKS_MAX] = {{0}};
+  bool has_split[IOQ_POD_DISKS_MAX] = {false};
+  for (size_t i = 0; ap && i < res->grant.n && strcmp(before.cgroup, cg.dir) == 0; i++)
+    for (size_t j = 0; j < before.grant.n; j++)
+      if (before.has_split[j] && strcmp(before.grant.disks[j].disk, res->grant.disks[i].disk) == 0 &&
+          memcmp(before.grant.disks[j].units, res->grant.disks[i].units,
+                 sizeof before.grant.disks[j].units) == 0) {
+        splits[i] = before.split[j];
+        has_split[i] = true;
+      }
   /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
   log = calloc(1, sizeof *log);
   if (log)
     log->now = realtime_now();
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
-    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, log, e) < 0) {
+    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL, res,
+                   log, e) < 0) {
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
@@ -626,8 +671,11 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-  for (size_t i = 0; i < res->grant.n; i++)
+  for (size_t i = 0; i < res->grant.n; i++) {
     ap->devs[i] = cds[i].dev;
+    ap->split[i] = splits[i];
+    ap->has_split[i] = has_split[i] && !hold;
+  }
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
   bool has_init_now = enf_holds_init(ap);
@@ -963,6 +1011,82 @@ bool enforcer_have_list(struct enforcer *f) {
 
 void enforcer_writes_lock(struct enforcer *f) { pthread_mutex_lock(&f->apply_lock); }
 void enforcer_writes_unlock(struct enforcer *f) { pthread_mutex_unlock(&f->apply_lock); }
+
+/* the pod's grant disk `disk` and its full-grant split; with `lock` held */
+static const struct applied_pod *split_find_locked(struct enforcer *f, const char *uid,
+                                                   const char *disk, size_t *d,
+                                                   struct ioq_io_limits *grant) {
+  const struct applied_pod *ap = enf_find_locked(f, uid);
+  for (size_t i = 0; ap && !ap->init_unknown && i < ap->grant.n; i++)
+    if (strcmp(ap->grant.disks[i].disk, disk) == 0 &&
+        ioq_grant_limits(&ap->grant.disks[i], &f->o.sizes, grant, NULL) == 0) {
+      *d = i;
+      return ap;
+    }
+  return NULL;
+}
+
+bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
+                        struct ioq_io_limits *grant, struct ioq_io_limits *cur) {
+  pthread_mutex_lock(&f->lock);
+  size_t d = 0;
+  const struct applied_pod *ap = split_find_locked(f, uid, disk, &d, grant);
+  if (ap)
+    *cur = ap->has_split[d] ? ap->split[d] : *grant;
+  pthread_mutex_unlock(&f->lock);
+  return ap != NULL;
+}
+
+int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
+                       const struct ioq_io_limits *grant, const struct ioq_io_limits *split,
+                       ioq_err *e) {
+  if (!ioq_dirsplit_valid(grant, split))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "disk %s: read/write split is not within the grant", disk);
+  pthread_mutex_lock(&f->apply_lock);
+  pthread_mutex_lock(&f->lock);
+  size_t d = 0;
+  struct ioq_io_limits g;
+  const struct applied_pod *ap = split_find_locked(f, uid, disk, &d, &g);
+  struct applied_pod copy;
+  bool same = ap && ioq_limits_eq(&g, grant);
+  if (same)
+    copy = *ap; /* its init_ids stay owned by the table; not used here */
+  pthread_mutex_unlock(&f->lock);
+  int rc = 0;
+  if (same) {
+    /* the table changes only under apply_lock, held: the copy stays true */
+    struct ioq_cg cg;
+    struct ioq_disk_setting s = {.dev = copy.devs[d], .max = *split}; /* weights left as they are */
+    struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
+    struct ioq_apply_report rep;
+    if (ioq_cg_open(copy.cgroup, copy.version, &cg, e) < 0 ||
+        ioq_cg_apply_disk(&cg, &s, &ao, &rep, e) < 0) {
+      ioq_err_prefix(e, "pod %s/%s disk %s", copy.ns, copy.name, disk);
+      rc = -1;
+    } else {
+      pthread_mutex_lock(&f->lock);
+      struct applied_pod *w = enf_find_locked(f, uid);
+      if (w) {
+        w->split[d] = *split;
+        w->has_split[d] = true;
+        /* what `ioqosctl explain` shows for the files: the split written */
+        double now = realtime_now();
+        for (size_t i = 0; i < rep.n; i++)
+          for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
+            if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&
+                strcmp(w->files[k].disk, disk) == 0) {
+              ioq_copy(w->files[k].written, sizeof w->files[k].written, rep.steps[i].written);
+              ioq_copy(w->files[k].readback, sizeof w->files[k].readback, rep.steps[i].readback);
+              w->files[k].written_at = w->files[k].verified_at = now;
+            }
+      }
+      pthread_mutex_unlock(&f->lock);
+      rc = 1;
+    }
+  }
+  pthread_mutex_unlock(&f->apply_lock);
+  return rc;
+}
 
 size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
   pthread_mutex_lock(&f->lock);

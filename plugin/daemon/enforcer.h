@@ -8,7 +8,9 @@
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how
- * many units of each disk are allocated. Thread-safe.
+ * many units of each disk are allocated. With combined-direction grants the
+ * read/write split of a grant (enforcer_set_split) is what is applied and
+ * kept, until that disk's grant changes. Thread-safe.
  *
  * Regular init containers' grants (units kubelet never lists) are saved to
  * a state file before PreStart answers (initstate.h) and restored at start,
@@ -33,6 +35,7 @@
 #include "ioqos/cglayout.h"
 #include "ioqos/error.h"
 #include "ioqos/grant.h"
+#include "ioqos/iolimit.h"
 #include "ioqos/nodeanno.h"
 #include "ioqos/podcg.h"
 #include "podcache.h"
@@ -62,6 +65,17 @@ enum enforce_fail {
 };
 const char *enforce_fail_name(enum enforce_fail f);
 
+/* One file a write changed: for the drift report (reconcile.c), which
+ * tells drift (a known pod, same grant) from a grant being put in place. */
+#define ENF_CHANGES_MAX 8
+struct enforce_change {
+  char file[40];                     /* "io.max", "blkio.throttle.read_bps_device", ... */
+  char disk[IOQ_DISK_NAME_MAX + 1];  /* the catalog's disk */
+  char dev[IOQ_DEVNO_STR_MAX];       /* the device written */
+  char before[160], written[160];    /* the device's value before, what was written */
+  bool limit[IOQ_RES_COUNT];         /* a limit of that resource changed (else a weight) */
+};
+
 struct enforce_result {
   enum enforce_fail fail;
   char cgroup[PATH_MAX];
@@ -69,6 +83,8 @@ struct enforce_result {
   unsigned writes;    /* files actually written (0 = everything already in place) */
   bool known;         /* applied before to the same cgroup */
   bool grant_changed; /* known, but the grant differs from the last one */
+  struct enforce_change changes[ENF_CHANGES_MAX]; /* the first files written */
+  size_t n_changes;
 };
 
 /* One kernel file of a pod's grant as the writer left it, for
@@ -92,6 +108,11 @@ struct applied_pod {
   enum ioq_cg_version version;
   struct ioq_pod_grant grant;
   struct ioq_devno devs[IOQ_POD_DISKS_MAX]; /* throttled device of each grant disk */
+  /* combined-direction grants: the read/write split in place per grant disk
+   * (has_split false: the full-grant split); reset when that disk's grant
+   * changes, not kept across restarts */
+  struct ioq_io_limits split[IOQ_POD_DISKS_MAX];
+  bool has_split[IOQ_POD_DISKS_MAX];
   /* units of the running regular init container (from its PreStart; kubelet
    * does not list it), per resource; kept while the pod is Pending. Not
    * copied by enforcer_snapshot. */
@@ -211,6 +232,21 @@ bool enforcer_have_list(struct enforcer *f);
 void enforcer_writes_lock(struct enforcer *f);
 void enforcer_writes_unlock(struct enforcer *f);
 
+/* Combined-direction grants (enforcement.combinedDirections). The limits of
+ * the pod `uid` on grant disk `disk`: *grant the full-grant split
+ * (ioq_grant_limits), *cur what the enforcer keeps in place (the split, or
+ * *grant). Returns false if the pod or disk is not applied. */
+bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
+                        struct ioq_io_limits *grant, struct ioq_io_limits *cur);
+/* Writes `split` (a valid split of `grant`, ioq_dirsplit_valid) as the
+ * pod's limits on `disk` through the enforcement writer, read back, under
+ * the write lock, and keeps it as the desired state so reconcile holds it.
+ * Returns 1 written, 0 not done because the pod is gone or its grant on the
+ * disk is no longer `grant` (the next interval starts from the new one),
+ * -1 + *e when the write failed. */
+int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
+                       const struct ioq_io_limits *grant, const struct ioq_io_limits *split,
+                       ioq_err *e);
 /* The files the pod with this UID's grant was written to and read back
  * from at the last apply (malloc'd copy in *out, NULL when none). Returns
  * how many; -1 when the enforcer does not remember the pod. */

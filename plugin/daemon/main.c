@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "combined.h"
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -194,6 +195,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   } else {
     ioq_info("grant monitor off (monitor.enable is false): nobody checks that grants are kept");
   }
+  combined_attach(p); /* after the monitor started: its hook */
   if ((*p->opts.metrics_address || p->opts.explain_socket) &&
       !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;

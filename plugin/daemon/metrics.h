@@ -46,6 +46,8 @@ enum counter {
   C_POLICY_WRITES, C_POLICY_FAIL,
   C_UG_WRITES, C_UG_FAIL,
   C_HTTP_DEADLINE_CUTS,
+  C_LIMIT_DRIFT,              /* per resource: limits changed outside ioqos, rewritten */
+  C_RESPLITS, C_RESPLIT_FAIL, /* per resource: combined-direction re-splits written / failed */
   C_COUNT_
 };
 

@@ -479,7 +479,11 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       struct mon_slot *s = &pp->s[k];
       struct mon_disk *d = find_disk(m, s->disk);
       enum ioq_gm_contention cont = d ? d->cont : IOQ_GM_ROOM;
-      s->verdict = (enum monitor_verdict)ioq_gm_classify(&s->grant, s->have_rates ? &s->rates : NULL, cont);
+      /* combined directions: "at its cap" is against the read/write split in place */
+      struct ioq_io_limits lim = s->grant, full;
+      if (m->p->cfg.enforcement.combined_directions)
+        enforcer_get_split(m->p->enf, pp->uid, s->disk, &full, &lim);
+      s->verdict = (enum monitor_verdict)ioq_gm_classify(&lim, s->have_rates ? &s->rates : NULL, cont);
       if (!s->have_rates)
         s->verdict = MON_UNKNOWN;
       double since = s->track.starved_since;

@@ -19,6 +19,7 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/nodeanno.h"
+#include "drift.h"
 #include "plugin.h"
 #include "podres.h"
 
@@ -229,8 +230,7 @@ void reconcile_pass(struct plugin *p) {
                res.writes);
     } else if (res.known && res.writes) {
       metrics_inc(p->metrics, C_DRIFT_FIXED);
-      ioq_warn("drift corrected pod=%s/%s cgroup=%s writes=%u", pr->ns, pr->name, res.cgroup,
-               res.writes);
+      drift_report(p, pr, pi->uid, &res);
     } else if (!res.known) {
       ioq_info("grant rebuilt from pod resources pod=%s/%s cgroup=%s writes=%u", pr->ns, pr->name,
                res.cgroup, res.writes);

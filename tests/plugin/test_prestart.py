@@ -5,6 +5,7 @@ stand-in (the daemon's real libcurl client talks to it)."""
 import calendar
 import json
 import os
+import re
 import time
 import unittest
 
@@ -429,14 +430,36 @@ class Reconcile(PluginTest):
         d = self.start()
         k = self.env.kubelet
         k.wait_list(BW, lambda l: len(l) == 1000)
-        _, ids, _, cg = self.admit("db", bw=100)
+        uid, ids, _, cg = self.admit("db", bw=100)
         k.prestart(BW, ids[BW])
         want = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"
         self.assertEqual(iomax(cg), want)
         write(os.path.join(cg, "io.max"), "250:0 rbps=1 wbps=max riops=max wiops=max")
-        d.wait_log(r"drift corrected pod=default/db")
+        # the drift report: the file, the device, what was there, what ioqos
+        # wrote back; a metric per resource; a Warning Event on the pod
+        d.wait_log(r'limit drift corrected pod=default/db uid=%s cgroup=%s file=io.max '
+                   r'disk=fakedisk0 dev=250:0 found="250:0 rbps=1 wbps=max riops=max wiops=max" '
+                   r'wrote="%s"' % (uid, re.escape(cg), want))
         self.assertEqual(iomax(cg), want)
         self.assertEqual(d.metric("ioqos_drift_corrections_total"), 1)
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/bandwidth"), 1)
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/iops"), 0)
+        api = self.env.api
+        api.wait(lambda: [e for e in api.events if e["reason"] == "IoqosLimitDrift"],
+                 what="IoqosLimitDrift event")
+        ev = [e for e in api.events if e["reason"] == "IoqosLimitDrift"][0]
+        self.assertEqual(ev["type"], "Warning")
+        self.assertEqual(ev["involvedObject"]["kind"], "Pod")
+        self.assertEqual(ev["involvedObject"]["name"], "db")
+        self.assertEqual(ev["involvedObject"]["uid"], uid)
+        self.assertIn("io.max of disk fakedisk0 (250:0) was '250:0 rbps=1 wbps=max riops=max "
+                      "wiops=max', rewritten to '%s'" % want, ev["message"])
+        # an IOPS limit set behind ioqos's back counts as iops
+        write(os.path.join(cg, "io.max"), "250:0 rbps=104857600 wbps=104857600 riops=max wiops=50")
+        d.wait_log(r'found="250:0 rbps=104857600 wbps=104857600 riops=max wiops=50"')
+        self.assertEqual(iomax(cg), want)
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/iops"), 1)
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/bandwidth"), 1)
         # kubelet no longer lists the pod, but the API server shows it alive
         # (a kubelet that just restarted lists pods as its sources deliver
         # them): the pod keeps its limits and its units

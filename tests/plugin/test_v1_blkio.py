@@ -5,6 +5,7 @@ cgroupfs layout below a child cgroup of our own
 (/sys/fs/cgroup/blkio/ioqos-test-PID/kubepods/...). Only that child tree is
 created and removed; the host's mounts are never touched."""
 import os
+import re
 import time
 import unittest
 
@@ -63,8 +64,17 @@ class HostBlkio(PluginTest):
         # drift: someone lifts the limit; the reconcile loop puts it back
         with open(cg + "/blkio.throttle.read_bps_device", "w") as f:
             f.write("%s 0" % DEV)
-        d.wait_log(r"drift corrected pod=default/db")
+        # the drift report: file, device, what was there ("" = no line, the
+        # kernel drops a 0), what ioqos wrote; metric; Event on the pod
+        d.wait_log(r'limit drift corrected pod=default/db uid=%s cgroup=%s '
+                   r'file=blkio.throttle.read_bps_device disk=%s dev=%s found="" wrote="%s %d"'
+                   % (uid, re.escape(cg), tag, DEV, DEV, 200 * MIB))
         self.assertEqual(read(cg + "/blkio.throttle.read_bps_device").strip(), "%s %d" % (DEV, 200 * MIB))
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/bandwidth"), 1)
+        self.assertEqual(d.metric("ioqos_limit_drift_total", resource="ioqos/iops"), 0)
+        api = self.env.api
+        api.wait(lambda: [e for e in api.events if e["reason"] == "IoqosLimitDrift"],
+                 what="IoqosLimitDrift event")
         # gone from kubelet's list and from the API: limits are cleared on the kernel
         k.remove_pod("default", "db")
         self.env.api.delete("Pod", "default", "db")

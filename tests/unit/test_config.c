@@ -21,6 +21,7 @@ Test(config, defaults) {
   cr_assert_eq(c.policy, IOQ_POLICY_LEAST_ALLOCATED);
   cr_assert_not(c.enforcement.fail_open);
   cr_assert(c.enforcement.io_weight);
+  cr_assert_not(c.enforcement.combined_directions, "combined-direction grants are opt-in");
   cr_assert(c.node_policy.ungranted_enable, "pods without a grant are bounded by default");
   cr_assert_eq(c.node_policy.ungranted_interval_ms, 1000);
   cr_assert_float_eq(c.node_policy.ungranted_headroom_share, 0.5, 1e-9);
@@ -74,7 +75,7 @@ Test(config, full_file) {
            "    {\"select\": \"/var/lib/kubelet\", \"class\": \"standard\"},\n"
            "    {\"select\": \"nvme1n1\", \"class\": \"fast\", \"capacity\": {\"bandwidthBytesPerSec\": 2000000000, \"iops\": 400000}, \"allocatableFraction\": 0.7}\n"
            "  ],\n"
-           "  \"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"bfqWeight\": false, \"enableControllers\": false, \"reconcileIntervalSeconds\": 3},\n"
+           "  \"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"bfqWeight\": false, \"enableControllers\": false, \"reconcileIntervalSeconds\": 3, \"combinedDirections\": true, \"combinedDirectionsFloor\": 0.05},\n"
            "  \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100, \"latencyTargetUs\": 5000}}\n"
            "}\n");
   struct ioq_config c;
@@ -95,6 +96,8 @@ Test(config, full_file) {
   cr_assert(c.enforcement.fail_open);
   cr_assert_not(c.enforcement.io_weight);
   cr_assert_eq(c.enforcement.reconcile_interval_s, 3);
+  cr_assert(c.enforcement.combined_directions);
+  cr_assert_float_eq(c.enforcement.combined_floor, 0.05, 1e-9);
   cr_assert_eq(c.node_policy.weight_besteffort, 10);
   cr_assert_eq(c.node_policy.weight_burstable, 0);
   cr_assert(c.node_policy.iocost_enable);
@@ -147,6 +150,9 @@ static struct bad g_bad_cases[] = {
       {"{\"devices\": [{\"select\": \"vda\",}]}", "c.json: line 1: invalid JSON: "},
       {"{\"devices\": [{\"select\": \"vda\"},]}", "c.json: line 1: invalid JSON: "},
       {"{\"enforcement\": {\"reconcileIntervalSeconds\": 0}}", "c.json: enforcement.reconcileIntervalSeconds: must be an integer in [1, 3600]"},
+      {"{\"enforcement\": {\"combinedDirections\": \"on\"}}", "c.json: enforcement.combinedDirections: must be true or false"},
+      {"{\"enforcement\": {\"combinedDirectionsFloor\": 0.5}}", "c.json: enforcement.combinedDirectionsFloor: must be a number in (0, 0.25]"},
+      {"{\"enforcement\": {\"combinedDirectionsFloor\": 0}}", "c.json: enforcement.combinedDirectionsFloor: must be a number in (0, 0.25]"},
       {"{\"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 0}}}", "c.json: nodePolicy.qosClassWeights.besteffort: must be an integer in [1, 10000]"},
       {"{\"nodePolicy\": {\"iocost\": {\"ctrl\": \"manual\"}}}", "c.json: nodePolicy.iocost.ctrl: must be user or auto"},
       {"{\"nodePolicy\": {\"qosClassWeights\": {\"guaranteed\": 500}}}", "c.json: nodePolicy.qosClassWeights: unknown field 'guaranteed' (allowed: burstable besteffort)"},

@@ -75,6 +75,10 @@ struct ioq_config {
     bool bfq_weight;          /* write io.bfq.weight / blkio.bfq.weight when BFQ runs */
     bool enable_controllers;  /* enable io (+memory) in ancestors' subtree_control */
     unsigned reconcile_interval_s;
+    /* re-split rbps/wbps and riops/wiops of each grant from demand so that
+     * read + write <= the grant (dirsplit.h); needs the grant monitor */
+    bool combined_directions;
+    double combined_floor; /* per direction, fraction of the grant, (0, 0.25] */
   } enforcement;
 
   /* The grant monitor (plugin/daemon/monitor.h, ioqos/grantmon.h): is every
