@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforce_internal.h"
+#include "cgfile.h"
 #include "ioqos/fsutil.h"
 
 static struct ioq_iostat *slot(struct ioq_iostat *out, size_t max, size_t *n, struct ioq_devno d,

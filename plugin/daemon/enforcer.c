@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "enforcer_internal.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 

@@ -29,7 +29,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/podcg.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* I/O limits of one cgroup on one disk, and the text formats of the kernel
  * files that hold them. Pure functions, no filesystem access (the writers in
- * enforce.h use them to compare what they wrote with what the kernel reads
+ * cgwrite.h use them to compare what they wrote with what the kernel reads
  * back: the kernel reformats lines, so the comparison is on parsed values).
  *
  *   v2 io.max          "8:16 rbps=2097152 wbps=max riops=max wiops=120"

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The one enforcement writer: puts a disk's limits and weights into a cgroup
- * and proves the kernel holds them.
+/* The cgroup writer, the one enforcement writer: puts a disk's limits and
+ * weights into a cgroup and proves the kernel holds them. Also the cgroup's
+ * I/O statistics and pressure (cgstat.c) and the controllers along its path
+ * (cgcontrollers.c).
+ *
+ * Implemented in layers (docs/architecture.md, "The cgroup writer"):
+ * cgwrite.c dispatches by version to the operations tables of cgwrite_v1.c
+ * and cgwrite_v2.c, which build on cgweight.c and cgfile.c.
  *
  * cgroup v2: io.max, io.weight (per-device "MAJ:MIN W"; where the kernel
  *            rejects that form, e.g. iocost never enabled on the disk, the
@@ -18,8 +24,8 @@
  * ENODEV). Clearing restores "max" / no limit and the default weight for that
  * one disk.
  */
-#ifndef IOQOS_ENFORCE_H
-#define IOQOS_ENFORCE_H
+#ifndef IOQOS_CGWRITE_H
+#define IOQOS_CGWRITE_H
 
 #include <limits.h>
 #include <stdbool.h>
