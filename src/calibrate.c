@@ -214,7 +214,7 @@ int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq
     if (ioq_u64_from_double(r[ph], g_phase[ph], dst[ph], e) < 0)
       return -1;
   out->seconds = o->seconds;
-  ioq_copy(out->dir, sizeof out->dir, o->dir);
+  ioq_copy_trunc(out->dir, sizeof out->dir, o->dir); /* informative: where the file was */
   time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);

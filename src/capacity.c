@@ -29,10 +29,18 @@ static int get_u64(json_object *o, const char *k, uint64_t *out) {
   return 0;
 }
 
-static void get_str(json_object *o, const char *k, char *out, size_t outsz) {
+/* Copies string field k (absent: left empty); false when it does not fit. */
+static bool get_str(json_object *o, const char *k, char *out, size_t outsz) {
   json_object *v;
   if (json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
-    ioq_copy(out, outsz, json_object_get_string(v));
+    return ioq_copy(out, outsz, json_object_get_string(v));
+  return true;
+}
+
+static int str_too_long(ioq_err *e, const char *file, const char *disk, const char *field,
+                        size_t max) {
+  return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s.%s: longer than %zu characters", file, disk,
+                  field, max);
 }
 
 static int load_root(const char *file, json_object **root, ioq_err *e) {
@@ -79,10 +87,23 @@ int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibrat
     ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s must be an object", file, disk);
     goto out;
   }
-  ioq_copy(out->disk, sizeof out->disk, disk);
-  get_str(d, "dev", out->dev, sizeof out->dev);
-  get_str(d, "measuredAt", out->measured_at, sizeof out->measured_at);
-  get_str(d, "dir", out->dir, sizeof out->dir);
+  if (!ioq_copy(out->disk, sizeof out->disk, disk)) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disk name %s longer than %zu characters", file, disk,
+             sizeof out->disk - 1);
+    goto out;
+  }
+  if (!get_str(d, "dev", out->dev, sizeof out->dev)) {
+    str_too_long(e, file, disk, "dev", sizeof out->dev - 1);
+    goto out;
+  }
+  if (!get_str(d, "measuredAt", out->measured_at, sizeof out->measured_at)) {
+    str_too_long(e, file, disk, "measuredAt", sizeof out->measured_at - 1);
+    goto out;
+  }
+  if (!get_str(d, "dir", out->dir, sizeof out->dir)) {
+    str_too_long(e, file, disk, "dir", sizeof out->dir - 1);
+    goto out;
+  }
   uint64_t secs = 0;
   get_u64(d, "seconds", &secs);
   out->seconds = (unsigned)secs;
@@ -134,7 +155,7 @@ int ioq_calibration_save(const char *file, const struct ioq_calibration *c, ioq_
   char *withnl;
   if (asprintf(&withnl, "%s\n", txt) < 0) {
     json_object_put(root);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the calibration file text of %s", file);
   }
   rc = ioq_write_file_atomic(file, withnl, e);
   free(withnl);
@@ -229,7 +250,7 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
     return 0;
   }
-  ioq_copy(d->capacity_source, sizeof d->capacity_source, src);
+  ioq_copy_trunc(d->capacity_source, sizeof d->capacity_source, src); /* shown to the operator */
   d->capacity_bw_bytes = bw;
   d->capacity_iops = iops;
   /* a cost model line may say rbps=18446744073709551615: checked, not cast */

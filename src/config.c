@@ -35,7 +35,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->calibration_file = strdup(IOQ_DEFAULT_CALIBRATION_FILE);
   if (!c->source || !c->kubelet_root || !c->calibration_file) {
     ioq_config_free(c);
-    return ioq_fail(e, ENOMEM, "config: out of memory");
+    return ioq_fail(e, ENOMEM, "config: out of memory for the built-in defaults");
   }
   ioq_unit_sizes_default(&c->units);
   c->allocatable_fraction = IOQ_DEFAULT_ALLOCATABLE_FRACTION;
@@ -193,7 +193,7 @@ static int get_string(struct ctx *x, json_object *obj, const char *key, const ch
     return bad(x, path, "must not be empty");
   char *dup = strdup(s);
   if (!dup)
-    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory for the value of %s", x->src, path);
   free(*out);
   *out = dup;
   return 0;
@@ -434,7 +434,7 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       return bad(x, "devices", "more than 256 entries");
     c->devices = calloc(n ? n : 1, sizeof *c->devices);
     if (!c->devices)
-      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory for %zu devices", x->src, n);
     for (size_t i = 0; i < n; i++) {
       c->n_devices = i + 1;
       if (parse_device(x, json_object_array_get_idx(devs, i), i, &c->devices[i]) < 0)
@@ -670,7 +670,8 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
       return -1;
     json_object *m = merged_view(root, pool);
     if (!m)
-      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory for the merged view of pools[%zu]", x->src,
+                      i);
     struct ctx px = {x->src, x->e, m, pool, i, x->yaml, x->err_path};
     struct ioq_config tmp;
     int rc = ioq_config_defaults(&tmp, x->e);
@@ -691,7 +692,7 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
         pc.pool = strdup(name);
         if (!pc.pool) {
           ioq_config_free(&pc);
-          rc = ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+          rc = ioq_fail(x->e, ENOMEM, "%s: out of memory for the name of pools[%zu]", x->src, i);
         } else {
           free(pc.source); /* the defaults' name: the file's is kept */
           pc.source = c->source;
@@ -771,7 +772,7 @@ static int parse_json_text(struct ctx *x, const char *text, json_object **out) {
   *out = NULL;
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory for the JSON parser", x->src);
   /* strict JSON, as the docs promise (without the flag json-c accepts
    * trailing commas); trailing whitespace is checked below to say what is
    * wrong */
@@ -809,7 +810,7 @@ int ioq_config_parse_node(const char *text, const char *source, json_object *nod
   c->source = strdup(source ? source : "(config)");
   if (!c->source) {
     ioq_config_free(c);
-    return ioq_fail(e, ENOMEM, "config: out of memory");
+    return ioq_fail(e, ENOMEM, "config: out of memory for the source name");
   }
   /* the messages name the source: keep a copy that outlives *c */
   char src[256];

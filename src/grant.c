@@ -85,7 +85,7 @@ int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod
   memset(out, 0, sizeof *out);
   counts_t *per = calloc(n ? n : 1, sizeof *per);
   if (!per)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the unit counts of %zu containers", n);
   int rc = -1;
 
   size_t total = 0;

@@ -137,8 +137,8 @@ int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct io
   if (ioq_write_file(file, line, e) < 0)
     return -1;
   *changed = true;
-  if (written)
-    ioq_copy(written, writtensz, line);
+  if (written) /* for display: a cut line is fine */
+    ioq_copy_trunc(written, writtensz, line);
   if (read_state(file, dev, &have, &present, raw, sizeof raw, e) < 0)
     return -1;
   if (!present || !holds(&have, want))
@@ -246,8 +246,8 @@ int ioq_iocost_model_apply(const char *root, struct ioq_devno dev,
   if (ioq_write_file(file, line, e) < 0)
     return -1;
   *changed = true;
-  if (written)
-    ioq_copy(written, writtensz, line);
+  if (written) /* for display: a cut line is fine */
+    ioq_copy_trunc(written, writtensz, line);
   if (read_model(file, dev, &have, &user, raw, sizeof raw, e) < 0)
     return -1;
   if (!user || have.bps != want->bps || have.iops != want->iops)

@@ -154,7 +154,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
     return bad(e, "(value)", "is larger than 16 MiB");
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the node annotation's JSON parser");
   json_object *root = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t end = json_tokener_get_parse_end(tok);
@@ -207,7 +207,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
   }
   out->disks = calloc(n ? n : 1, sizeof *out->disks);
   if (!out->disks) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory for the node annotation's %zu disks", n);
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -231,7 +231,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
     size_t np = json_object_array_length(pods);
     out->pods = calloc(np ? np : 1, sizeof *out->pods);
     if (!out->pods) {
-      ioq_fail(e, ENOMEM, "out of memory");
+      ioq_fail(e, ENOMEM, "out of memory for the node annotation's %zu pods of one disk", np);
       goto out;
     }
     for (size_t i = 0; i < np; i++) {

@@ -61,7 +61,7 @@ static int list_parent(const char *parent, enum ioq_qos_class qos, struct ioq_po
       size_t nc = *cap ? *cap * 2 : 32;
       struct ioq_pod_cgroup_entry *g = realloc(*out, nc * sizeof *g);
       if (!g) {
-        rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory");
+        rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory for %zu entries", nc);
         break;
       }
       *out = g;

@@ -208,8 +208,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
               "buffered writes bypass io.max (writeback is charged to the root)");
 
     d->enforceable = (d->caps & IOQ_CAP_IO_MAX) != 0;
-    if (!d->enforceable)
-      ioq_copy(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
+    if (!d->enforceable) /* a message: cut if it must be */
+      ioq_copy_trunc(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
                d->cap_reasons[cap_index(IOQ_CAP_IO_MAX)]);
   }
 }
@@ -246,8 +246,8 @@ static void probe_v1(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     missing(d, IOQ_CAP_BUFFERED_WRITES, "cgroup v1 does not charge writeback to the pod: limits "
             "apply to direct I/O only, buffered writes are not throttled");
     d->enforceable = throttle;
-    if (!throttle)
-      ioq_copy(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
+    if (!throttle) /* a message: cut if it must be */
+      ioq_copy_trunc(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
                d->cap_reasons[cap_index(IOQ_CAP_BLKIO_THROTTLE)]);
   }
 }
@@ -283,8 +283,9 @@ struct ioq_disk *ioq_inventory_find(struct ioq_inventory *inv, const char *name)
  * selector); the others are still probed. */
 static void select_fault(struct ioq_inventory *inv, const char *sel, const ioq_err *e) {
   struct ioq_select_fault *f = &inv->faults[inv->n_faults++];
-  ioq_copy(f->select, sizeof f->select, sel);
-  ioq_copy(f->reason, sizeof f->reason, e->msg);
+  /* both shown to the operator: cut if they must be */
+  ioq_copy_trunc(f->select, sizeof f->select, sel);
+  ioq_copy_trunc(f->reason, sizeof f->reason, e->msg);
 }
 
 int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opts *o,
@@ -300,7 +301,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
   if (!inv->disks || !inv->faults || !cfg_idx) {
     free(cfg_idx);
     ioq_inventory_free(inv);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the inventory of %zu disk selectors", n);
   }
   /* Per-selector errors cost that selector only: one bad entry must not take
    * every disk of the node out of service (issue 12 item 9). */
@@ -321,9 +322,10 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     if (!dc) {
       char by[sizeof d->selected_by];
       snprintf(by, sizeof by, "default: the disk behind the kubelet root directory %s", sel);
-      ioq_copy(d->selected_by, sizeof d->selected_by, by);
+      ioq_copy_trunc(d->selected_by, sizeof d->selected_by, by); /* same size */
     }
-    ioq_copy(d->class_name, sizeof d->class_name,
+    /* same bound: config validates class names to IOQ_CLASS_NAME_MAX */
+    ioq_copy_trunc(d->class_name, sizeof d->class_name,
              dc && dc->class_name ? dc->class_name : IOQ_DEFAULT_CLASS);
     /* two selectors reaching one disk would double its units: the first keeps it */
     struct ioq_disk *dup = ioq_inventory_find(inv, d->dev.name);
@@ -343,8 +345,11 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
   }
   char cost_model[PATH_MAX] = "";
   uint64_t total[IOQ_RES_COUNT] = {0};
-  if (inv->layout.io_version == IOQ_CGV2)
-    ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model", NULL);
+  /* a path too long for io.cost.model is read as no cost model (like cgroup v1) */
+  if (inv->layout.io_version == IOQ_CGV2 &&
+      ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model",
+                    NULL) < 0)
+    cost_model[0] = '\0';
   for (size_t i = 0; i < inv->n; i++) {
     const struct ioq_device_config *dc = cfg->n_devices ? &cfg->devices[cfg_idx[i]] : NULL;
     struct ioq_disk *d = &inv->disks[i];
@@ -352,7 +357,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     if (ioq_capacity_resolve(cfg, dc, cost_model, d, &de) < 0) {
       /* a corrupt calibration entry or io.cost.model line: this disk only */
       ioq_err_prefix(&de, "capacity of %s", d->dev.name);
-      ioq_copy(d->fault, sizeof d->fault, de.msg);
+      ioq_copy_trunc(d->fault, sizeof d->fault, de.msg); /* a message */
       d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
       snprintf(d->capacity_source, sizeof d->capacity_source, "none: the capacity source is broken (see fault)");
     }

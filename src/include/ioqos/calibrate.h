@@ -34,6 +34,7 @@ struct ioq_cal_opts {
 
 /* Measures into *out (seq_*_bps, rand_*_iops, seconds, dir, measured_at;
  * disk/dev are left for the caller). Aborted runs fail with ECANCELED. */
+IOQ_MUST_CHECK
 int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq_err *e);
 
 #endif

@@ -66,6 +66,7 @@ struct ioq_node_state {
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */
+IOQ_MUST_CHECK
 int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out, ioq_err *e);
 /* Serialises to compact JSON (malloc'd, caller frees); NULL on OOM. */
 char *ioq_node_anno_format(const struct ioq_node_state *s);
