@@ -54,7 +54,8 @@ int ioq_blockdev_read(const char *sysfs, const char *name, struct ioq_blockdev *
   uint64_t v;
   if (cls_path(p, sysfs, name, "queue/rotational", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
     out->rotational = v != 0;
-  if (cls_path(p, sysfs, name, "queue/logical_block_size", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
+  if (cls_path(p, sysfs, name, "queue/logical_block_size", e) == 0 &&
+      ioq_read_u64(p, &v, NULL) == 0)
     out->logical_block_size = (unsigned)v;
   return 0;
 }

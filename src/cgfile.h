@@ -18,15 +18,15 @@
 struct ioq_apply_step *ioq_step_new(struct ioq_apply_report *rep, const char *file);
 
 /* dir/name into out (PATH_MAX). */
-__attribute__((warn_unused_result)) int ioq_cg_file(const struct ioq_cg *cg, const char *name,
-                                                    char *out, ioq_err *e);
+IOQ_MUST_CHECK
+int ioq_cg_file(const struct ioq_cg *cg, const char *name, char *out, ioq_err *e);
 /* Reads dir/name (malloc'd). */
-__attribute__((warn_unused_result)) int ioq_cg_read(const struct ioq_cg *cg, const char *name,
-                                                    char **content, ioq_err *e);
+IOQ_MUST_CHECK
+int ioq_cg_read(const struct ioq_cg *cg, const char *name, char **content, ioq_err *e);
 /* Writes one command to dir/name; on failure the message says which value
  * was refused and, for the errno values the kernel uses here, what it means. */
-__attribute__((warn_unused_result)) int ioq_cg_write(const struct ioq_cg *cg, const char *name,
-                                                     const char *data, ioq_err *e);
+IOQ_MUST_CHECK
+int ioq_cg_write(const struct ioq_cg *cg, const char *name, const char *data, ioq_err *e);
 /* Whether dir/name exists. */
 bool ioq_cg_has(const struct ioq_cg *cg, const char *name);
 

@@ -14,7 +14,7 @@
 /* ---- BFQ --------------------------------------------------------------- */
 
 bool ioq_bfq_applicable(const char *sysfs_root, const char *file, struct ioq_devno dev,
-                       struct ioq_apply_report *rep) {
+                        struct ioq_apply_report *rep) {
   char sched[64];
   ioq_err se = {0};
   if (ioq_blockdev_scheduler(sysfs_root, dev, sched, sizeof sched, &se) < 0)
@@ -44,8 +44,8 @@ static void fmt_default(char *out, size_t sz, const struct ioq_weight_file *wf, 
     snprintf(out, sz, "default %u", w);
 }
 
-int ioq_weight_read(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
-                    struct ioq_devno dev, struct ioq_weights *out, bool *has, ioq_err *e) {
+int ioq_weight_read(const struct ioq_cg *cg, const struct ioq_weight_file *wf, struct ioq_devno dev,
+                    struct ioq_weights *out, bool *has, ioq_err *e) {
   memset(out, 0, sizeof *out);
   *has = ioq_cg_has(cg, wf->file);
   char *c = NULL;
@@ -153,7 +153,7 @@ int ioq_weight_apply(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
      * enabled, BFQ running); the cgroup-wide default is always accepted. */
     ioq_debug("per-device weight rejected, using the cgroup-wide default cgroup=%s file=%s "
               "tried='%s' error='%s'",
-             cg->dir, wf->file, st->written, strerror(we.code));
+              cg->dir, wf->file, st->written, strerror(we.code));
     snprintf(st->note, sizeof st->note,
              "per-device form '%s' rejected by the kernel (%s); using the cgroup-wide default "
              "instead (raised to %u if lower), %s",

@@ -159,7 +159,8 @@ static int bad(struct ctx *x, const char *path, const char *what) {
 
 /* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
  * silently ignored setting. */
-static int check_keys(struct ctx *x, json_object *obj, const char *path, const char *const *allowed) {
+static int check_keys(struct ctx *x, json_object *obj, const char *path,
+                      const char *const *allowed) {
   json_object_object_foreach(obj, key, val) {
     bool ok = false;
     for (const char *const *a = allowed; *a; a++)
@@ -302,7 +303,8 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
       return -1;
     char p3[200];
     snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
-    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1, UINT64_MAX >> 4) < 0)
+    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1,
+                 UINT64_MAX >> 4) < 0)
       return -1;
     snprintf(p3, sizeof p3, "%s.iops", p2);
     if (get_uint(x, cap, "iops", p3, &out->capacity_iops, 1, 1000000000ull) < 0)
@@ -358,13 +360,14 @@ static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
       if (u > IOQ_MAX_UNITS_PER_DISK) {
         char p[80], what[400];
         snprintf(p, sizeof p, "devices[%zu].capacity.%s", i, field[r]);
-        snprintf(what, sizeof what,
-                 "%llu x allocatable fraction %g / unit size %llu = %llu %s units, more than the %u "
-                 "one disk may advertise (each unit is one device in kubelet's ListAndWatch "
-                 "message, at most %u bytes each, limit %u bytes): raise units.%s",
-                 (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
-                 (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
-                 IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
+        snprintf(
+            what, sizeof what,
+            "%llu x allocatable fraction %g / unit size %llu = %llu %s units, more than the %u "
+            "one disk may advertise (each unit is one device in kubelet's ListAndWatch "
+            "message, at most %u bytes each, limit %u bytes): raise units.%s",
+            (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
+            (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
+            IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
         return bad(x, p, what);
       }
       total[r] += u;
@@ -486,7 +489,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       static const char *const ukeys[] = {"enable", "intervalMs", "headroomShare", NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms;
       if (check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
-          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable", &c->node_policy.ungranted_enable) < 0 ||
+          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
+                   &c->node_policy.ungranted_enable) < 0 ||
           get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
           get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
                      &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0)
@@ -509,7 +513,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       uint64_t lat = 0;
       char *ctrl = NULL;
       if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
-          get_bool(x, ic, "enable", "nodePolicy.iocost.enable", &c->node_policy.iocost_enable) < 0 ||
+          get_bool(x, ic, "enable", "nodePolicy.iocost.enable",
+                   &c->node_policy.iocost_enable) < 0 ||
           get_string(x, ic, "ctrl", "nodePolicy.iocost.ctrl", &ctrl, false) < 0)
         return -1;
       if (ctrl) {
@@ -519,19 +524,24 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
           return bad(x, "nodePolicy.iocost.ctrl", "must be user or auto");
         c->node_policy.iocost_ctrl_user = user;
       }
-      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99, 10000) < 0 ||
-          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99, 10000) < 0)
+      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99,
+                     10000) < 0 ||
+          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99,
+                     10000) < 0)
         return -1;
       if (c->node_policy.iocost_min > c->node_policy.iocost_max)
         return bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
-      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1, 10000000) < 0)
+      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1,
+                   10000000) < 0)
         return -1;
       c->node_policy.iocost_latency_us = (unsigned)lat;
-      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0, 1.0) < 0)
+      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0,
+                     1.0) < 0)
         return -1;
       if (c->node_policy.iocost_pace > 0) {
         if (!c->node_policy.iocost_enable || !c->node_policy.iocost_ctrl_user)
-          return bad(x, "nodePolicy.iocost.pace", "needs nodePolicy.iocost.enable true and ctrl user");
+          return bad(x, "nodePolicy.iocost.pace",
+                     "needs nodePolicy.iocost.enable true and ctrl user");
         /* the period is twice the latency target: 4 ms spreads a throttled
          * burst well within a token bucket's refill (measured, benchmark.md) */
         if (!lat)
@@ -688,7 +698,8 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
         json_object *nm;
         char def[32];
         snprintf(def, sizeof def, "pools[%zu]", i);
-        const char *name = json_object_object_get_ex(pool, "name", &nm) ? json_object_get_string(nm) : def;
+        const char *name =
+            json_object_object_get_ex(pool, "name", &nm) ? json_object_get_string(nm) : def;
         pc.pool = strdup(name);
         if (!pc.pool) {
           ioq_config_free(&pc);

@@ -49,7 +49,8 @@ bool ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra,
       continue;
     if (free_units(d, extra, r) < need->units[r])
       return false;
-    frac[r] = (double)(d->allocated[r] + extra_at(extra, r) + need->units[r]) / (double)d->capacity[r];
+    frac[r] =
+        (double)(d->allocated[r] + extra_at(extra, r) + need->units[r]) / (double)d->capacity[r];
     sum += frac[r];
     nreq++;
   }
@@ -125,7 +126,9 @@ int ioq_place(const struct ioq_disk_state *disks, size_t n, const uint64_t *extr
       continue;
     healthy++;
     const uint64_t *ex = extra ? extra + i * IOQ_RES_COUNT : NULL;
-    if (best < 0 || free_units(&disks[i], ex, r0) > free_units(&disks[best], extra ? extra + (size_t)best * IOQ_RES_COUNT : NULL, r0))
+    if (best < 0 ||
+        free_units(&disks[i], ex, r0) >
+            free_units(&disks[best], extra ? extra + (size_t)best * IOQ_RES_COUNT : NULL, r0))
       best = (int)i;
   }
   if (in_class == 0) {

@@ -36,8 +36,8 @@ static int by_dir(const void *a, const void *b) {
                 ((const struct ioq_pod_cgroup_entry *)b)->dir);
 }
 
-static int list_parent(const char *parent, enum ioq_qos_class qos, struct ioq_pod_cgroup_entry **out,
-                       size_t *n, size_t *cap, ioq_err *e) {
+static int list_parent(const char *parent, enum ioq_qos_class qos,
+                       struct ioq_pod_cgroup_entry **out, size_t *n, size_t *cap, ioq_err *e) {
   DIR *d = opendir(parent);
   if (!d) {
     if (errno == ENOENT)

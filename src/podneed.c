@@ -277,7 +277,8 @@ int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, i
     end = len;
   }
   json_tokener_free(tok);
-  while (end < len && (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' || text[end] == '\r'))
+  while (end < len &&
+         (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' || text[end] == '\r'))
     end++;
   if (jerr != json_tokener_success || end != len) {
     json_object_put(root);

@@ -42,7 +42,8 @@ static void have(struct ioq_disk *d, unsigned bit) {
   d->cap_reasons[cap_index(bit)][0] = '\0';
 }
 
-static void note(struct ioq_inventory *inv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct ioq_inventory *inv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void note(struct ioq_inventory *inv, const char *fmt, ...) {
   if (inv->n_notes >= sizeof inv->node_notes / sizeof inv->node_notes[0])
     return;
@@ -55,7 +56,8 @@ static void note(struct ioq_inventory *inv, const char *fmt, ...) {
 /* true if the whitespace-separated list in file contains word */
 static bool file_has_word(const char *dir, const char *file, const char *word) {
   char p[PATH_MAX], *data;
-  if (ioq_path_join(p, sizeof p, NULL, dir, file, NULL) < 0 || ioq_read_file(p, &data, NULL, 0, NULL) < 0)
+  if (ioq_path_join(p, sizeof p, NULL, dir, file, NULL) < 0 ||
+      ioq_read_file(p, &data, NULL, 0, NULL) < 0)
     return false;
   bool found = false;
   char *save;
@@ -157,7 +159,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     if (!io_avail)
       missing(d, IOQ_CAP_IO_MAX, "io controller not available in %s", l->io_root);
     else if (have_ref && ref_io && !has_file(ref, "io.max"))
-      missing(d, IOQ_CAP_IO_MAX, "%s/io.max missing: kernel without CONFIG_BLK_DEV_THROTTLING", ref);
+      missing(d, IOQ_CAP_IO_MAX, "%s/io.max missing: kernel without CONFIG_BLK_DEV_THROTTLING",
+              ref);
     else
       have(d, IOQ_CAP_IO_MAX);
 
@@ -175,7 +178,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     if (!io_avail)
       missing(d, IOQ_CAP_IO_WEIGHT, "io controller not available");
     else if (!iocost_built)
-      missing(d, IOQ_CAP_IO_WEIGHT, "%s/io.cost.qos missing: kernel without CONFIG_BLK_CGROUP_IOCOST", l->io_root);
+      missing(d, IOQ_CAP_IO_WEIGHT,
+              "%s/io.cost.qos missing: kernel without CONFIG_BLK_CGROUP_IOCOST", l->io_root);
     else if (!all_on)
       missing(d, IOQ_CAP_IO_WEIGHT, "iocost not enabled on %s (no enable=1 line in io.cost.qos; "
               "nodePolicy.iocost.enable turns it on), io.weight has no effect", off);
@@ -187,7 +191,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
       missing(d, IOQ_CAP_IO_BFQ_WEIGHT, "scheduler of %s is not bfq (%s)",
               d->n_leaves ? d->leaves[0].name : dn, d->n_leaves ? d->leaves[0].scheduler : "?");
     else if (have_ref && ref_io && !has_file(ref, "io.bfq.weight"))
-      missing(d, IOQ_CAP_IO_BFQ_WEIGHT, "%s/io.bfq.weight missing: BFQ without CONFIG_BFQ_GROUP_IOSCHED", ref);
+      missing(d, IOQ_CAP_IO_BFQ_WEIGHT,
+              "%s/io.bfq.weight missing: BFQ without CONFIG_BFQ_GROUP_IOSCHED", ref);
     else
       have(d, IOQ_CAP_IO_BFQ_WEIGHT);
 
@@ -233,9 +238,11 @@ static void probe_v1(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
               "CONFIG_BLK_DEV_THROTTLING", l->io_root);
     if (!leaves_all(d, "bfq"))
       missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "scheduler of %s is not bfq (%s)",
-              d->n_leaves ? d->leaves[0].name : d->dev.name, d->n_leaves ? d->leaves[0].scheduler : "?");
+              d->n_leaves ? d->leaves[0].name : d->dev.name,
+              d->n_leaves ? d->leaves[0].scheduler : "?");
     else if (!bfqw)
-      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "%s/blkio.bfq.weight missing (BFQ without group scheduling)", ref);
+      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT,
+              "%s/blkio.bfq.weight missing (BFQ without group scheduling)", ref);
     else
       have(d, IOQ_CAP_BLKIO_BFQ_WEIGHT);
     const char *v1 = "cgroup v1 node: the v2 io interface is not used";
@@ -330,8 +337,9 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     /* two selectors reaching one disk would double its units: the first keeps it */
     struct ioq_disk *dup = ioq_inventory_find(inv, d->dev.name);
     if (dup) {
-      ioq_fail(&de, IOQ_EINVAL_INPUT, "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'",
-               cfg->source, i, sel, d->dev.name, dup->selected_by);
+      ioq_fail(&de, IOQ_EINVAL_INPUT,
+               "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'", cfg->source, i,
+               sel, d->dev.name, dup->selected_by);
       select_fault(inv, sel, &de);
       memset(d, 0, sizeof *d);
       continue;
@@ -359,7 +367,8 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
       ioq_err_prefix(&de, "capacity of %s", d->dev.name);
       ioq_copy_trunc(d->fault, sizeof d->fault, de.msg); /* a message */
       d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
-      snprintf(d->capacity_source, sizeof d->capacity_source, "none: the capacity source is broken (see fault)");
+      snprintf(d->capacity_source, sizeof d->capacity_source,
+               "none: the capacity source is broken (see fault)");
     }
     /* a disk that cannot be enforced advertises nothing */
     if (!d->enforceable)

@@ -73,7 +73,8 @@ static int name_from_dev_path(const struct ioq_roots *r, const char *devpath, ch
   if (ioq_path_join(probe, sizeof probe, e, r->sysfs, "class/block", base, NULL) < 0)
     return -1;
   if (!ioq_path_exists(probe))
-    return ioq_fail(e, ENOENT, "%s is not a block device known to %s/class/block", devpath, r->sysfs);
+    return ioq_fail(e, ENOENT, "%s is not a block device known to %s/class/block", devpath,
+                    r->sysfs);
   if (!ioq_copy(name, namesz, base))
     return ioq_fail(e, ENAMETOOLONG, "block device name %s longer than %zu characters", base,
                     namesz - 1);

@@ -16,7 +16,12 @@
 #include "ioqos/capacity.h"
 #include "ioqos/error.h"
 
-enum ioq_cal_phase { IOQ_CAL_SEQ_WRITE = 0, IOQ_CAL_SEQ_READ, IOQ_CAL_RAND_READ, IOQ_CAL_RAND_WRITE };
+enum ioq_cal_phase {
+  IOQ_CAL_SEQ_WRITE = 0,
+  IOQ_CAL_SEQ_READ,
+  IOQ_CAL_RAND_READ,
+  IOQ_CAL_RAND_WRITE
+};
 const char *ioq_cal_phase_name(enum ioq_cal_phase p);
 
 /* progress: called about once a second from the calling thread */

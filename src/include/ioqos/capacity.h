@@ -34,7 +34,8 @@ struct ioq_calibration {
  * *out if present, 1 if the file or the entry does not exist, -1 on errors
  * (unreadable, malformed: the message names the file and field). */
 IOQ_MUST_CHECK
-int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out, ioq_err *e);
+int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out,
+                         ioq_err *e);
 /* Adds/replaces the entry for c->disk in the file (created if missing),
  * keeping other disks' entries; atomic replace. */
 IOQ_MUST_CHECK
