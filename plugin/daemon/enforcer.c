@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "enforcer_internal.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/dirsplit.h"
-#include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 

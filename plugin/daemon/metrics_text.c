@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ioqos/buildinfo.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/placement.h"
 #include "ioqos/procstat.h"
 #include "plugin.h"

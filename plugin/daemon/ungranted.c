@@ -29,7 +29,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/podcg.h"
@@ -144,7 +144,9 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
         }
       } else if (!qos_dirs[q][0]) {
         char name[PATH_MAX] = "", m[PATH_MAX + 128];
-        ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name, sizeof name, NULL);
+        if (ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name,
+                                sizeof name, NULL) < 0)
+          ioq_copy_trunc(name, sizeof name, "(name too long)"); /* only for the note */
         snprintf(m, sizeof m, "the %s QoS cgroup %s%s does not exist (yet): no %s pods to bound",
                  ioq_qos_name((enum ioq_qos_class)q), p->layout.io_root, name,
                  ioq_qos_name((enum ioq_qos_class)q));

@@ -50,9 +50,11 @@ struct ioq_pod_need {
 
 /* Reads the needs of `pod` (a JSON object). Errors name the field:
  * "spec.containers[1] (db): resources.limits[\"ioqos/bandwidth\"]: quantity 'x' ...". */
+IOQ_MUST_CHECK
 int ioq_pod_need_from_json(json_object *pod, struct ioq_pod_need *out, ioq_err *e);
 
 /* Same from JSON text (len bytes, need not be NUL-terminated). */
+IOQ_MUST_CHECK
 int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, ioq_err *e);
 
 /* True if the pod requests any ioqos resource. */
