@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/podneed.h"
 
 struct placement {
@@ -45,12 +46,6 @@ struct ext_assumed {
   uint64_t (*now_ms)(void);
 };
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void anode_free(struct anode *n) {
   pthread_mutex_destroy(&n->bind_lock);
   free(n->p);
@@ -71,7 +66,7 @@ struct ext_assumed *ext_assumed_new(uint64_t ttl_ms) {
   }
   pthread_mutex_init(&a->mu, NULL);
   a->ttl_ms = ttl_ms;
-  a->now_ms = mono_ms;
+  a->now_ms = ioq_mono_ms;
   return a;
 }
 
@@ -85,7 +80,7 @@ void ext_assumed_free(struct ext_assumed *a) {
 
 void ext_assumed_set_clock(struct ext_assumed *a, uint64_t (*now_ms)(void)) {
   pthread_mutex_lock(&a->mu);
-  a->now_ms = now_ms ? now_ms : mono_ms;
+  a->now_ms = now_ms ? now_ms : ioq_mono_ms;
   pthread_mutex_unlock(&a->mu);
 }
 

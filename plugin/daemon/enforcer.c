@@ -12,6 +12,7 @@
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 const char *enforce_fail_name(enum enforce_fail f) {
   static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
@@ -545,9 +546,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   ioq_copy(ap->cgroup, sizeof ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  ap->applied_at = ioq_mono_s();
   for (size_t i = 0; i < res->grant.n; i++)
     ap->devs[i] = cds[i].dev;
   /* nothing granted and no init units to keep (an init-only pod whose init

@@ -15,7 +15,7 @@
 #include "grpcs.h"
 #include "ioqos/config.h"
 #include "ioqos/probe.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "opts.h"
 #include "podcache.h"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ioqos/fsutil.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 
 static pid_t g_srv = -1;
 static char g_dir[64];

@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "ioqos/error.h"
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 
 #define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Kubernetes API client: credentials and single requests. */
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-#include "kube_jfilter.h"
-#include "kubeconfig.h"
+#include "ioqos/kube/kube_jfilter.h"
+#include "ioqos/kube/kubeconfig.h"
 
 struct ioq_kube {
   char *server;

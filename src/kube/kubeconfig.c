@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubeconfig reader (kubeconfig.h): YAML through the config's YAML reader. */
-#include "kubeconfig.h"
+#include "ioqos/kube/kubeconfig.h"
 
 #include <errno.h>
 #include <gnutls/gnutls.h>

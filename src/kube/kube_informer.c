@@ -12,7 +12,8 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
+#include "ioqos/monoclock.h"
 
 CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
                            const char *content_type, ioq_err *e);
@@ -323,10 +324,9 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, silence);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = ioq_mono_s();
   CURLcode rc = curl_easy_perform(c);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double t1 = ioq_mono_s();
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_cleanup(c);
@@ -356,7 +356,7 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
     json_object_put(st);
     return -1;
   }
-  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  double lasted = t1 - t0;
   if (rc == CURLE_OPERATION_TIMEDOUT && status >= 200 && status <= 299 &&
       lasted < (double)server_timeout + 29.0) {
     /* the low-speed limit, not the overall timeout: the stream went silent;
