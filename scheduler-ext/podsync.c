@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ioqos/jsonfield.h"
 #include "ioqos/log.h"
 
 /* A placement whose pod is still unbound this long after its bind started
@@ -54,9 +55,10 @@ static long ext_kube_get_json(struct extender *x, const char *path, struct ext_b
   return st;
 }
 
+/* "" when absent: the callers compare and print it */
 static const char *str_field(json_object *o, const char *a, const char *b) {
-  json_object *v = ioq_json_field(ioq_json_field(o, a), b);
-  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+  const char *s = ioq_json_str_at(o, a, b);
+  return s ? s : "";
 }
 
 static bool ended(json_object *pod) {
