@@ -14,9 +14,7 @@
 #include "ioqos/log.h"
 #include "ioqos/kube/kube.h"
 #include "ioqos/monoclock.h"
-
-CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
-                           const char *content_type, ioq_err *e);
+#include "kube_internal.h"
 
 struct ioq_kube_informer {
   struct ioq_kube *k;
@@ -34,14 +32,12 @@ struct ioq_kube_informer {
   bool need_list;
   /* watch stream line assembly */
   CURL *watch; /* the transfer in progress, for its status */
-  int watch_http; /* 0 unknown yet, 1 a 2xx stream, -1 an error reply */
   char *line;
   size_t line_len, line_cap;
   bool stream_failed;
   unsigned watch_events; /* events (bookmarks too) the current watch brought */
   char watch_err[256]; /* why the stream failed, when that calls for a backoff */
-  char err_body[1024]; /* the start of an error reply's body (a Status) */
-  size_t err_len;
+  struct ioq_kube_errbody err; /* the start of an error reply (a Status) */
   /* with cb.filter: the rules for a list page and for a watch event */
   struct ioq_jf_rule list_root, list_kids[3], ev_root, ev_kids[3];
   struct ioq_jf_rule *obj_kids; /* cb.filter + a Status's code and message */
@@ -239,21 +235,10 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
 static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud) {
   struct ioq_kube_informer *inf = ud;
   size_t n = size * nmemb;
-  if (inf->watch_http == 0) {
-    long status = 0;
-    curl_easy_getinfo(inf->watch, CURLINFO_RESPONSE_CODE, &status);
-    inf->watch_http = status >= 200 && status <= 299 ? 1 : -1;
-  }
-  if (inf->watch_http < 0) {
-    /* an error reply (403, 429, 500...) is one Status, not a stream of
-     * events: keep its start for the message */
-    size_t room = sizeof inf->err_body - 1 - inf->err_len;
-    size_t take = n < room ? n : room;
-    memcpy(inf->err_body + inf->err_len, ptr, take);
-    inf->err_len += take;
-    inf->err_body[inf->err_len] = '\0';
+  /* an error reply (403, 429, 500...) is one Status, not a stream of
+   * events: keep its start for the message */
+  if (ioq_kube_errbody_take(&inf->err, inf->watch, ptr, n))
     return n;
-  }
   for (size_t i = 0; i < n; i++) {
     if (ptr[i] == '\n') {
       if (inf->line_len) {
@@ -307,11 +292,9 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   inf->line_len = 0;
   inf->stream_failed = false;
   inf->watch = c;
-  inf->watch_http = 0;
   inf->watch_events = 0;
   inf->watch_err[0] = '\0';
-  inf->err_len = 0;
-  inf->err_body[0] = '\0';
+  ioq_kube_errbody_reset(&inf->err);
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, inf);
@@ -347,12 +330,9 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   }
   if (status != 0 && (status < 200 || status > 299)) {
     inf->need_list = true;
-    json_object *st = inf->err_len ? json_tokener_parse(inf->err_body) : NULL, *m;
-    const char *msg = st && json_object_object_get_ex(st, "message", &m) &&
-                              json_object_is_type(m, json_type_string)
-                          ? json_object_get_string(m)
-                          : ioq_trim(inf->err_body);
-    ioq_fail(e, EIO, "watch %s: HTTP %ld: %.200s", inf->path, status, *msg ? msg : "(empty reply)");
+    json_object *st;
+    const char *msg = ioq_kube_errbody_message(&inf->err, &st);
+    ioq_fail(e, EIO, "watch %s: HTTP %ld: %.200s", inf->path, status, msg);
     json_object_put(st);
     return -1;
   }
