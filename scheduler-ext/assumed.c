@@ -162,7 +162,7 @@ static struct anode *get_or_create(struct ext_assumed *a, const char *node) {
 struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *node, ioq_err *e) {
   struct ext_node_lock *l = calloc(1, sizeof *l);
   if (!l) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the node lock of %s", node);
     return NULL;
   }
   pthread_mutex_lock(&a->mu);
@@ -170,7 +170,7 @@ struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *n
   if (!n) {
     pthread_mutex_unlock(&a->mu);
     free(l);
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the assumed placements of node %s", node);
     return NULL;
   }
   n->refs++;
@@ -204,7 +204,7 @@ static int put(struct ext_assumed *a, struct anode *n, const struct placement *p
     size_t cap = n->cap ? n->cap * 2 : 4;
     struct placement *np = realloc(n->p, cap * sizeof *np);
     if (!np)
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory growing the assumed placements of a node");
     n->p = np;
     n->cap = cap;
   }
@@ -248,7 +248,9 @@ int ext_assumed_restore(struct ext_assumed *a, const char *node, const char *pod
   pl.added_ms = a->now_ms();
   pl.expires_ms = pl.added_ms + a->ttl_ms;
   struct anode *n = get_or_create(a, node);
-  int rc = n ? put(a, n, &pl, e) : ioq_fail(e, ENOMEM, "out of memory");
+  int rc = n ? put(a, n, &pl, e)
+             : ioq_fail(e, ENOMEM, "out of memory building the assumed placements of node %s",
+                        node);
   if (n)
     maybe_drop(a, n);
   pthread_mutex_unlock(&a->mu);
@@ -281,7 +283,7 @@ size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_
         if (!r) {
           pthread_mutex_unlock(&a->mu);
           free(refs);
-          ioq_fail(e, ENOMEM, "out of memory");
+          ioq_fail(e, ENOMEM, "out of memory building the list of assumed placements");
           return (size_t)-1;
         }
         refs = r;

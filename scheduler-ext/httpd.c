@@ -188,7 +188,7 @@ static int check_peer(struct ext_httpd *h, struct MHD_Connection *c, char *why, 
     return 0;
   gnutls_x509_crt_t crt;
   if (gnutls_x509_crt_init(&crt) < 0) {
-    snprintf(why, whysz, "out of memory");
+    snprintf(why, whysz, "out of memory reading the client certificate");
     return -1;
   }
   rc = gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER);
@@ -274,7 +274,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       }
     }
     if (ext_body_init(&q->body, h->max_body, h->budget) < 0)
-      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                        "out of memory setting up the request body");
     q->reading = true;
     if (h->deadline_ns / 1000000000u < h->idle_timeout_s)
       MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
@@ -373,7 +374,7 @@ static void gen_stop(struct gen *g) {
 static int tls_check(const struct gen *g, ioq_err *e) {
   gnutls_certificate_credentials_t cred;
   if (gnutls_certificate_allocate_credentials(&cred) < 0)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building TLS credentials");
   gnutls_datum_t cert = {(unsigned char *)g->cert, (unsigned)strlen(g->cert)};
   gnutls_datum_t key = {(unsigned char *)g->key, (unsigned)strlen(g->key)};
   int rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
@@ -453,7 +454,7 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   }
   struct ext_httpd *h = calloc(1, sizeof *h);
   if (!h) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the HTTP server");
     return NULL;
   }
   h->routes = routes;
@@ -476,7 +477,7 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->cur.client_ca = dup_or_null(o->tls_client_ca, &oom);
   h->client_subject = dup_or_null(o->tls_client_subject, &oom);
   if (oom) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory keeping the TLS certificate, key and client CA");
     goto fail;
   }
   /* libmicrohttpd takes a CA file without a certificate in it (and then
@@ -537,7 +538,7 @@ int ext_httpd_reload_tls(struct ext_httpd *h, const char *cert, const char *key,
                   .client_ca = dup_or_null(client_ca, &oom), .quiesced_fd = -1};
   if (oom) {
     gen_stop(&g);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory keeping the new TLS certificate, key and client CA");
   }
   if (tls_check(&g, e) < 0) {
     gen_stop(&g);

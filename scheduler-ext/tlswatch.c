@@ -110,7 +110,7 @@ struct ext_tlswatch *ext_tlswatch_start(struct ext_httpd *h, const char *cert_pa
                                         unsigned interval_ms, ioq_err *e) {
   struct ext_tlswatch *w = calloc(1, sizeof *w);
   if (!w) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the TLS file watch");
     return NULL;
   }
   w->h = h;
@@ -123,7 +123,7 @@ struct ext_tlswatch *ext_tlswatch_start(struct ext_httpd *h, const char *cert_pa
     if (cur[i] && !(w->serving[i] = strdup(cur[i]))) {
       put(w->serving);
       free(w);
-      ioq_fail(e, ENOMEM, "out of memory");
+      ioq_fail(e, ENOMEM, "out of memory keeping the TLS files being served");
       return NULL;
     }
   pthread_condattr_t ca_attr;

@@ -45,7 +45,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   pthread_once(&g_curl_once, curl_init_once);
   struct ioq_kube *k = calloc(1, sizeof *k);
   if (!k) {
-    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the kube client");
     return NULL;
   }
   pthread_mutex_init(&k->lock, NULL);
@@ -104,7 +104,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     k->context = kc.context;
     k->ns = kc.namespace;
     if (!k->kubeconfig) {
-      ioq_fail(e, ENOMEM, "kube client: out of memory");
+      ioq_fail(e, ENOMEM, "out of memory keeping the kubeconfig path");
       ioq_kube_free(k);
       return NULL;
     }
@@ -147,7 +147,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   while (l > 0 && k->server[l - 1] == '/')
     k->server[--l] = '\0';
   if (!k->server || !k->user_agent) {
-    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory keeping the API server URL and User-Agent");
     ioq_kube_free(k);
     return NULL;
   }
@@ -220,7 +220,7 @@ static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
   if (k->static_token) {
     if (asprintf(out, "Authorization: Bearer %s", k->static_token) < 0) {
       *out = NULL;
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory building the Authorization header");
     }
     return 0;
   }
@@ -246,7 +246,7 @@ static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
   pthread_mutex_unlock(&k->lock);
   if (n < 0) {
     *out = NULL;
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the Authorization header");
   }
   return 0;
 }
@@ -296,7 +296,7 @@ CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_sli
   if (asprintf(&url, "%s%s", k->server, path) < 0) {
     free(auth);
     curl_easy_cleanup(c);
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the request URL");
     return NULL;
   }
   curl_easy_setopt(c, CURLOPT_URL, url);

@@ -138,7 +138,7 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
     free(cesc);
     if (n < 0) {
       inf->cb.list_end(inf->ud, false);
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory building the list URL");
     }
     json_object *page = NULL;
     int rc = inf->cb.filter
@@ -185,7 +185,9 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
   bool have_obj;
   ioq_err je = {0};
   if (inf->cb.filter) {
-    ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je);
+    /* refused (je says why): ev stays NULL, the event is reported below */
+    if (ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je) < 0)
+      ev = NULL;
     have_obj = inf->ev_obj != NULL;
     obj = inf->ev_obj;
     inf->ev_obj = NULL;
@@ -281,7 +283,7 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   char *path;
   if (asprintf(&path, "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld%s",
                inf->path, inf->rv, server_timeout, inf->selector_q) < 0)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the watch URL");
   struct curl_slist *hdrs = NULL;
   CURL *c = ioq_kube_curl_handle(inf->k, path, &hdrs, NULL, e);
   if (!c) {
@@ -391,7 +393,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
   }
   struct ioq_kube_informer *inf = calloc(1, sizeof *inf);
   if (!inf) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the informer");
     return NULL;
   }
   inf->k = k;
@@ -406,7 +408,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
   pthread_mutex_init(&inf->lock, NULL);
   pthread_cond_init(&inf->cond, NULL);
   if (!inf->path || !inf->selector_q || build_rules(inf) < 0) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the informer's path, selector and filter rules");
     goto fail;
   }
   int rc = pthread_create(&inf->thread, NULL, informer_main, inf);
