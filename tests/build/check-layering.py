@@ -127,7 +127,8 @@ def check(root):
             kind, name = m.group(1), m.group(2)
             line = text.count("\n", 0, m.start()) + 1
             if layer == "libioqos" and name.startswith("curl/"):
-                problems.append("%s:%d: libioqos includes <%s> (HTTP is src/kube's)" % (r, line, name))
+                problems.append("%s:%d: libioqos includes <%s> (HTTP is src/kube's)" %
+                                (r, line, name))
             hit = t.resolve(f, kind, name, layer)
             if not hit:
                 continue
@@ -147,7 +148,8 @@ def check(root):
                     problems.append("%s: libioqos links %s (HTTP is src/kube's)" % (r, a))
                 other = t.targets.get(a)
                 if other in FORBIDDEN.get(layer, ()):
-                    problems.append("%s: %s %s links %s, a target of %s" % (r, cmd, layer, a, other))
+                    problems.append("%s: %s %s links %s, a target of %s" %
+                                    (r, cmd, layer, a, other))
                 if cmd.endswith("include_directories"):
                     d = expand(a, t.root, cmdir)
                     to = layer_of(rel(t.root, d)) if d and d.startswith(t.root + os.sep) else None
@@ -159,25 +161,28 @@ def check(root):
 
 # ---- controls: planted violations the check must catch ----
 
+CUR = "${CMAKE_CURRENT_SOURCE_DIR}"
+
+
+def lib(name, src, inc, links):
+    """A CMakeLists.txt defining one library."""
+    return ("add_library(%s STATIC %s)\n" % (name, src) +
+            "target_include_directories(%s PUBLIC %s)\n" % (name, inc) +
+            "target_link_libraries(%s PUBLIC %s)\n" % (name, links))
+
+
 CLEAN = {
-    "src/CMakeLists.txt": "add_library(ioqos STATIC a.c)\n"
-                          "target_include_directories(ioqos PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
-                          "target_link_libraries(ioqos PUBLIC PkgConfig::JSONC)\n",
+    "src/CMakeLists.txt": lib("ioqos", "a.c", CUR + "/include", "PkgConfig::JSONC"),
     "src/include/ioqos/a.h": "",
     "src/a.c": '#include "ioqos/a.h"\n#include <stdio.h>\n',
-    "src/kube/CMakeLists.txt": "add_library(ioqos_kube STATIC k.c)\n"
-                               "target_include_directories(ioqos_kube PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
-                               "target_link_libraries(ioqos_kube PUBLIC ioqos PkgConfig::CURL)\n",
+    "src/kube/CMakeLists.txt": lib("ioqos_kube", "k.c", CUR + "/include", "ioqos PkgConfig::CURL"),
     "src/kube/include/ioqos/kube/kube.h": '#include "ioqos/a.h"\n',
     "src/kube/k.c": '#include <curl/curl.h>\n#include "ioqos/kube/kube.h"\n',
-    "plugin/daemon/CMakeLists.txt": "add_library(ioqos_plugin_core STATIC p.c)\n"
-                                    "target_include_directories(ioqos_plugin_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
-                                    "target_link_libraries(ioqos_plugin_core PUBLIC ioqos ioqos_kube)\n",
+    "plugin/daemon/CMakeLists.txt": lib("ioqos_plugin_core", "p.c", CUR, "ioqos ioqos_kube"),
     "plugin/daemon/metrics.h": "",
     "plugin/daemon/p.c": '#include "metrics.h"\n#include "ioqos/kube/kube.h"\n',
-    "scheduler-ext/CMakeLists.txt": "add_library(ioqos_ext STATIC x.c) # links ioqos_plugin_core: no\n"
-                                    "target_include_directories(ioqos_ext PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})\n"
-                                    "target_link_libraries(ioqos_ext PUBLIC ioqos ioqos_kube)\n",
+    "scheduler-ext/CMakeLists.txt": "# links ioqos_plugin_core: no\n" +
+                                    lib("ioqos_ext", "x.c", CUR, "ioqos ioqos_kube"),
     "scheduler-ext/metrics.h": "",
     "scheduler-ext/body.h": "",
     "scheduler-ext/x.c": '#include "metrics.h"\n#include "body.h"\n#include "ioqos/kube/kube.h"\n',
@@ -215,8 +220,8 @@ PLANTED = [
     ("libioqos uses curl",
      {"src/a.c": "#include <curl/curl.h>\n"}, "libioqos includes <curl/curl.h>"),
     ("libioqos links curl",
-     {"src/CMakeLists.txt": CLEAN["src/CMakeLists.txt"].replace("PkgConfig::JSONC",
-                                                                "PkgConfig::JSONC PkgConfig::CURL")},
+     {"src/CMakeLists.txt": lib("ioqos", "a.c", CUR + "/include",
+                                "PkgConfig::JSONC PkgConfig::CURL")},
      "libioqos links PkgConfig::CURL"),
 ]
 
@@ -245,7 +250,8 @@ def controls():
         files.update(change)
         problems = check_tree(files)
         if any(want in p for p in problems):
-            print("ok:   control '%s' is caught: %s" % (name, next(p for p in problems if want in p)))
+            hit = next(p for p in problems if want in p)
+            print("ok:   control '%s' is caught: %s" % (name, hit))
         else:
             print("FAIL control '%s': no report containing %r (got %s)" % (name, want, problems))
             bad += 1

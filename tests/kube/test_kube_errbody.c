@@ -44,8 +44,9 @@ static const char *message_of(const char *body) {
 }
 
 Test(errbody, reason_status_message_else_text_else_empty) {
-  cr_assert_str_eq(message_of("{\"kind\":\"Status\",\"message\":\"pods is forbidden\",\"code\":403}"),
-                   "pods is forbidden");
+  cr_assert_str_eq(
+      message_of("{\"kind\":\"Status\",\"message\":\"pods is forbidden\",\"code\":403}"),
+      "pods is forbidden");
   cr_assert_str_eq(message_of("  upstream connect error\n"), "upstream connect error");
   cr_assert_str_eq(message_of("{\"message\":7}"), "{\"message\":7}");
   cr_assert_str_eq(message_of("[\"message\"]"), "[\"message\"]");
