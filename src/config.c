@@ -45,6 +45,10 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->enforcement.bfq_weight = true;
   c->enforcement.enable_controllers = true;
   c->enforcement.reconcile_interval_s = 10;
+  c->monitor.enable = true;
+  c->monitor.interval_s = 1;
+  c->monitor.starved_window_s = 30;
+  c->monitor.event_interval_s = 600;
   c->node_policy.iocost_ctrl_user = true;
   c->node_policy.iocost_min = 100.0;
   c->node_policy.iocost_max = 100.0;
@@ -389,7 +393,7 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
     return bad(x, "(top level)", "must be an object");
   static const char *const keys[] = {"kubeletRootDir", "calibrationFile",
                                      "units", "allocatableFraction", "placementPolicy",
-                                     "devices", "enforcement", "nodePolicy", "pools",
+                                     "devices", "enforcement", "monitor", "nodePolicy", "pools",
                                      "apiVersion", "kind", NULL};
   if (check_keys(x, root, "", keys) < 0)
     return -1;
@@ -468,6 +472,27 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
                  3600) < 0)
       return -1;
     c->enforcement.reconcile_interval_s = (unsigned)ri;
+  }
+
+  json_object *mon;
+  if (get_object(x, root, "monitor", "monitor", &mon) < 0)
+    return -1;
+  if (mon) {
+    static const char *const mkeys[] = {"enable", "intervalSeconds", "starvedWindowSeconds",
+                                        "eventIntervalSeconds", NULL};
+    uint64_t iv = c->monitor.interval_s, win = c->monitor.starved_window_s,
+             ev = c->monitor.event_interval_s;
+    if (check_keys(x, mon, "monitor", mkeys) < 0 ||
+        get_bool(x, mon, "enable", "monitor.enable", &c->monitor.enable) < 0 ||
+        get_uint(x, mon, "intervalSeconds", "monitor.intervalSeconds", &iv, 1, 60) < 0 ||
+        get_uint(x, mon, "starvedWindowSeconds", "monitor.starvedWindowSeconds", &win, 1, 3600) < 0 ||
+        get_uint(x, mon, "eventIntervalSeconds", "monitor.eventIntervalSeconds", &ev, 0, 86400) < 0)
+      return -1;
+    if (win < iv)
+      return bad(x, "monitor.starvedWindowSeconds", "must be at least monitor.intervalSeconds");
+    c->monitor.interval_s = (unsigned)iv;
+    c->monitor.starved_window_s = (unsigned)win;
+    c->monitor.event_interval_s = (unsigned)ev;
   }
 
   json_object *np;
@@ -567,7 +592,7 @@ static int check_header(struct ctx *x, json_object *root, bool *versioned) {
  * placementPolicy are not among them: they must agree across the cluster. */
 static const char *const g_pool_overrides[] = {"kubeletRootDir", "calibrationFile",
                                                "allocatableFraction", "devices", "enforcement",
-                                               "nodePolicy", NULL};
+                                               "monitor", "nodePolicy", NULL};
 
 /* Checks pools[i]'s own fields; *labels gets its matchLabels object. */
 static int check_pool(struct ctx *x, json_object *pool, size_t i, json_object **labels) {
@@ -576,7 +601,7 @@ static int check_pool(struct ctx *x, json_object *pool, size_t i, json_object **
   if (!json_object_is_type(pool, json_type_object))
     return bad(x, path, "must be an object");
   static const char *const keys[] = {"name", "nodeSelector", "kubeletRootDir", "calibrationFile",
-                                     "allocatableFraction", "devices", "enforcement",
+                                     "allocatableFraction", "devices", "enforcement", "monitor",
                                      "nodePolicy", NULL};
   if (check_keys(x, pool, path, keys) < 0)
     return -1;

@@ -11,5 +11,6 @@ int cmd_apply(int argc, char **argv);       /* cmd_cgroup.c */
 int cmd_show(int argc, char **argv);        /* cmd_cgroup.c */
 int cmd_knodes(int argc, char **argv);      /* cmd_kubectl.c: nodes (kubectl ioqos nodes) */
 int cmd_kpods(int argc, char **argv);       /* cmd_kubectl.c: pods (kubectl ioqos pods) */
+int cmd_explain(int argc, char **argv);     /* cmd_explain.c */
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
     {"show", cmd_show, "show limits in place, io.stat and pressure of a cgroup"},
     {"nodes", cmd_knodes, "cluster (kubeconfig): every node's disks, capacity, free, health = kubectl ioqos nodes"},
     {"pods", cmd_kpods, "cluster (kubeconfig): ioqos pods, their units, disk and grant = kubectl ioqos pods"},
+    {"explain", cmd_explain, "why a pod is limited or not: its grant, disk, cgroup, files, events"},
 };
 
 /* kubectl ioqos: the cluster-wide commands, under kubectl's naming */

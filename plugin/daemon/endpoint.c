@@ -121,6 +121,9 @@ static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllo
     if (res->note[0])
       ioq_info("preferred allocation note resource=%s note=\"%s\"", ioq_resource_name(ep->res),
                res->note);
+    if (nc == 1 && res->disk[0]) /* the asker is known: `ioqosctl explain` tells why this disk */
+      explain_note_choice(p->explain, cand[0].ns, cand[0].name, ep->res, res->disk, res->how,
+                          res->note);
   }
   free(cand);
   return rc;

@@ -35,6 +35,62 @@ static void free_all_init(struct applied_pod *ap) {
   }
 }
 
+static void free_files(struct applied_pod *ap) {
+  free(ap->files);
+  ap->files = NULL;
+  ap->n_files = 0;
+}
+
+static double realtime_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The files one apply wrote or found in place (enf_file, enforcer.h). */
+struct file_log {
+  struct enf_file f[ENF_FILES_MAX];
+  size_t n;
+  double now; /* CLOCK_REALTIME */
+};
+
+static void log_steps(struct file_log *l, const char *disk, const struct ioq_apply_report *rep) {
+  for (size_t i = 0; l && i < rep->n && l->n < ENF_FILES_MAX; i++) {
+    const struct ioq_apply_step *st = &rep->steps[i];
+    struct enf_file *o = &l->f[l->n++];
+    memset(o, 0, sizeof *o);
+    ioq_copy(o->disk, sizeof o->disk, disk);
+    ioq_copy(o->file, sizeof o->file, st->file);
+    if (st->changed) {
+      ioq_copy(o->written, sizeof o->written, st->written);
+      o->written_at = l->now;
+    }
+    ioq_copy(o->readback, sizeof o->readback, st->readback);
+    ioq_copy(o->note, sizeof o->note, st->note);
+    o->verified_at = l->now;
+  }
+}
+
+/* The new records, each unchanged file keeping when it was last written
+ * (malloc'd; NULL when there are none or out of memory). */
+static struct enf_file *merge_files(const struct file_log *l, const struct enf_file *old,
+                                    size_t n_old) {
+  struct enf_file *out = l->n ? malloc(l->n * sizeof *out) : NULL;
+  for (size_t i = 0; out && i < l->n; i++) {
+    out[i] = l->f[i];
+    if (out[i].written_at)
+      continue;
+    for (size_t k = 0; k < n_old; k++)
+      if (strcmp(old[k].file, out[i].file) == 0 && strcmp(old[k].disk, out[i].disk) == 0 &&
+          old[k].written_at) {
+        ioq_copy(out[i].written, sizeof out[i].written, old[k].written);
+        out[i].written_at = old[k].written_at;
+        break;
+      }
+  }
+  return out;
+}
+
 bool enf_has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
@@ -91,8 +147,10 @@ struct enforcer *enforcer_new(const struct enforcer_opts *o) {
 void enforcer_free(struct enforcer *f) {
   if (!f)
     return;
-  for (size_t i = 0; i < f->n; i++)
+  for (size_t i = 0; i < f->n; i++) {
     free_all_init(&f->pods[i]);
+    free_files(&f->pods[i]);
+  }
   pthread_mutex_destroy(&f->lock);
   pthread_mutex_destroy(&f->apply_lock);
   free(f->pods);
@@ -192,7 +250,8 @@ static enum enforce_fail classify(const ioq_err *e) {
  * limit on the device itself and the weights on their leaf disks, where the
  * proportional schedulers work. */
 static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
-                      const struct cat_disk *cd, unsigned *writes, ioq_err *e) {
+                      const struct cat_disk *cd, unsigned *writes, struct file_log *log,
+                      ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
@@ -220,11 +279,13 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
       return -1;
     *writes += count_writes(&rep);
+    log_steps(log, dg->disk, &rep);
     return 0;
   }
   if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
     return -1;
   *writes += count_writes(&rep);
+  log_steps(log, dg->disk, &rep);
   for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
     /* weights only: the leaf may be a managed disk of its own, whose
      * limits for this pod must stay as they are */
@@ -235,6 +296,7 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
       return -1;
     *writes += count_writes(&rep);
+    log_steps(log, dg->disk, &rep);
   }
   return 0;
 }
@@ -335,6 +397,7 @@ static void forget_earlier_instances(struct enforcer *f, const char *ns, const c
     clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
     f->state_dirty |= enf_holds_init(ap);
     free_all_init(ap);
+    free_files(ap);
     f->pods[i] = f->pods[--f->n];
   }
   pthread_mutex_unlock(&f->lock);
@@ -400,6 +463,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   struct cat_disk *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof *cds);
   if (!cds)
     return ioq_fail(e, ENOMEM, "out of memory");
+  struct file_log *log = NULL;
   int rc = -1;
   for (size_t i = 0; i < res->grant.n; i++)
     if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
@@ -477,8 +541,12 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
              "are while it is Pending pod=%s/%s uid=%s cgroup=%s",
              pr->ns, pr->name, pi->uid, cg.dir);
+  /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
+  log = calloc(1, sizeof *log);
+  if (log)
+    log->now = realtime_now();
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
-    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, e) < 0) {
+    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], &res->writes, log, e) < 0) {
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
@@ -524,6 +592,8 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   char **keep_ids[IOQ_RES_COUNT];
   size_t keep_n[IOQ_RES_COUNT];
   bool keep_guess[IOQ_RES_COUNT];
+  struct enf_file *old_files = ap->files;
+  size_t n_old_files = ap->n_files;
   memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
   memcpy(keep_n, ap->n_init, sizeof keep_n);
   memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
@@ -531,6 +601,14 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
   memcpy(ap->n_init, keep_n, sizeof keep_n);
   memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
+  if (hold || !log) { /* nothing written or read back now: the last records stand */
+    ap->files = old_files;
+    ap->n_files = n_old_files;
+  } else {
+    ap->files = merge_files(log, old_files, n_old_files);
+    ap->n_files = ap->files ? log->n : 0;
+    free(old_files);
+  }
   if (init_ids && n_init_ids) {
     enf_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
@@ -556,6 +634,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
       (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
     f->state_dirty = true;
   if (!ap->grant.n && !has_init_now) {
+    free_files(ap);
     f->pods[ap - f->pods] = f->pods[--f->n];
     ap = NULL;
   }
@@ -572,6 +651,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   rc = 0;
 out:
+  free(log);
   free(cds);
   return rc;
 }
@@ -689,6 +769,7 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
     clear_pod(f, ap, "pod gone");
     f->state_dirty |= enf_holds_init(ap);
     free_all_init(ap);
+    free_files(ap);
     f->pods[i] = f->pods[--f->n];
     released++;
   }
@@ -894,9 +975,26 @@ size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
         (*out)[i].init_ids[r] = NULL;
         (*out)[i].n_init[r] = 0;
       }
+    for (size_t i = 0; i < n; i++) {
+      (*out)[i].files = NULL;
+      (*out)[i].n_files = 0;
+    }
   } else {
     n = 0;
   }
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+int enforcer_pod_files(struct enforcer *f, const char *uid, struct enf_file **out) {
+  *out = NULL;
+  pthread_mutex_lock(&f->lock);
+  const struct applied_pod *ap = enf_find_locked(f, uid);
+  int n = ap ? (int)ap->n_files : -1;
+  if (n > 0 && (*out = malloc((size_t)n * sizeof **out)))
+    memcpy(*out, ap->files, (size_t)n * sizeof **out);
+  else if (n > 0)
+    n = 0; /* out of memory: shown as none */
   pthread_mutex_unlock(&f->lock);
   return n;
 }

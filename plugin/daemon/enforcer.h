@@ -71,6 +71,19 @@ struct enforce_result {
   bool grant_changed; /* known, but the grant differs from the last one */
 };
 
+/* One kernel file of a pod's grant as the writer left it, for
+ * `ioqosctl explain`: what was written, what the kernel read back, when. */
+#define ENF_FILES_MAX 48
+struct enf_file {
+  char disk[IOQ_DISK_NAME_MAX + 1]; /* the grant's disk (weights may go to its leaves) */
+  char file[40];                    /* file name in the pod cgroup: "io.max", ... */
+  char written[160];  /* last value this plugin run wrote; "" = found in place */
+  char readback[160]; /* the device's line read back at the last check */
+  char note[160];     /* why something was skipped or a fallback form used */
+  double written_at;  /* CLOCK_REALTIME seconds of that write; 0 = none */
+  double verified_at; /* CLOCK_REALTIME seconds of the last read back */
+};
+
 struct applied_pod {
   char ns[IOQ_POD_NAMESPACE_MAX + 1];
   char name[IOQ_POD_NAME_MAX + 1];
@@ -91,6 +104,10 @@ struct applied_pod {
    * the plugin does not know: nothing is written while it is Pending */
   bool init_unknown;
   double applied_at; /* CLOCK_MONOTONIC seconds of the last apply */
+  /* the files of the grant (owned by the table; not copied by
+   * enforcer_snapshot: see enforcer_pod_files) */
+  struct enf_file *files;
+  size_t n_files;
   /* when a List first left the pod out while the API server still showed it
    * alive (0: listed); see enforcer_release_gone */
   double missing_since;
@@ -193,6 +210,11 @@ bool enforcer_have_list(struct enforcer *f);
  * without a grant (ungranted.c) never overwrite a grant being put in place. */
 void enforcer_writes_lock(struct enforcer *f);
 void enforcer_writes_unlock(struct enforcer *f);
+
+/* The files the pod with this UID's grant was written to and read back
+ * from at the last apply (malloc'd copy in *out, NULL when none). Returns
+ * how many; -1 when the enforcer does not remember the pod. */
+int enforcer_pod_files(struct enforcer *f, const char *uid, struct enf_file **out);
 
 /* Copy of what is applied (malloc'd; caller frees). */
 size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out);

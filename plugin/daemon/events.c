@@ -2,7 +2,10 @@
 /* Kubernetes Events, posted by a worker thread so that an RPC never waits on
  * the API server for them. The queue is bounded; the same event (object,
  * reason, message) is not repeated within a minute, since kubelet retries a
- * failed PreStart with backoff and would otherwise flood the API. */
+ * failed PreStart with backoff and would otherwise flood the API.
+ *
+ * The last HISTORY_MAX pod events (queued, plus how often the same one was
+ * raised again) are kept for `ioqosctl explain` (events_recent_json). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,6 +22,8 @@
 #define QUEUE_MAX 128
 #define RECENT_MAX 64
 #define REPEAT_AFTER_S 60.0
+#define HISTORY_MAX 256
+#define HISTORY_MSG_MAX 512
 
 struct ev_item {
   bool on_node;
@@ -28,6 +33,17 @@ struct ev_item {
   char type[16];
   char reason[64];
   char message[1024];
+};
+
+struct hist { /* one pod event as raised */
+  char ns[IOQ_POD_NAMESPACE_MAX + 1];
+  char name[IOQ_POD_NAME_MAX + 1];
+  char type[16];
+  char reason[64];
+  char message[HISTORY_MSG_MAX];
+  double first, last; /* CLOCK_REALTIME seconds */
+  unsigned long count;
+  bool queued; /* false: the queue was full, dropped */
 };
 
 struct recent {
@@ -45,7 +61,65 @@ struct events {
   size_t head, len;
   struct recent recent[RECENT_MAX];
   size_t recent_next;
+  struct hist hist[HISTORY_MAX]; /* ring, guarded by mu */
+  size_t hist_next, hist_len;
 };
+
+/* Records a pod event in the history (mu held): a repeat of the newest
+ * record with the same pod, reason and message counts there. */
+static void remember_locked(struct events *ev, const struct ev_item *it, bool queued) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  for (size_t k = 0; k < ev->hist_len; k++) {
+    struct hist *h = &ev->hist[(ev->hist_next + HISTORY_MAX - 1 - k) % HISTORY_MAX];
+    if (strcmp(h->name, it->name) == 0 && strcmp(h->ns, it->ns) == 0 &&
+        strcmp(h->reason, it->reason) == 0 && strncmp(h->message, it->message, sizeof h->message - 1) == 0) {
+      h->count++;
+      h->last = now;
+      h->queued |= queued;
+      return;
+    }
+  }
+  struct hist *h = &ev->hist[ev->hist_next];
+  memset(h, 0, sizeof *h);
+  ioq_copy(h->ns, sizeof h->ns, it->ns);
+  ioq_copy(h->name, sizeof h->name, it->name);
+  ioq_copy(h->type, sizeof h->type, it->type);
+  ioq_copy(h->reason, sizeof h->reason, it->reason);
+  ioq_copy(h->message, sizeof h->message, it->message);
+  h->first = h->last = now;
+  h->count = 1;
+  h->queued = queued;
+  ev->hist_next = (ev->hist_next + 1) % HISTORY_MAX;
+  if (ev->hist_len < HISTORY_MAX)
+    ev->hist_len++;
+}
+
+json_object *events_recent_json(struct events *ev, const char *ns, const char *name, size_t max) {
+  json_object *arr = json_object_new_array();
+  if (!ev || !arr)
+    return arr;
+  pthread_mutex_lock(&ev->mu);
+  for (size_t k = 0; k < ev->hist_len && json_object_array_length(arr) < max; k++) {
+    const struct hist *h = &ev->hist[(ev->hist_next + HISTORY_MAX - 1 - k) % HISTORY_MAX];
+    if (strcmp(h->name, name) != 0 || strcmp(h->ns, ns) != 0)
+      continue;
+    json_object *o = json_object_new_object();
+    if (!o)
+      break;
+    json_object_object_add(o, "type", json_object_new_string(h->type));
+    json_object_object_add(o, "reason", json_object_new_string(h->reason));
+    json_object_object_add(o, "message", json_object_new_string(h->message));
+    json_object_object_add(o, "count", json_object_new_int64((int64_t)h->count));
+    json_object_object_add(o, "first", json_object_new_double(h->first));
+    json_object_object_add(o, "last", json_object_new_double(h->last));
+    json_object_object_add(o, "dropped", json_object_new_boolean(!h->queued));
+    json_object_array_add(arr, o);
+  }
+  pthread_mutex_unlock(&ev->mu);
+  return arr;
+}
 
 static unsigned long hash_item(const struct ev_item *it) {
   unsigned long h = 5381;
@@ -163,6 +237,8 @@ void events_post(struct events *ev, const char *ns, const char *name, const char
     ev->recent_next = (ev->recent_next + 1) % RECENT_MAX;
     pthread_cond_signal(&ev->cv);
   }
+  if (!it.on_node)
+    remember_locked(ev, &it, !full);
   pthread_mutex_unlock(&ev->mu);
   if (full)
     metrics_inc(ev->p->metrics, C_EVENTS_DROPPED);

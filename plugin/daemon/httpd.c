@@ -13,15 +13,28 @@
  *
  * Probes. With --health-address, /healthz and /readyz get a second listener
  * with its own thread and its own connection slots, so slow /metrics clients
- * and scrapes cannot take the probe's place. */
+ * and scrapes cannot take the probe's place.
+ *
+ * Explain. With --explain-socket, GET /v1/explain (explain.h) is served on a
+ * unix socket of its own, mode 0600: only root on the node (or in the plugin
+ * pod) reaches it. The same limits apply (connection limit, absolute
+ * deadline, no bodies); the socket is bound here and handed to MHD. A path
+ * that is not a socket, is owned by another user or is served by a live
+ * process is refused; a stale socket (nobody answers) is replaced; the
+ * socket is removed on stop if it is still the one bound. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ioqos/fsutil.h"
 #include "ioqos/listenaddr.h"
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
@@ -39,8 +52,9 @@ struct conn { /* one open connection, on its listener's list */
 
 struct listener {
   struct httpd *h;
-  const char *name; /* "metrics" or "health", for logs */
+  const char *name; /* "metrics", "health" or "explain", for logs */
   bool probes_only;
+  bool explain; /* serves /v1/explain only */
   struct MHD_Daemon *d;
   pthread_t thread;
   bool running;
@@ -51,7 +65,12 @@ struct httpd {
   struct plugin *p;
   unsigned timeout_s;
   atomic_bool stop;
-  struct listener metrics, health;
+  struct listener metrics, health, explain;
+  /* the explain socket as bound (removed on stop if still ours) */
+  char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  dev_t sock_dev;
+  ino_t sock_ino;
+  bool sock_bound;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
@@ -95,6 +114,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return b ? reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", b) : MHD_NO;
   }
   char why[512];
+  if (l->explain) {
+    if (strcmp(url, "/v1/explain") != 0) {
+      char *b = strdup("{\"error\":\"not found: this socket serves GET "
+                       "/v1/explain?pod=NAMESPACE/NAME or ?uid=UID\"}\n");
+      return b ? reply(c, MHD_HTTP_NOT_FOUND, "application/json", b) : MHD_NO;
+    }
+    const char *pod = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pod");
+    const char *uid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uid");
+    char *b = NULL;
+    unsigned status = explain_handle(p, pod, uid, &b);
+    ioq_debug("explain request pod=%s uid=%s status=%u", pod ? pod : "", uid ? uid : "", status);
+    return b ? reply(c, status, "application/json", b) : MHD_NO;
+  }
   if (strcmp(url, "/metrics") == 0 && !l->probes_only) {
     char *b = metrics_render(p);
     return b ? reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b) : MHD_NO;
@@ -232,6 +264,112 @@ static int listener_start(struct httpd *h, struct listener *l, const char *name,
   return 0;
 }
 
+/* Binds the explain socket (see the top of the file). Returns the
+ * listening fd or -1. */
+static int explain_socket_bind(struct httpd *h, const char *path, ioq_err *e) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path)
+    return ioq_fail(e, ENAMETOOLONG, "explain socket %s: path too long for a unix socket", path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  struct stat st;
+  if (lstat(path, &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return ioq_fail(e, EEXIST, "explain socket %s: exists and is not a socket; not replaced",
+                      path);
+    if (st.st_uid != geteuid())
+      return ioq_fail(e, EPERM,
+                      "explain socket %s: owned by uid %u, not this process (uid %u); not replaced",
+                      path, (unsigned)st.st_uid, (unsigned)geteuid());
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0)
+      return ioq_fail(e, errno, "explain socket: socket(): %s", strerror(errno));
+    int live = connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(probe);
+    if (live)
+      return ioq_fail(e, EADDRINUSE,
+                      "explain socket %s: another process serves it (a second ioqos-plugin?)",
+                      path);
+    if (unlink(path) < 0 && errno != ENOENT)
+      return ioq_fail(e, errno, "explain socket %s: removing the stale socket: %s", path,
+                      strerror(errno));
+    ioq_info("explain socket: stale socket replaced path=%s", path);
+  } else if (errno != ENOENT) {
+    return ioq_fail(e, errno, "explain socket %s: %s", path, strerror(errno));
+  }
+  char dir[PATH_MAX];
+  ioq_copy(dir, sizeof dir, path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (ioq_mkdir_p(dir, e) < 0) {
+      ioq_err_prefix(e, "explain socket %s", path);
+      return -1;
+    }
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return ioq_fail(e, errno, "explain socket: socket(): %s", strerror(errno));
+  /* umask 077 (main) makes it 0700 at bind already; 0600 is what is meant */
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    int err = errno;
+    close(fd);
+    return ioq_fail(e, err, "explain socket %s: bind: %s", path, strerror(err));
+  }
+  if (chmod(path, 0600) < 0 || lstat(path, &st) < 0 || listen(fd, 16) < 0) {
+    int err = errno;
+    close(fd);
+    unlink(path);
+    return ioq_fail(e, err, "explain socket %s: %s", path, strerror(err));
+  }
+  ioq_copy(h->sock_path, sizeof h->sock_path, path);
+  h->sock_dev = st.st_dev;
+  h->sock_ino = st.st_ino;
+  h->sock_bound = true;
+  return fd;
+}
+
+static int explain_start(struct httpd *h, const char *path, const struct plugin_opts *o,
+                         ioq_err *e) {
+  struct listener *l = &h->explain;
+  l->h = h;
+  l->name = "explain";
+  l->explain = true;
+  l->live.next = l->live.prev = &l->live;
+  int fd = explain_socket_bind(h, path, e);
+  if (fd < 0)
+    return -1;
+  /* no per-IP limit: every client of a unix socket has the same (no) address */
+  l->d = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, fd,
+                          MHD_OPTION_CONNECTION_TIMEOUT, o->http_timeout_s,
+                          MHD_OPTION_CONNECTION_LIMIT, o->http_max_conns,
+                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_END);
+  if (!l->d) {
+    close(fd);
+    return ioq_fail(e, EIO, "explain socket %s: libmicrohttpd would not serve it", path);
+  }
+  int rc = pthread_create(&l->thread, NULL, serve, l);
+  if (rc != 0) {
+    MHD_stop_daemon(l->d);
+    l->d = NULL;
+    return ioq_fail(e, rc, "start explain http thread: %s", strerror(rc));
+  }
+  l->running = true;
+  ioq_info("explain listening socket=%s mode=0600 paths=/v1/explain max_connections=%u "
+           "request_timeout_s=%u",
+           path, o->http_max_conns, o->http_timeout_s);
+  return 0;
+}
+
+/* Removes the explain socket if the file is still the one bound. */
+static void explain_socket_remove(struct httpd *h) {
+  struct stat st;
+  if (!h->sock_bound || lstat(h->sock_path, &st) < 0)
+    return;
+  if (st.st_dev == h->sock_dev && st.st_ino == h->sock_ino && unlink(h->sock_path) < 0)
+    ioq_warn("explain socket not removed path=%s error=\"%s\"", h->sock_path, strerror(errno));
+}
+
 static void listener_stop(struct listener *l) {
   if (l->running)
     pthread_join(l->thread, NULL);
@@ -247,9 +385,10 @@ struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
   h->p = p;
   h->timeout_s = o->http_timeout_s;
   atomic_init(&h->stop, false);
-  if (listener_start(h, &h->metrics, "metrics", address, false, o, e) < 0 ||
+  if ((*address && listener_start(h, &h->metrics, "metrics", address, false, o, e) < 0) ||
       (*o->health_address &&
-       listener_start(h, &h->health, "health", o->health_address, true, o, e) < 0)) {
+       listener_start(h, &h->health, "health", o->health_address, true, o, e) < 0) ||
+      (o->explain_socket && explain_start(h, o->explain_socket, o, e) < 0)) {
     httpd_stop(h);
     return NULL;
   }
@@ -262,5 +401,7 @@ void httpd_stop(struct httpd *h) {
   atomic_store(&h->stop, true);
   listener_stop(&h->metrics);
   listener_stop(&h->health);
+  listener_stop(&h->explain); /* MHD closes the listening socket */
+  explain_socket_remove(h);
   free(h);
 }

@@ -124,6 +124,7 @@ static void teardown(struct plugin *p) {
       endpoint_stop(&p->ep[r], true);
   httpd_stop(p->http);
   ungranted_stop(p->ug);
+  monitor_stop(p->mon);
   reconciler_stop(p->rec);
   events_stop(p->events);
   podcache_stop(p->pods);
@@ -135,7 +136,11 @@ static void teardown(struct plugin *p) {
   ioq_kube_free(p->kube);
   ungranted_free(p->ug);
   p->ug = NULL;
+  monitor_free(p->mon);
+  p->mon = NULL;
   enforcer_free(p->enf);
+  explain_free(p->explain);
+  p->explain = NULL;
   catalog_free(p->catalog);
   metrics_free(p->metrics);
   ioq_config_free(&p->cfg);
@@ -158,7 +163,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   ioq_probe_opts_default(&p->probe);
   p->probe.roots.sysfs = p->opts.sysfs_root;
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
-  if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new())) {
+  if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
+      !(p->explain = explain_new())) {
     ioq_fail(&e, ENOMEM, "out of memory");
     goto fatal;
   }
@@ -182,7 +188,14 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     ioq_info("pods without a grant are not bounded (nodePolicy.ungranted.enable is false): "
              "grants hold only against pods that have grants too");
   }
-  if (*p->opts.metrics_address && !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
+  if (p->cfg.monitor.enable) {
+    if (!(p->mon = monitor_start(p, &e)))
+      goto fatal;
+  } else {
+    ioq_info("grant monitor off (monitor.enable is false): nobody checks that grants are kept");
+  }
+  if ((*p->opts.metrics_address || p->opts.explain_socket) &&
+      !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;
   ioq_info("ioqos-plugin running sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
            p->ep[1].sock_path, p->kubelet_sock);

@@ -13,7 +13,7 @@ enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
   OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
   OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_LOGFORMAT, OPT_HELP, OPT_VERSION,
-  OPT_KUBECONFIG,
+  OPT_KUBECONFIG, OPT_EXPLAIN,
 };
 
 /* One table drives parsing, environment fallbacks and --help. */
@@ -56,6 +56,9 @@ static const struct flag {
     {"health-address", OPT_HEALTH, "IOQOS_HEALTH_ADDRESS", "", "[HOST]:PORT",
      "also serve /healthz, /readyz on a listener of their own (own thread and connection "
      "slots: slow /metrics clients cannot starve probes); empty: none"},
+    {"explain-socket", OPT_EXPLAIN, "IOQOS_EXPLAIN_SOCKET", "", "PATH|off",
+     "unix socket (mode 0600, root only) serving /v1/explain to `ioqosctl explain`; "
+     "empty: <state-dir>/plugin.sock; off disables"},
     {"http-request-timeout", OPT_HTTP_TIMEOUT, "IOQOS_HTTP_REQUEST_TIMEOUT", "10", "SECONDS",
      "absolute time a connection gets per request, from accept or the previous response "
      "(not reset by each byte)"},
@@ -227,6 +230,32 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   o->health_address = VAL(OPT_HEALTH);
   if (o->help || o->version)
     return 0;
+  const char *xs = VAL(OPT_EXPLAIN);
+  if (xs && strcmp(xs, "off") == 0) {
+    o->explain_socket = NULL;
+  } else {
+    if (!xs || !*xs) {
+      int n = snprintf(o->explain_socket_buf, sizeof o->explain_socket_buf, "%s%splugin.sock",
+                       o->state_dir ? o->state_dir : "",
+                       o->state_dir && *o->state_dir && o->state_dir[strlen(o->state_dir) - 1] == '/'
+                           ? ""
+                           : "/");
+      if (n < 0 || (size_t)n >= sizeof o->explain_socket_buf)
+        return ioq_fail(e, IOQ_EINVAL_INPUT,
+                        "--state-dir '%s': too long for the explain socket <state-dir>/plugin.sock "
+                        "(a unix socket path has at most %zu bytes); give --explain-socket",
+                        o->state_dir, sizeof o->explain_socket_buf - 1);
+      xs = o->explain_socket_buf;
+    }
+    if (xs[0] != '/')
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "--explain-socket '%s': must be an absolute path or off",
+                      xs);
+    if (strlen(xs) >= sizeof o->explain_socket_buf)
+      return ioq_fail(e, IOQ_EINVAL_INPUT,
+                      "--explain-socket '%.120s': longer than a unix socket path can be (%zu bytes)",
+                      xs, sizeof o->explain_socket_buf - 1);
+    o->explain_socket = xs;
+  }
 
   if (ioq_cg_driver_parse(VAL(OPT_DRIVER), &o->cgroup_driver, e) < 0) {
     ioq_err_prefix(e, "--cgroup-driver");

@@ -30,6 +30,8 @@ struct plugin_opts {
   const char *kubelet_cgroup_root;  /* kubelet --cgroup-root */
   const char *metrics_address;      /* "" = disabled */
   const char *health_address;       /* "" = probes only on metrics_address */
+  const char *explain_socket;       /* unix socket of /v1/explain; NULL = disabled */
+  char explain_socket_buf[108];     /* the default, <state-dir>/plugin.sock (sun_path size) */
   unsigned http_timeout_s;          /* absolute limit per HTTP request */
   unsigned http_max_conns;          /* per listener */
   unsigned http_max_conns_per_ip;   /* per listener and client address */

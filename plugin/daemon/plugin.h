@@ -12,11 +12,13 @@
 
 #include "catalog.h"
 #include "enforcer.h"
+#include "explain.h"
 #include "grpcs.h"
 #include "ioqos/config.h"
 #include "ioqos/probe.h"
 #include "ioqos/kube/kube.h"
 #include "metrics.h"
+#include "monitor.h"
 #include "opts.h"
 #include "podcache.h"
 #include "ungranted.h"
@@ -74,7 +76,9 @@ struct plugin {
   _Atomic(struct reconciler *) rec; /* read by the informer thread */
   struct registrar *reg;
   struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
+  struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
+  struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */
 
   atomic_bool stopping;
   atomic_bool inventory_ok; /* a probe has succeeded since start */
@@ -136,8 +140,18 @@ void events_stop(struct events *ev);
 void events_post(struct events *ev, const char *ns, const char *name, const char *uid,
                  const char *type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
+/* The pod's recent events (at most max, newest first) as a JSON array of
+ * {type, reason, message, count, first, last (CLOCK_REALTIME seconds),
+ * dropped}; a repeat inside the minute it is not posted again is counted.
+ * An empty array for NULL ev; NULL only when out of memory. */
+struct json_object *events_recent_json(struct events *ev, const char *ns, const char *name,
+                                       size_t max);
 
 /* ---- httpd.c + metrics_text.c ---- */
+/* Listeners: /metrics etc. on `address` (TCP, "" = none) and, with
+ * opts.explain_socket set, /v1/explain on that unix socket (root only:
+ * mode 0600; a path owned by another user or served by a live process is
+ * refused, a stale socket replaced, the socket removed by httpd_stop). */
 struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e);
 void httpd_stop(struct httpd *h);
 /* Prometheus text exposition (malloc'd). */

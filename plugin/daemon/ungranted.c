@@ -578,6 +578,54 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
   return n;
 }
 
+json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
+  json_object *o = json_object_new_object();
+  if (!o || !u)
+    return o;
+  json_object *disks = json_object_new_array();
+  pthread_mutex_lock(&u->mu);
+  const struct ug_pod *pp = NULL;
+  for (size_t i = 0; i < u->n && !pp; i++)
+    if (strcmp(u->pods[i].cg.uid, uid) == 0)
+      pp = &u->pods[i];
+  json_object_object_add(o, "podSeen", json_object_new_boolean(pp != NULL));
+  if (pp)
+    json_object_object_add(o, "cgroup", json_object_new_string(pp->cg.dir));
+  for (size_t d = 0; disks && d < u->n_disks; d++) {
+    const struct ug_disk *ud = &u->disks[d];
+    json_object *j = json_object_new_object();
+    if (!j)
+      break;
+    json_object_object_add(j, "disk", json_object_new_string(ud->name));
+    /* bounds apply only while some pod holds units of the disk */
+    json_object_object_add(j, "active", json_object_new_boolean(ud->active));
+    json_object_object_add(j, "poolBytesPerSec",
+                           json_object_new_int64((int64_t)(ud->active ? ud->pool[IOQ_RES_BANDWIDTH] : 0)));
+    json_object_object_add(j, "poolIops",
+                           json_object_new_int64((int64_t)(ud->active ? ud->pool[IOQ_RES_IOPS] : 0)));
+    json_object_object_add(j, "podsBounded", json_object_new_int64((int64_t)ud->bounded));
+    if (pp) {
+      const struct ug_slot *sl = &pp->s[d];
+      json_object_object_add(j, "granted", json_object_new_boolean(sl->granted));
+      json_object_object_add(j, "bounded", json_object_new_boolean(sl->bounded));
+      json_object_object_add(j, "capBytesPerSec",
+                             json_object_new_int64((int64_t)(sl->bounded ? sl->cap[IOQ_RES_BANDWIDTH] : 0)));
+      json_object_object_add(j, "capIops",
+                             json_object_new_int64((int64_t)(sl->bounded ? sl->cap[IOQ_RES_IOPS] : 0)));
+      if (sl->rate[IOQ_RES_BANDWIDTH] >= 0)
+        json_object_object_add(j, "measuredBytesPerSec",
+                               json_object_new_double(sl->rate[IOQ_RES_BANDWIDTH]));
+      if (sl->rate[IOQ_RES_IOPS] >= 0)
+        json_object_object_add(j, "measuredIops", json_object_new_double(sl->rate[IOQ_RES_IOPS]));
+    }
+    json_object_array_add(disks, j);
+  }
+  pthread_mutex_unlock(&u->mu);
+  if (disks)
+    json_object_object_add(o, "disks", disks);
+  return o;
+}
+
 /* ---- thread ---- */
 
 static void *ug_main(void *arg) {

@@ -31,4 +31,11 @@ struct ungranted_disk_stat {
 size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
                        uint64_t *max_bytes_before);
 
+/* For `ioqosctl explain`: the pod (by UID) as this module sees it, per
+ * disk: whether bounds apply (a grant exists on it), the pool, the pod's
+ * cap in place and its measured rate. {} for NULL u; NULL when out of
+ * memory. */
+struct json_object;
+struct json_object *ungranted_pod_json(struct ungranted *u, const char *uid);
+
 #endif

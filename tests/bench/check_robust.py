@@ -8,6 +8,11 @@ machine: no ratios, no targets.
   - every pod start: 0 bytes of I/O before the limit, io.max in place and read
     back when PreStartContainer returned, no process in the pod cgroup yet
   - the backup never exceeds its grant by more than 15 % (the cap holds)
+  - the grant monitor (monitor.starvedWindowSeconds short): no IoqosGrantNotMet
+    in the ioqos stage (grants kept; the db is latency-bound below its
+    bandwidth grant), and at least one, within window + 5 s of the writer's
+    start, in ioqos+host (a direct writer outside the pods fills the disk),
+    naming ungranted I/O as the cause
   - with a pod without a grant next to them (stage ioqos+1u, when run): db IOPS
     > 2 x contended, the backup >= 0.75 of its grant, the ungranted pod <= 1.1 x
     the pool (headroomShare x what the disk does not advertise + unheld units), and its bound in io.max when its
@@ -34,6 +39,19 @@ def main():
             check(st["ioqos"]["db_iops"] > 2 * st["contended"]["db_iops"],
                   "%s: ioqos db IOPS %.0f > 2 x contended %.0f" % (name, st["ioqos"]["db_iops"],
                                                                    st["contended"]["db_iops"]))
+        if "ioqos" in st and "monitor_not_met" in st["ioqos"]:
+            check(st["ioqos"]["monitor_not_met"] == 0,
+                  "%s: ioqos: no IoqosGrantNotMet (got %d: %s)" % (
+                      name, st["ioqos"]["monitor_not_met"], ", ".join(st["ioqos"]["monitor_not_met_pods"])))
+        if "ioqos+host" in st:
+            h = st["ioqos+host"]
+            win, first = h.get("monitor_window_s"), h.get("monitor_first_not_met_s")
+            check(h.get("monitor_not_met", 0) >= 1 and first is not None and first <= win + 5,
+                  "%s: ioqos+host: IoqosGrantNotMet within the window (%s s) + 5 s of the writer's "
+                  "start: %s, first after %s s" % (name, win, h.get("monitor_not_met_pods"),
+                                                   "%.1f" % first if first is not None else "never"))
+            check("ungranted I/O" in h.get("monitor_causes", []),
+                  "%s: ioqos+host: the cause named is ungranted I/O (%s)" % (name, h.get("monitor_causes")))
         if c.get("satisfaction") is not None:
             check(c["satisfaction"] <= 1.15, "%s: backup achieved/granted %.3f <= 1.15" % (name, c["satisfaction"]))
         if "ioqos+1u" in st and "contended" in st:

@@ -81,11 +81,17 @@ DB_WORKLOADS = {
 }
 BACKUP_MODES = ("direct", "buffered")
 ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-              "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
+              "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u", "ioqos+host")
 CONTROL_STAGES = ("control", "control+1u", "control+4u")
 BACKUP_JOBS = 4
 # stages whose db and backup are granted through the plugin
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "ioqos+host")
+# the stage built to break the grants: the ioqos stage plus a direct writer in
+# a cgroup outside kubepods (a host process: no pod, so no bound of the
+# plugin's node policy holds it); the grant monitor must say so
+HOST_STAGE = "ioqos+host"
+HOST_CG = "ioqos-bench-host"
+MONITOR_REASONS = ("IoqosGrantNotMet", "IoqosGrantMet", "IoqosDiskUnderDelivers")
 # stages with pods WITHOUT a grant next to them: (QoS class, writes) per pod;
 # "buffered" falls back to direct on a disk without a filesystem (see BACKUP_MODES)
 NEIGHBOUR_STAGES = {
@@ -427,7 +433,10 @@ class Cluster:
         self.h = harness
         self.disk = disk
         self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, args.fraction
-        extra = {"allocatableFraction": self.fraction}
+        extra = {"allocatableFraction": self.fraction,
+                 # the grant monitor: a short window, every Event posted
+                 "monitor": {"intervalSeconds": 1, "starvedWindowSeconds": args.monitor_window,
+                             "eventIntervalSeconds": 0}}
         # bounds for pods without a grant (node policy; the plugin's default is
         # on): written explicitly when asked for or when a stage has such pods
         if args.ungranted != "default":
@@ -497,6 +506,48 @@ class Cluster:
         for p in pods:
             self.kubelet.remove_pod(NS, p.name)
             self.api.delete_pod(NS, p.name)
+
+    def events_count(self):
+        return len(self.api.events)
+
+    def monitor_events(self, since):
+        """The grant monitor's Events created after the first `since` ones."""
+        return [{"reason": e["reason"], "type": e["type"], "object": e["involvedObject"]["kind"],
+                 "name": e["involvedObject"].get("name"), "message": e.get("message", "")}
+                for e in self.api.events[since:] if e.get("reason") in MONITOR_REASONS]
+
+    def explain(self, ctl, pod):
+        """`ioqosctl explain --json` of a granted pod on the real kernel, checked
+        against the kernel's own io.max line: the plugin's record of what it
+        wrote and read back must be what is in place. Raises on a mismatch
+        (the stage fails); returns a short record."""
+        sock = os.path.join(self.env.state_dir, "plugin.sock")
+        t0 = time.monotonic()
+        r = subprocess.run([ctl, "explain", "--socket", sock, "--json", "%s/%s" % (NS, pod.name)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        ms = (time.monotonic() - t0) * 1000.0
+        if r.returncode != 0:
+            raise RuntimeError("ioqosctl explain %s failed (%d): %s" % (pod.name, r.returncode, r.stderr))
+        doc = json.loads(r.stdout)
+        files = [f for f in doc.get("files", []) if f.get("file") == "io.max"]
+        live = iomax_line(pod.dir, self.disk.devno)
+        if not doc.get("granted") or not files or \
+                any(iomax_field(files[0]["readBack"], k) != iomax_field(live, k)
+                    for k in ("rbps", "wbps", "riops", "wiops")):
+            raise RuntimeError("ioqosctl explain %s: granted=%s io.max read back %r, the kernel has %r" % (
+                pod.name, doc.get("granted"), files and files[0].get("readBack"), live))
+        mon = doc.get("monitor", {})
+        return {"ms": ms, "io.max": files[0]["readBack"], "written_at": files[0].get("writtenAt"),
+                "disk": doc["grants"][0]["disk"], "reason": doc["grants"][0]["reason"]["summary"],
+                "cgroup_how": doc["cgroup"].get("how"),
+                "monitor": [d.get("verdict") for d in mon.get("disks", [])] if mon.get("monitored")
+                else mon.get("reason")}
+
+    def verdict_seconds(self):
+        """{verdict: pod-seconds} the monitor counted on the disk so far."""
+        return {v: self.daemon.metric("ioqos_disk_grant_verdict_seconds_total", disk=self.disk.name,
+                                      verdict=v) or 0.0
+                for v in ("idle", "within", "at-cap", "starved", "unknown")}
 
     def log_offset(self):
         try:
@@ -598,10 +649,10 @@ UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_p
 
 # -------------------------------------------------------------------- fio --
 
-def fio_db(args, disk, rw, qd, out, rate_iops=0):
+def fio_db(args, disk, rw, qd, out, rate_iops=0, runtime=None):
     rate = ["--rate_iops=%d" % rate_iops] if rate_iops else []
     return ["fio", "--name=db", "--rw=" + rw, "--bs=4k", "--direct=1", "--ioengine=libaio",
-            "--iodepth=%d" % qd] + rate + ["--time_based", "--runtime=%g" % args.runtime,
+            "--iodepth=%d" % qd] + rate + ["--time_based", "--runtime=%g" % (runtime or args.runtime),
             "--ramp_time=%g" % args.ramp, "--lat_percentiles=1", "--norandommap",
             "--randrepeat=0", "--output-format=json", "--output=" + out] + disk.db_target()
 
@@ -655,7 +706,8 @@ class Scenario:
         a = self.args
         mkcg(BURSTABLE)
         mkcg(BESTEFFORT)  # kubelet creates both QoS cgroups before any pod
-        nmax = max([len(NEIGHBOUR_STAGES[s]) for s in a.stage_list if s in NEIGHBOUR_STAGES] or [0])
+        nmax = max([len(NEIGHBOUR_STAGES[s]) for s in a.stage_list if s in NEIGHBOUR_STAGES]
+                   + [1 if HOST_STAGE in a.stage_list else 0])
         nctl = max([len(NEIGHBOUR_STAGES[s]) for s in a.stage_list if s in NEIGHBOUR_STAGES
                     and s in CONTROL_STAGES] or [0])
         for d in (self.disk, self.ctl):
@@ -717,6 +769,11 @@ class Scenario:
         g = case["grants"]
         res = {"stage": stage, "round": rnd, "disk": disk.name}
         log_off = cl.log_offset() if cl else 0
+        ev0 = cl.events_count() if cl and granted else 0
+        vs0 = cl.verdict_seconds() if cl and granted else None
+        host = stage == HOST_STAGE
+        # long enough for the monitor's window to pass while the host writer runs
+        runtime = max(a.runtime, a.monitor_window + 4) if host else a.runtime
         procs, samp = [], None
         try:
             if stage == "ioqos+pace":
@@ -806,7 +863,10 @@ class Scenario:
                     log("warning: %s wrote nothing within 60 s" % ", ".join(nb.name for nb, _ in waiting))
 
             # the containers
-            samp = Sampler({p.name: p.dir for p in pods + nbs}, disk.devno, caps=[nb.name for nb in nbs])
+            cgs = {p.name: p.dir for p in pods + nbs}
+            if host:
+                cgs["host"] = mkcg(HOST_CG)
+            samp = Sampler(cgs, disk.devno, caps=[nb.name for nb in nbs])
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
             t_start = time.monotonic()
@@ -814,14 +874,45 @@ class Scenario:
                 bk = spawn_in(backup.container_dir(), fio_backup(a, disk, mode, os.path.join(self.tmp, "bk.json")),
                               open(os.path.join(self.tmp, "bk.log"), "w"))
                 procs.append(bk)
+            if host:
+                procs.append(spawn_in(cgs["host"], fio_writers(
+                    disk, "direct", range(BACKUP_JOBS), a.ramp + runtime + 60, "/dev/null", name="host",
+                    target=lambda k: disk.neighbour_file(0, k)), open(os.path.join(self.tmp, "host.log"), "w")))
             if idle:
                 time.sleep(a.ramp + a.runtime)
                 rc = 0
             else:
-                dbp = spawn_in(db.container_dir(), fio_db(a, disk, rw, qd, dbjson, g["db_rate_iops"]),
+                dbp = spawn_in(db.container_dir(), fio_db(a, disk, rw, qd, dbjson, g["db_rate_iops"], runtime),
                                open(os.path.join(self.tmp, "db.log"), "w"))
-                rc = dbp.wait(timeout=a.ramp + a.runtime + 120)
+                # watch the monitor's Events while the db runs: when the first
+                # IoqosGrantNotMet came, counted from the host writer's start
+                deadline = time.monotonic() + a.ramp + runtime + 120
+                next_m = 0
+                while dbp.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    if cl and granted and time.monotonic() >= next_m:
+                        # what the monitor saw of the disk, once a second
+                        next_m = time.monotonic() + 1.0
+                        res.setdefault("monitor_disk", []).append(
+                            [round(time.monotonic() - t_start, 1)] + [cl.daemon.metric(n, disk=disk.name) for n in (
+                                "ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second",
+                                "ioqos_disk_busy_ratio", "ioqos_disk_inflight_requests")])
+                    if cl and granted and "monitor_not_met_at" not in res and any(
+                            e["reason"] == "IoqosGrantNotMet" for e in cl.monitor_events(ev0)):
+                        res["monitor_not_met_at"] = time.monotonic()
+                rc = dbp.wait(timeout=max(1.0, deadline - time.monotonic()))
             t_end = time.monotonic()
+            if "monitor_not_met_at" in res:
+                # counted from when the granted backup (and, in the host stage,
+                # the host writer) had started writing: fio takes seconds to
+                # start under TCG
+                t0 = max([samp.first_change(k, 2) for k in ("backup", "host") if k in cgs] or [t_start])
+                res["monitor_first_not_met_s"] = res.pop("monitor_not_met_at") - t0
+            if cl and granted and not idle:  # what the plugin says, against the kernel
+                res["explain"] = {p.name: cl.explain(a.ioqosctl, p) for p in pods}
+            if cl and granted:
+                res["monitor"] = {"window_s": a.monitor_window, "events": cl.monitor_events(ev0),
+                                  "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}
             if nbs:  # while they still write
                 res["metrics"] = cl.metrics(UNGRANTED_METRICS)
             for p in procs:
@@ -893,6 +984,8 @@ class Scenario:
                 iocost_set(disk, "ctrl=auto", file="io.cost.model")
             for p in pods + nbs:
                 p.remove()
+            if host:
+                rmcg(os.path.join(CG, HOST_CG))
             if cl:
                 # what the plugin's ungranted-pod bounds did during this stage
                 # (in a stage without such pods: nothing, or a bound on a granted
@@ -1116,6 +1209,8 @@ def main():
     ap.add_argument("--pace-lat-us", type=int, default=2000,
                     help="ioqos+pace: iocost's latency target (its period is twice this)")
     ap.add_argument("--reconcile", type=int, default=10, help="plugin reconcile interval (s)")
+    ap.add_argument("--monitor-window", type=int, default=5,
+                    help="the plugin's monitor.starvedWindowSeconds (Events counted per stage)")
     ap.add_argument("--ungranted", choices=("auto", "on", "off", "default"), default="auto",
                     help="the plugin's bounds for pods without a grant (config nodePolicy.ungranted.enable): "
                          "on/off write it, default leaves it out (the plugin's default), auto = on when a stage "

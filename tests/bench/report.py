@@ -36,9 +36,9 @@ import time
 
 MIB = 1024 * 1024
 STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u")
+               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u", "ioqos+host")
 NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u"}
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "ioqos+host")
 NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours")
 TARGET_CEILING = 0.95
 TARGET_CEILING_UNGRANTED = 0.9
@@ -165,6 +165,21 @@ def summarize_case(case, meta=None):
         }
         if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
             st[s].update(summarize_neighbours(rs, case, meta or {}))
+        mons = [r["monitor"] for r in rs if "monitor" in r]
+        if mons:  # the grant monitor's Events during the stage (the most of any round)
+            notmet = [[e for e in m["events"] if e["reason"] == "IoqosGrantNotMet"] for m in mons]
+            st[s].update({
+                "monitor_window_s": mons[0]["window_s"],
+                "monitor_not_met": max(len(x) for x in notmet),
+                "monitor_not_met_pods": sorted({e["name"] for x in notmet for e in x}),
+                "monitor_causes": sorted({e["message"].split("most likely cause: ")[-1].split(":")[0]
+                                          for x in notmet for e in x}),
+                "monitor_first_not_met_s": med([r["monitor_first_not_met_s"] for r in rs
+                                                if "monitor_first_not_met_s" in r]),
+                "monitor_disk_warnings": max(sum(e["reason"] == "IoqosDiskUnderDelivers" for e in m["events"])
+                                             for m in mons),
+                "monitor_starved_pod_s": med([m["verdict_seconds"].get("starved", 0) for m in mons]),
+            })
     iops = {s: v["db_iops"] for s, v in st.items() if v["db_iops"] is not None}
     solo, cont = iops.get("solo"), iops.get("contended")
     prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "ioqos+pace", "control",
@@ -602,6 +617,30 @@ def markdown(summary):
                                                             fmt_sp(a["spread"], lambda x: "%.3f" % x),
                                                             yes_no(a["within_5pct"])))
     L.append("")
+    mon = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if "monitor_not_met" in c["stages"].get(s, {})]
+    if mon:
+        L.append("## Grant monitor")
+        L.append("")
+        L.append("The plugin's grant monitor (docs/enforcement.md, \"Is the grant kept?\") ran with a %s s "
+                 "window and every Event posted. Per granted stage: IoqosGrantNotMet Events (most in one "
+                 "round), on which pods, the cause they name, seconds from the writers' first I/O to the first "
+                 "one (median), and the pod-seconds classified starved. Expected: none in ioqos (grants "
+                 "kept), one within the window in ioqos+host (a writer outside the pods fills the disk)."
+                 % mon[0][0]["stages"][mon[0][1]]["monitor_window_s"])
+        L.append("")
+        L.append("| device | db | backup | stage | IoqosGrantNotMet | pods | cause | first after | starved pod-s "
+                 "| IoqosDiskUnderDelivers |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for c, s in mon:
+            x = c["stages"][s]
+            first = x.get("monitor_first_not_met_s")
+            L.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %d |" % (
+                c["device"], c["db"], c["backup"], s, x["monitor_not_met"],
+                ", ".join(x["monitor_not_met_pods"]) or "–", ", ".join(x["monitor_causes"]) or "–",
+                "%.1f s" % first if first is not None else "–",
+                "%.0f" % x["monitor_starved_pod_s"] if x.get("monitor_starved_pod_s") is not None else "–",
+                x.get("monitor_disk_warnings", 0)))
+        L.append("")
     L.append("## Time to enforce")
     L.append("")
     te = summary["time_to_enforce"]

@@ -1108,6 +1108,13 @@ def plugin_problems(ds, docs):
         hp = host_path_of(c, ps, cal)
         if not hp or hp[1].get("readOnly"):
             p.append("%s: calibration directory %s is not a writable host directory" % (where, cal))
+    # the explain socket of `ioqosctl explain` (default <state-dir>/plugin.sock)
+    # in a writable host directory, so root on the node reaches it too
+    xs = f.get("explain-socket") or os.path.join(f.get("state-dir") or "/var/lib/ioqos", "plugin.sock")
+    if xs != "off":
+        hp = host_path_of(c, ps, os.path.dirname(xs))
+        if not hp or hp[1].get("readOnly"):
+            p.append("%s: --explain-socket %s is not in a writable host directory" % (where, xs))
     # metrics and probes on the pod IP (downward API), not on every address;
     # probes on the health listener when there is one, else the metrics port
     ports = {pt.get("name"): pt["containerPort"] for pt in c.get("ports") or []}
@@ -1330,6 +1337,8 @@ def cmd_workloads():
         return o["spec"]["template"]["spec"]["containers"][0]
     control("cgroup root not the host's", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--cgroupfs-root")][0], "--cgroupfs-root=/sys/fs/cgroup")))
+    control("explain socket not on the host", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].append(
+        "--explain-socket=/tmp/plugin.sock")))
     control("metrics on every address", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["args"].__setitem__(
         [i for i, a in enumerate(plugin_container(o)["args"]) if a.startswith("--metrics-address")][0], "--metrics-address=:9464")))
     control("probes on the metrics port", workload_problems, mutate("DaemonSet", lambda o: plugin_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "metrics")))

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin"))
 import k8s  # noqa: E402  (tests/extender)
 from extproc import Extender  # noqa: E402
 from harness import (BW, MIB, NODE, PluginTest, new_uid, pod_object,  # noqa: E402
-                     set_io_stat, v2_pod_cgroup)
+                     set_io_stat, v2_pod_cgroup, write)
 
 NAME_RE = re.compile(r"^(ioqos|process)_[a-z0-9_]+$")
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
@@ -54,7 +54,8 @@ UNIT_SUFFIXES = ("_bytes", "_seconds", "_bytes_per_second", "_iops")
 QUANTITY_SUFFIXES = ("_bytes", "_bytes_per_second", "_iops")  # R7
 # R8
 LABEL_NAMES = {"node", "disk", "class", "dev", "capability", "select", "namespace", "pod",
-               "direction", "resource", "method", "code", "reason", "verb", "kind", "result", "le"}
+               "direction", "resource", "method", "code", "reason", "verb", "kind", "result", "verdict",
+               "le"}
 DISK_LABELS = {"node", "disk", "class"}
 POD_LABELS = {"node", "namespace", "pod", "disk"}
 PROCESS = {"process_cpu_seconds_total": "counter", "process_start_time_seconds": "gauge",
@@ -171,11 +172,11 @@ def check_rules(fams, binary, node=None):
                 if labels.get("node") != node:
                     errs.append("R8 %s: node=%r, want %r" % (name, labels.get("node"), node))
                     break
-            if "pod" in names and names - {"direction"} != POD_LABELS:
+            if "pod" in names and names - {"direction", "verdict"} != POD_LABELS:
                 errs.append("R8 %s: per-pod labels %s, want %s (+direction)" %
                             (name, sorted(names), sorted(POD_LABELS)))
             elif "disk" in names and "pod" not in names and \
-                    names - {"capability", "dev"} != DISK_LABELS:
+                    names - {"capability", "dev", "verdict"} != DISK_LABELS:
                 errs.append("R8 %s: per-disk labels %s, want %s (+capability or dev)" %
                             (name, sorted(names), sorted(DISK_LABELS)))
     for name, t in PROCESS.items():
@@ -283,6 +284,20 @@ class Plugin(PluginTest):
         while d.metric("ioqos_ungranted_pods", disk="fakedisk0") != 1:
             self.assertLess(time.monotonic(), deadline, "the ungranted pod was never bounded")
             time.sleep(0.1)
+        # the grant monitor: the disk's block stat and the pod's io.pressure,
+        # measured over two passes
+        for n in (1, 2):
+            for disk in ("fakedisk0", "fakedisk1"):
+                write(os.path.join(self.env.sysfs_root, "class/block", disk, "stat"),
+                      "1 0 8 0 %d 0 %d 0 0 %d %d 0 0 0 0 0 0\n" % (2 * n, 16 * n, 100 * n, 100 * n))
+            write(os.path.join(cg, "io.pressure"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
+                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" % (1000 * n))
+            set_io_stat(cg, "250:0", rbytes=4096 * n, wbytes=8192 * n, rios=n, wios=2 * n)
+            passes = d.metric("ioqos_monitor_passes_total") or 0
+            while (d.metric("ioqos_monitor_passes_total") or 0) < passes + 2:
+                self.assertLess(time.monotonic(), deadline + 10, "the monitor never passed")
+                time.sleep(0.1)
+        self.assertEqual(d.metric("ioqos_pod_grant_verdict", pod="db", disk="fakedisk0", verdict="idle"), 1)
         _, text = d.http("/metrics")
         fams, errs = parse(text)
         errs += check_rules(fams, "plugin", NODE)
@@ -302,8 +317,16 @@ class Plugin(PluginTest):
         # grant vs achieved: rate(io_bytes_total) summed over direction / grant
         r = join(fams, "ioqos_pod_io_bytes_total", "ioqos_pod_grant_bytes_per_second",
                  drop=("direction",))
-        self.assertEqual(list(r.values()), [(4096 + 8192) / (200 * MIB)])
+        self.assertEqual(list(r.values()), [2 * (4096 + 8192) / (200 * MIB)])
         join(fams, "ioqos_pod_io_operations_total", "ioqos_pod_grant_iops", drop=("direction",))
+        # the monitor's achieved vs grant, and the disk's delivery vs its capacity
+        join(fams, "ioqos_pod_achieved_bytes_per_second", "ioqos_pod_grant_bytes_per_second",
+             drop=("direction",))
+        join(fams, "ioqos_pod_achieved_iops", "ioqos_pod_grant_iops", drop=("direction",))
+        join(fams, "ioqos_pod_io_stall_ratio", "ioqos_pod_grant_iops")
+        join(fams, "ioqos_pod_grant_verdict", "ioqos_pod_grant_iops", drop=("verdict",))
+        for name in ("ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second"):
+            r = join(fams, name, "ioqos_disk_capacity_bytes_per_second")
         # bounded cardinality: per-pod series for the granted pod only
         pods = {l.get("pod") for n, f in fams.items() if n.startswith("ioqos_pod_")
                 for _, l, _ in f["samples"] if "pod" in l}

@@ -2,7 +2,8 @@
 """One integration run of the daemon under valgrind memcheck: the kubelet
 contract (register, list, preferred allocation, allocate, bad input,
 PreStart with enforcement, kubelet restart), init container grants (a
-restored state file, an ambiguous init-only PreStart) then SIGTERM. The run must end
+restored state file, an ambiguous init-only PreStart), explain requests
+(good and garbage) then SIGTERM. The run must end
 with exit 0, no memcheck errors and no definitely lost bytes."""
 import json
 import os
@@ -14,6 +15,7 @@ import unittest
 import grpc
 
 from harness import BW, IOPS, PluginTest, free_port, ids_of, new_uid, pod_object, v2_pod_cgroup, write
+from test_explain import raw_get
 from test_http_slow import Trickler, get
 
 VALGRIND = shutil.which("valgrind")
@@ -50,6 +52,14 @@ class Valgrind(PluginTest):
             k.prestart(BW, ["fakedisk0-bw-999"], timeout=60)  # not listed: error + event
         self.env.api.wait(lambda: self.env.api.events, timeout=60, what="event")
         self.assertEqual(d.http("/metrics", timeout=30)[0], 200)
+        sock = os.path.join(self.env.state_dir, "plugin.sock")
+        st, body = raw_get(sock, "/v1/explain?pod=default/db")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body)["files"][0]["file"], "io.max")
+        self.assertEqual(raw_get(sock, "/v1/explain?uid=" + uid)[0], 200)
+        self.assertEqual(raw_get(sock, "/v1/explain?pod=default/nosuch")[0], 404)
+        self.assertEqual(raw_get(sock, "/v1/explain?pod=%zz")[0], 400)
+        raw_get(sock, "/v1/explain?pod=" + "x" * 60000)
         # an init-only start two pending pods could have asked for
         for name in ("i1", "i2"):
             uid2 = new_uid()

@@ -27,6 +27,25 @@ Test(config, defaults) {
   ioq_config_free(&c);
 }
 
+Test(config, monitor) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse("{}", "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert(c.monitor.enable, "the grant monitor runs by default");
+  cr_assert_eq(c.monitor.interval_s, 1);
+  cr_assert_eq(c.monitor.starved_window_s, 30);
+  cr_assert_eq(c.monitor.event_interval_s, 600);
+  ioq_config_free(&c);
+  const char *j = "{\"monitor\": {\"enable\": false, \"intervalSeconds\": 2, \"starvedWindowSeconds\": 5,"
+                  " \"eventIntervalSeconds\": 0}}";
+  cr_assert_eq(ioq_config_parse(j, "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert_not(c.monitor.enable);
+  cr_assert_eq(c.monitor.interval_s, 2);
+  cr_assert_eq(c.monitor.starved_window_s, 5);
+  cr_assert_eq(c.monitor.event_interval_s, 0);
+  ioq_config_free(&c);
+}
+
 Test(config, ungranted) {
   struct ioq_config c;
   ioq_err e = {0};
@@ -138,6 +157,12 @@ static struct bad g_bad_cases[] = {
       {"{\"nodePolicy\": {\"iocost\": {\"pace\": 0.85}}}", "c.json: nodePolicy.iocost.pace: needs nodePolicy.iocost.enable true and ctrl user"},
       {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"ctrl\": \"auto\", \"pace\": 0.85}}}", "c.json: nodePolicy.iocost.pace: needs nodePolicy.iocost.enable true and ctrl user"},
       {"{\"nodePolicy\": {\"ungranted\": {\"enable\": 1}}}", "c.json: nodePolicy.ungranted.enable: must be true or false"},
+      {"{\"monitor\": {\"intervalSeconds\": 0}}", "c.json: monitor.intervalSeconds: must be an integer in [1, 60]"},
+      {"{\"monitor\": {\"starvedWindowSeconds\": 0}}", "c.json: monitor.starvedWindowSeconds: must be an integer in [1, 3600]"},
+      {"{\"monitor\": {\"eventIntervalSeconds\": -1}}", "c.json: monitor.eventIntervalSeconds: must be an integer in [0, 86400]"},
+      {"{\"monitor\": {\"intervalSeconds\": 10, \"starvedWindowSeconds\": 5}}", "c.json: monitor.starvedWindowSeconds: must be at least monitor.intervalSeconds"},
+      {"{\"monitor\": {\"window\": 5}}", "c.json: monitor: unknown field 'window' (allowed: enable intervalSeconds starvedWindowSeconds eventIntervalSeconds)"},
+      {"{\"monitor\": {\"enable\": \"yes\"}}", "c.json: monitor.enable: must be true or false"},
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
       {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare)"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 0}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
@@ -287,6 +312,7 @@ ParameterizedTestParameters(config, yaml_same_values) {
       {"{\"devices\": [{\"select\": \"/var/lib/kubelet\", \"class\": \"standard\"}, {\"select\": \"nvme1n1\", \"class\": \"fast\", \"capacity\": {\"bandwidthBytesPerSec\": 2000000000, \"iops\": 400000}, \"allocatableFraction\": 0.7}]}"},
       {"{\"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"reconcileIntervalSeconds\": 3}, \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100, \"pace\": 0.85}}}"},
       {"{\"kubeletRootDir\": \"/data/kubelet\", \"calibrationFile\": \"/data/c.json\", \"nodePolicy\": {\"ungranted\": {\"enable\": false, \"intervalMs\": 250, \"headroomShare\": 0.25}}}"},
+      {"{\"monitor\": {\"enable\": false, \"intervalSeconds\": 2, \"starvedWindowSeconds\": 5, \"eventIntervalSeconds\": 60}}"},
   };
   return cr_make_param_array(struct good, cases, sizeof cases / sizeof cases[0]);
 }
@@ -311,6 +337,7 @@ ParameterizedTest(struct good *g, config, yaml_same_values) {
   }
   cr_assert_eq(memcmp(&cj.enforcement, &cy.enforcement, sizeof cj.enforcement), 0);
   cr_assert_eq(memcmp(&cj.node_policy, &cy.node_policy, sizeof cj.node_policy), 0);
+  cr_assert_eq(memcmp(&cj.monitor, &cy.monitor, sizeof cj.monitor), 0);
   cr_assert_eq(cj.versioned, cy.versioned);
   ioq_config_free(&cj);
   ioq_config_free(&cy);
@@ -501,7 +528,7 @@ Test(config, pools_validated_all) {
   cr_assert_str_eq(yaml_err("pools:\n  - nodeSelector:\n      matchLabels:\n        gpu: true\n", "n.yaml"),
                    "n.yaml: line 4: pools[0].nodeSelector.matchLabels.gpu: must be a string (quote numbers and true/false)");
   cr_assert_str_eq(yaml_err("pools:\n  - nodeSelector: {matchLabels: {a: b}}\n    units: {iops: 10}\n", "n.yaml"),
-                   "n.yaml: line 3: pools[0]: unknown field 'units' (allowed: name nodeSelector kubeletRootDir calibrationFile allocatableFraction devices enforcement nodePolicy)");
+                   "n.yaml: line 3: pools[0]: unknown field 'units' (allowed: name nodeSelector kubeletRootDir calibrationFile allocatableFraction devices enforcement monitor nodePolicy)");
   cr_assert_str_eq(yaml_err("{\"pools\": [{\"nodeSelector\": {\"matchLabels\": {\"a\": \"b\"}}, \"allocatableFraction\": 2}]}", "n.json"),
                    "n.json: line 1: pools[0].allocatableFraction: must be a number in (0, 1]");
   cr_assert_str_eq(yaml_err("pools: {}\n", "n.yaml"), "n.yaml: line 1: pools: must be an array");

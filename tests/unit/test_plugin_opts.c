@@ -23,6 +23,7 @@ static void clean_env(void) {
   unsetenv("IOQOS_CGROUPFS_ROOT");
   unsetenv("IOQOS_CGROUP_ROOT");
   unsetenv("IOQOS_LOG_FORMAT");
+  unsetenv("IOQOS_EXPLAIN_SOCKET");
 }
 
 TestSuite(opts, .init = clean_env);
@@ -48,6 +49,36 @@ Test(opts, defaults) {
   cr_assert_eq(o.log_format, IOQ_LOG_TEXT);
   cr_assert_null(o.config);
   cr_assert_null(o.kube_api_server);
+  cr_assert_str_eq(o.explain_socket, "/var/lib/ioqos/plugin.sock", "in the state dir");
+}
+
+Test(opts, explain_socket) {
+  struct plugin_opts o;
+  ioq_err e;
+  char *a1[] = {"ioqos-plugin", "--node-name=n", "--state-dir=/run/x/", NULL};
+  cr_assert_eq(parse(&o, &e, 3, a1), 0, "%s", e.msg);
+  cr_assert_str_eq(o.explain_socket, "/run/x/plugin.sock", "follows --state-dir");
+  char *a2[] = {"ioqos-plugin", "--node-name=n", "--explain-socket=off", NULL};
+  cr_assert_eq(parse(&o, &e, 3, a2), 0, "%s", e.msg);
+  cr_assert_null(o.explain_socket, "off disables it");
+  setenv("IOQOS_EXPLAIN_SOCKET", "/run/ioqos.sock", 1);
+  char *a3[] = {"ioqos-plugin", "--node-name=n", NULL};
+  cr_assert_eq(parse(&o, &e, 2, a3), 0, "%s", e.msg);
+  cr_assert_str_eq(o.explain_socket, "/run/ioqos.sock");
+  char *a4[] = {"ioqos-plugin", "--node-name=n", "--explain-socket=rel.sock", NULL};
+  cr_assert_eq(parse(&o, &e, 3, a4), -1);
+  cr_assert(strstr(e.msg, "--explain-socket 'rel.sock': must be an absolute path or off"), "%s", e.msg);
+  unsetenv("IOQOS_EXPLAIN_SOCKET");
+  char longp[300] = "--explain-socket=/";
+  memset(longp + strlen(longp), 'a', 200);
+  char *a5[] = {"ioqos-plugin", "--node-name=n", longp, NULL};
+  cr_assert_eq(parse(&o, &e, 3, a5), -1);
+  cr_assert(strstr(e.msg, "longer than a unix socket path can be"), "%s", e.msg);
+  char longd[300] = "--state-dir=/";
+  memset(longd + strlen(longd), 'd', 100);
+  char *a6[] = {"ioqos-plugin", "--node-name=n", longd, NULL};
+  cr_assert_eq(parse(&o, &e, 3, a6), -1);
+  cr_assert(strstr(e.msg, "give --explain-socket"), "%s", e.msg);
 }
 
 Test(opts, env_then_flag_precedence) {

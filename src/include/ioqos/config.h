@@ -77,6 +77,15 @@ struct ioq_config {
     unsigned reconcile_interval_s;
   } enforcement;
 
+  /* The grant monitor (plugin/daemon/monitor.h, ioqos/grantmon.h): is every
+   * grant being kept? On by default. */
+  struct {
+    bool enable;
+    unsigned interval_s;        /* one io.stat + io.pressure read per granted pod this often */
+    unsigned starved_window_s;  /* starved this long: Warning IoqosGrantNotMet */
+    unsigned event_interval_s;  /* at most one IoqosGrantNotMet per pod this often (0 = no limit) */
+  } monitor;
+
   /* Opt-in, node-wide (DESIGN "Enforcement semantics"). */
   struct {
     /* io.weight / io.bfq.weight (v2) or blkio.bfq.weight (v1) of the
