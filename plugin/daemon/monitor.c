@@ -270,7 +270,8 @@ static void not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, s
            r->wiops, (double)s->grant.rbps / MiBf, gi, stall_text(r->stall, st, sizeof st),
            d->cur.got.bps / MiBf, d->cur.got.iops, d->cur.cap_bps / MiBf, d->cur.cap_iops,
            ioq_gm_cause_text(d->cause));
-  bool allow = ioq_gm_ratelimit_allow(&pp->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
+  bool allow =
+      ioq_gm_ratelimit_allow(&pp->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
   ioq_warn("grant not met pod=%s/%s disk=%s verdict=starved window=%us rbps=%.0f wbps=%.0f "
            "riops=%.0f wiops=%.0f stall=%.2f disk_bps=%.0f disk_iops=%.0f cause=%s event=%s",
            pp->ns, pp->name, s->disk, p->cfg.monitor.starved_window_s, r->rbps, r->wbps, r->riops,
@@ -305,7 +306,8 @@ static void met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, doubl
 static void disk_under(struct monitor *m, struct mon_disk *d, double grants_wanting) {
   struct plugin *p = m->p;
   const double MiBf = 1048576.0;
-  bool allow = ioq_gm_ratelimit_allow(&d->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
+  bool allow =
+      ioq_gm_ratelimit_allow(&d->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
   ioq_warn("disk under-delivers disk=%s window=%us disk_bps=%.0f disk_iops=%.0f busy=%.2f "
            "inflight=%.1f cap_bps=%.0f grants_wanting_bps=%.0f event=%s",
            d->name, p->cfg.monitor.starved_window_s, d->cur.got.bps, d->cur.got.iops,
