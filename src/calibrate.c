@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/numconv.h"
 
 #define SEQ_BLOCK (1u << 20)
@@ -23,12 +24,6 @@
 static const char *const g_phase[] = {"sequential write", "sequential read", "random read 4k",
                                       "random write 4k"};
 const char *ioq_cal_phase_name(enum ioq_cal_phase p) { return g_phase[p]; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct job {
   int fd;
@@ -117,7 +112,7 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   pthread_t th[RAND_THREADS];
   struct worker w[RAND_THREADS];
   unsigned started = 0;
-  double t0 = now_s();
+  double t0 = ioq_mono_s();
   for (unsigned i = 0; i < j.nthreads; i++) {
     w[i] = (struct worker){&j, i, 0x9e3779b97f4a7c15ull * (i + 1) + (uint64_t)ph};
     if (pthread_create(&th[i], NULL, work, &w[i]) != 0)
@@ -127,9 +122,9 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   bool seq = j.nthreads == SEQ_THREADS;
   const char *unit = seq ? "MiB/s" : "IOPS";
   double next = t0 + 1.0, end = t0 + o->seconds;
-  while (now_s() < end && !(o->stop && *o->stop) && !atomic_load(&j.err) && started == j.nthreads) {
+  while (ioq_mono_s() < end && !(o->stop && *o->stop) && !atomic_load(&j.err) && started == j.nthreads) {
     usleep(50000);
-    double t = now_s();
+    double t = ioq_mono_s();
     if (t >= next && o->progress) {
       double r = seq ? (double)atomic_load(&j.bytes) / (1 << 20) / (t - t0)
                      : (double)atomic_load(&j.ios) / (t - t0);
@@ -145,7 +140,7 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   /* writes count only once they are on stable storage */
   if ((ph == IOQ_CAL_SEQ_WRITE || ph == IOQ_CAL_RAND_WRITE) && fdatasync(fd) < 0)
     return ioq_fail_errno(e, "fdatasync calibration file");
-  double el = now_s() - t0;
+  double el = ioq_mono_s() - t0;
   if (started != j.nthreads)
     return ioq_fail(e, EAGAIN, "could not start %u I/O threads", j.nthreads);
   if (o->stop && *o->stop)

@@ -4,22 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "ioqos/nodeanno.h"
-
-json_object *ioq_json_field(json_object *obj, const char *key) {
-  if (!obj || !json_object_is_type(obj, json_type_object))
-    return NULL;
-  json_object *v = NULL;
-  if (json_object_object_get_ex(obj, key, &v))
-    return v; /* NULL when the value is JSON null */
-  json_object_object_foreach(obj, k, val) {
-    if (strcasecmp(k, key) == 0)
-      return val;
-  }
-  return NULL;
-}
 
 static int bad(ioq_err *e, const char *path, const char *what) {
   return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s: %s", path, what);

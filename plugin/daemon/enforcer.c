@@ -13,6 +13,7 @@
 #include "ioqos/dirsplit.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 const char *enforce_fail_name(enum enforce_fail f) {
   static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
@@ -668,9 +669,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   ioq_copy(ap->cgroup, sizeof ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  ap->applied_at = ioq_mono_s();
   for (size_t i = 0; i < res->grant.n; i++) {
     ap->devs[i] = cds[i].dev;
     ap->split[i] = splits[i];

@@ -16,7 +16,7 @@
 #include "grpcs.h"
 #include "ioqos/config.h"
 #include "ioqos/probe.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "opts.h"

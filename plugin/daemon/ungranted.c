@@ -32,6 +32,7 @@
 #include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/podcg.h"
 #include "ioqos/ungranted.h"
 #include "plugin.h"
@@ -475,7 +476,7 @@ static void pass_locked(struct ungranted *u) {
     return;
   struct cat_disk *cd;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
-  double now = grpcs_now();
+  double now = ioq_mono_s();
   int idx[UG_DISKS_MAX];
   size_t nidx = 0;
   for (size_t i = 0; i < ncd && nidx < UG_DISKS_MAX; i++) {
@@ -634,10 +635,10 @@ static void *ug_main(void *arg) {
   double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
   double next = 0;
   for (;;) {
-    double now = grpcs_now();
+    double now = ioq_mono_s();
     if (now >= next) {
       ungranted_sync(u);
-      next = grpcs_now() + interval;
+      next = ioq_mono_s() + interval;
       continue;
     }
     struct pollfd fds[2] = {{.fd = u->wake[0], .events = POLLIN}, {.fd = u->ino, .events = POLLIN}};

@@ -32,6 +32,7 @@
 
 #include "ioqos/config.h"
 #include "ioqos/error.h"
+#include "ioqos/jsonfield.h" /* ioq_json_field, which the pod-need readers use */
 #include "ioqos/placement.h"
 #include "ioqos/units.h"
 
@@ -62,10 +63,5 @@ bool ioq_pod_need_any(const struct ioq_pod_need *n);
 
 /* The placement view of the need (class_name points into n). */
 void ioq_pod_need_placement(const struct ioq_pod_need *n, struct ioq_need *out);
-
-/* Go encoding/json field lookup: exact key, else the first key that matches
- * ignoring ASCII case. NULL if obj is not an object or has no such field. A
- * JSON null value is returned as NULL too (Go treats it as absent). */
-json_object *ioq_json_field(json_object *obj, const char *key);
 
 #endif
