@@ -106,16 +106,20 @@ static void set_err(struct ext_body *b, unsigned status, enum ext_reject kind, c
 static bool reserve(struct ext_body *b, size_t est) {
   if (!b->budget)
     return true;
-  if (b->reserved + est > b->budget->max) {
+  /* a body that outgrows the small share may not take the part kept for
+   * small ones */
+  size_t small = b->budget->max / EXT_BUDGET_SMALL_SHARE;
+  size_t limit = b->reserved + est <= small ? b->budget->max : b->budget->max - small;
+  if (b->reserved + est > limit) {
     set_err(b, 413, EXT_REJECT_TOO_LARGE,
             "request body needs more than %zu bytes of memory to parse "
-            "(--max-request-memory)",
-            b->budget->max);
+            "(--max-request-memory less the 1/%d kept for small requests)",
+            limit, EXT_BUDGET_SMALL_SHARE);
     return false;
   }
   size_t used = atomic_load(&b->budget->used);
   do {
-    if (used + est > b->budget->max) {
+    if (used + est > limit) {
       set_err(b, 503, EXT_REJECT_BUSY,
               "too many large requests in progress: parsing this one needs memory other "
               "requests hold (--max-request-memory); retry");

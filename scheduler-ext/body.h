@@ -9,7 +9,12 @@
  * cost is estimated from its bytes before it is parsed and reserved from a
  * budget shared by all requests in progress; a body that alone needs more
  * than the budget is refused (413), one that would need memory other
- * requests hold right now gets 503 (kube-scheduler retries). */
+ * requests hold right now gets 503 (kube-scheduler retries).
+ *
+ * The last EXT_BUDGET_SMALL_SHARE of the budget is kept for small bodies
+ * (those whose tree stays within that share): large bodies together never
+ * hold all of it, so an ordinary scheduling request (a pod and node names,
+ * some KiB) is served while attack-sized bodies in progress get 503. */
 #ifndef IOQOS_EXT_BODY_H
 #define IOQOS_EXT_BODY_H
 
@@ -18,6 +23,9 @@
 #include <stddef.h>
 
 #include "metrics.h"
+
+/* 1/N of the budget is reserved for small bodies (see above). */
+#define EXT_BUDGET_SMALL_SHARE 8
 
 /* Memory shared by the parse trees of all requests in progress. */
 struct ext_budget {

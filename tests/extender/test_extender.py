@@ -327,7 +327,7 @@ class Bind(unittest.TestCase):
             ext.wait_until(lambda: ext.get("/readyz")[0] == 200, what="sync")
             st, res, _ = self.bind(ext, pod, "w1")
             self.assertEqual(st, 200)
-            self.assertIn("needs more than 8388608 bytes of memory to parse", res["Error"])
+            self.assertIn("needs more than 7340032 bytes of memory to parse", res["Error"])
             self.assertEqual(self.api.bindings, [])
             # the bind request's own body is returned just after its reply
             ext.wait_until(lambda: ext.metric("ioqos_extender_request_parse_memory_bytes") == 0,
@@ -672,7 +672,7 @@ class BadInput(unittest.TestCase):
         body = b'{"Pod":{},"NodeNames":[' + b"{}," * 20000 + b'{}]}'
         st, res, _ = self.ext.request("POST", "/filter", body)
         self.assertEqual(st, 413)
-        self.assertIn("needs more than 8388608 bytes of memory to parse", res["Error"])
+        self.assertIn("needs more than 7340032 bytes of memory to parse", res["Error"])
         self.assert_served()
 
     def test_memory_held_by_others_gives_503(self):

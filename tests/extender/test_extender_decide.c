@@ -371,7 +371,7 @@ Test(body, memory_budget_is_shared_and_returned) {
   ext_body_init(&a, 1 << 20, &budget);
   ext_body_feed(&a, huge, strlen(huge));
   cr_assert_eq(a.err_status, 413);
-  cr_assert(strstr(a.err, "needs more than 100000 bytes of memory"), "%s", a.err);
+  cr_assert(strstr(a.err, "needs more than 87500 bytes of memory"), "%s", a.err);
   cr_assert_eq(budget.used, 0, "an error returns the reservation at once");
   ext_body_free(&a);
 }
