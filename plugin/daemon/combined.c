@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Combined-direction grants: the monitor hook (combined.h). */
 #include "combined.h"
-
+#include "enforcer.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/log.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "plugin.h"
+
 
 static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
   struct ioq_io_limits grant, cur, out;

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
+#include "diskstate.h"
+#include "enforcer.h"
+#include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/ungranted.h"

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The drift report (drift.h). */
 #include "drift.h"
+#include "enforcer.h"
+#include "events.h"
+#include "ioqos/log.h"
+#include "metrics.h"
+#include "plugin.h"
+#include "podres.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/log.h"
-#include "plugin.h"
 
 /* "" (no line: the kernel's defaults) shown as such */
 static const char *shown(const char *v) { return v[0] ? v : "(none: no limit)"; }

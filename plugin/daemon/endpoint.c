@@ -12,13 +12,22 @@
 #include <unistd.h>
 
 #include "allocate.h"
+#include "catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "diskstate.h"
+#include "endpoint.h"
+#include "enforcer.h"
+#include "explain.h"
+#include "grpcs.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/nodeanno.h"
+#include "metrics.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
 #include "prefer.h"
+#include "prestart.h"
 
 #define MAX_CANDIDATES 8
 

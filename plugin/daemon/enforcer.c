@@ -14,12 +14,6 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 
-const char *enforce_fail_name(enum enforce_fail f) {
-  static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
-                                               "controller", "write", "verify"};
-  return (unsigned)f < EF_COUNT_ ? names[f] : "?";
-}
-
 void enf_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
     free(ap->init_ids[r][i]);
@@ -231,11 +225,11 @@ static int compute_grant(const struct podres_pod *pr, const struct pod_info *pi,
   return rc;
 }
 
-static enum enforce_fail classify(const ioq_err *e) {
+static enum fail_reason classify(const ioq_err *e) {
   switch (e->code) {
-  case IOQ_EMISMATCH: return EF_VERIFY;
-  case IOQ_EUNSUPPORTED: return EF_CONTROLLER;
-  default: return EF_WRITE;
+  case IOQ_EMISMATCH: return FAIL_VERIFY;
+  case IOQ_EUNSUPPORTED: return FAIL_CONTROLLER;
+  default: return FAIL_WRITE;
   }
 }
 
@@ -488,7 +482,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
   enf_free_strs(init, n_init);
   if (grc < 0) {
-    res->fail = EF_GRANT;
+    res->fail = FAIL_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
     return -1;
   }
@@ -499,13 +493,13 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   int rc = -1;
   for (size_t i = 0; i < res->grant.n; i++)
     if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
-      res->fail = EF_GRANT;
+      res->fail = FAIL_GRANT;
       ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s holds units of disk %s, which is not managed here",
                pr->ns, pr->name, res->grant.disks[i].disk);
       goto out;
     }
   if (ioq_pod_uid_check(pi->uid, e) < 0) {
-    res->fail = EF_UID;
+    res->fail = FAIL_UID;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
     goto out;
   }
@@ -515,14 +509,14 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   struct ioq_pod_cgroup pcg;
   if (ioq_pod_cgroup_resolve(&f->o.layout, f->o.driver, f->kubelet_cgroup_root, qos, pi->uid, &pcg,
                              e) < 0) {
-    res->fail = EF_CGROUP;
+    res->fail = FAIL_CGROUP;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
     goto out;
   }
   ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir);
   struct ioq_cg cg;
   if (ioq_cg_open(pcg.dir, f->o.layout.io_version, &cg, e) < 0) {
-    res->fail = EF_CGROUP;
+    res->fail = FAIL_CGROUP;
     goto out;
   }
   if (cg.version == IOQ_CGV2) {
@@ -533,7 +527,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     if (!ioq_path_exists(iomax) &&
         ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_IO,
                                   f->o.enable_controllers, &enabled, e) < 0) {
-      res->fail = EF_CONTROLLER;
+      res->fail = FAIL_CONTROLLER;
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
     }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
+#include "failreason.h"
 #include "ioqos/cglayout.h"
 #include "ioqos/error.h"
 #include "ioqos/grant.h"
@@ -52,18 +53,6 @@ struct enforcer_opts {
   const char *state_file; /* where init container grants are saved; NULL: nowhere */
 };
 
-/* Why an apply failed, for metrics and Events. */
-enum enforce_fail {
-  EF_NONE = 0,
-  EF_GRANT,      /* the IDs do not make a valid grant (unknown disk, ...) */
-  EF_UID,        /* the pod has no usable UID */
-  EF_CGROUP,     /* pod cgroup not found */
-  EF_CONTROLLER, /* io controller not available for the pod cgroup */
-  EF_WRITE,      /* the kernel refused a write */
-  EF_VERIFY,     /* read-back differs */
-  EF_COUNT_
-};
-const char *enforce_fail_name(enum enforce_fail f);
 
 /* One file a write changed: for the drift report (reconcile.c), which
  * tells drift (a known pod, same grant) from a grant being put in place. */
@@ -77,7 +66,7 @@ struct enforce_change {
 };
 
 struct enforce_result {
-  enum enforce_fail fail;
+  enum fail_reason fail; /* FAIL_NONE, or FAIL_GRANT..FAIL_VERIFY */
   char cgroup[PATH_MAX];
   struct ioq_pod_grant grant;
   unsigned writes;    /* files actually written (0 = everything already in place) */

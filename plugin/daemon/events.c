@@ -14,8 +14,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/podneed.h"
+#include "kube.h"
+#include "metrics.h"
 #include "plugin.h"
 
 #define QUEUE_MAX 128

@@ -2,7 +2,19 @@
 /* The explain document (explain.h). Read-only: lookups in the pod cache, the
  * enforcer, the ungranted bounds, the events history and one pod resources
  * List; the cgroup resolver is run again (it only looks). */
+#include "catalog.h"
+#include "enforcer.h"
+#include "events.h"
 #include "explain.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/k8sname.h"
+#include "ioqos/log.h"
+#include "ioqos/podcg.h"
+#include "monitor.h"
+#include "plugin.h"
+#include "podcache.h"
+#include "podres.h"
+#include "ungranted.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,11 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/k8sname.h"
-#include "ioqos/log.h"
-#include "ioqos/podcg.h"
-#include "plugin.h"
 
 /* The pod resources List of one explain request: kubelet answers in
  * milliseconds; the request has --http-request-timeout in all. */

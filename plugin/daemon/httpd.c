@@ -35,10 +35,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "explain.h"
+#include "grpcs.h"
+#include "httpd.h"
 #include "ioqos/fsutil.h"
-
 #include "ioqos/log.h"
+#include "metrics.h"
 #include "plugin.h"
+
 
 /* Longest MHD_run_wait(): how late a deadline or a stop request is noticed. */
 #define TICK_MS 200

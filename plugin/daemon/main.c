@@ -15,12 +15,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "catalog.h"
 #include "combined.h"
+#include "enforcer.h"
+#include "events.h"
+#include "explain.h"
+#include "httpd.h"
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "kube.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "nodepool.h"
 #include "plugin.h"
+#include "podcache.h"
+#include "reconcile.h"
+#include "registrar.h"
+#include "ungranted.h"
 
 static void on_pods_changed(void *ud) {
   struct plugin *p = ud;

@@ -11,11 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
+#include "enforcer.h"
+#include "grpcs.h"
+#include "httpd.h"
 #include "ioqos/buildinfo.h"
 #include "ioqos/enforce.h"
 #include "ioqos/placement.h"
 #include "ioqos/procstat.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "plugin.h"
+#include "podcache.h"
+#include "ungranted.h"
 
 /* label values: escape backslash, double quote and newline */
 static void lv(FILE *f, const char *s) {
@@ -217,9 +225,9 @@ static void counters(FILE *f, struct plugin *p) {
     }
   head(f, "ioqos_enforcement_errors_total", "counter",
        "Failures to put a pod's grant in place, by reason.");
-  for (int r = 0; r < ER_COUNT_; r++) {
+  for (int r = FAIL_FIRST_; r < FAIL_COUNT_; r++) {
     open_s(f, "ioqos_enforcement_errors_total", p);
-    lbl(f, "reason", err_reason_name(r));
+    lbl(f, "reason", fail_reason_name(r));
     val(f, s->errors[r]);
   }
 

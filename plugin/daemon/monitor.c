@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "enforcer.h"
+#include "events.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/grantmon.h"

@@ -18,6 +18,8 @@
 #include "ioqos/log.h"
 #include "ioqos/numconv.h"
 #include "ioqos/podcg.h"
+#include "metrics.h"
+#include "nodepolicy.h"
 #include "plugin.h"
 
 /* only the reconcile thread (and startup, before it runs) calls in */

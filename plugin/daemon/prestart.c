@@ -14,22 +14,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "enforcer.h"
+#include "events.h"
+#include "grpcs.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "metrics.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
-
-static enum err_reason reason_of(enum enforce_fail f) {
-  switch (f) {
-  case EF_GRANT: return ER_GRANT;
-  case EF_UID: return ER_UID;
-  case EF_CGROUP: return ER_CGROUP;
-  case EF_CONTROLLER: return ER_CONTROLLER;
-  case EF_VERIFY: return ER_VERIFY;
-  default: return ER_WRITE;
-  }
-}
+#include "prestart.h"
+#include "reconcile.h"
+#include "ungranted.h"
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -39,23 +37,23 @@ static void sleep_ms(long ms) {
 
 /* Answers OK (fail-open) or with the error; logs and counts either way. */
 static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
-                 grpc_status_code code, enum err_reason why, const char *pod_ns,
+                 grpc_status_code code, enum fail_reason why, const char *pod_ns,
                  const char *pod_name, const char *uid, const char *msg) {
   metrics_err(p->metrics, why);
-  bool open = p->cfg.enforcement.fail_open && why != ER_INVALID_IDS;
+  bool open = p->cfg.enforcement.fail_open && why != FAIL_INVALID_IDS;
   ioq_error("prestart failed resource=%s pod=%s/%s reason=%s fail_open=%s error=\"%s\"",
             ioq_resource_name(r), pod_ns ? pod_ns : "?", pod_name ? pod_name : "?",
-            err_reason_name(why), open ? "true" : "false", msg);
+            fail_reason_name(why), open ? "true" : "false", msg);
   if (pod_ns && pod_name)
     events_post(p->events, pod_ns, pod_name, uid ? uid : "", "Warning",
                 open ? "IoqosEnforceFailedOpen" : "IoqosEnforceFailed",
-                "%s limits not applied (%s): %s%s", ioq_resource_name(r), err_reason_name(why),
+                "%s limits not applied (%s): %s%s", ioq_resource_name(r), fail_reason_name(why),
                 msg,
                 open ? "; failOpen is set, so the container starts WITHOUT I/O limits"
                      : "; the container will not start until this is fixed (kubelet retries)");
   else
     events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosEnforceFailed",
-                "%s limits not applied (%s): %s", ioq_resource_name(r), err_reason_name(why), msg);
+                "%s limits not applied (%s): %s", ioq_resource_name(r), fail_reason_name(why), msg);
   if (open) {
     metrics_inc(p->metrics, C_FAIL_OPEN);
     V1beta1__PreStartContainerResponse ok = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
@@ -143,18 +141,18 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
     struct enforce_result res;
     if (podcache_get(p->pods, c[i]->ns, c[i]->name, pi, &e) < 0) {
       fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
-           ER_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
+           FAIL_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
       free(pi);
       return;
     }
     if (enforcer_apply(p->enf, c[i], pi, r, ids, n, ENF_PRESTART | ENF_GUESS, &res, &e) < 0) {
-      if (res.fail == EF_CGROUP) {
+      if (res.fail == FAIL_CGROUP) {
         ioq_info("ambiguous init container start: candidate without a pod cgroup skipped "
                  "pod=%s/%s error=\"%s\"",
                  c[i]->ns, c[i]->name, e.msg);
         continue;
       }
-      fail(p, r, out, GRPC_STATUS_INTERNAL, reason_of(res.fail), c[i]->ns, c[i]->name, pi->uid,
+      fail(p, r, out, GRPC_STATUS_INTERNAL, fail_reason_counted(res.fail), c[i]->ns, c[i]->name, pi->uid,
            e.msg);
       free(pi);
       return;
@@ -167,7 +165,7 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
   }
   free(pi);
   if (!applied) {
-    fail(p, r, out, GRPC_STATUS_FAILED_PRECONDITION, ER_CGROUP, NULL, NULL, NULL,
+    fail(p, r, out, GRPC_STATUS_FAILED_PRECONDITION, FAIL_CGROUP, NULL, NULL, NULL,
          "no candidate pod of an init container start has a pod cgroup");
     return;
   }
@@ -183,7 +181,7 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
   ioq_err e;
   struct id_tally t;
   if (catalog_check_ids(p->catalog, r, ids, n, &t, &e) < 0) {
-    fail(p, r, out, GRPC_STATUS_INVALID_ARGUMENT, ER_INVALID_IDS, NULL, NULL, NULL, e.msg);
+    fail(p, r, out, GRPC_STATUS_INVALID_ARGUMENT, FAIL_INVALID_IDS, NULL, NULL, NULL, e.msg);
     return;
   }
   id_tally_free(&t);
@@ -236,12 +234,12 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     char msg[IOQ_ERR_MSG_MAX];
     if (last_err[0]) {
       snprintf(msg, sizeof msg, "pod resources API: %s", last_err);
-      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_PODRES, NULL, NULL, NULL, msg);
+      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, FAIL_PODRES, NULL, NULL, NULL, msg);
     } else {
       snprintf(msg, sizeof msg,
                "no pod holds units %s%s (%zu IDs) in kubelet's pod resources List after %d tries",
                ids[0], n > 1 ? ",..." : "", n, attempt);
-      fail(p, r, out, GRPC_STATUS_NOT_FOUND, ER_NOT_LISTED, NULL, NULL, NULL, msg);
+      fail(p, r, out, GRPC_STATUS_NOT_FOUND, FAIL_NOT_LISTED, NULL, NULL, NULL, msg);
     }
     podres_list_free(&list);
     return;
@@ -254,11 +252,11 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     return;
   }
   if (!p->pods) {
-    fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_POD_LOOKUP, pr->ns, pr->name, NULL,
+    fail(p, r, out, GRPC_STATUS_UNAVAILABLE, FAIL_POD_LOOKUP, pr->ns, pr->name, NULL,
          "no Kubernetes API client: cannot learn the pod's UID and QoS class");
   } else if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
     fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
-         ER_POD_LOOKUP, pr->ns, pr->name, NULL, e.msg);
+         FAIL_POD_LOOKUP, pr->ns, pr->name, NULL, e.msg);
   } else {
     /* Some IDs the pod holds but no listed container does: this is a
      * regular init container (kubelet lists sidecars and app containers
@@ -271,9 +269,9 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
                ioq_resource_name(r), pr->ns, pr->name, n_init);
     struct enforce_result res;
     if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, ENF_PRESTART, &res, &e) < 0) {
-      fail(p, r, out, res.fail == EF_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
+      fail(p, r, out, res.fail == FAIL_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
                                             : GRPC_STATUS_INTERNAL,
-           reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);
+           fail_reason_counted(res.fail), pr->ns, pr->name, pi->uid, e.msg);
     } else {
       metrics_inc(p->metrics, C_ENFORCE_OK);
       /* the held units grew: shrink the pool of the pods without a grant

@@ -15,13 +15,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
+#include "diskstate.h"
+#include "drift.h"
+#include "enforcer.h"
+#include "grpcs.h"
 #include "ioqos/blockdev.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/nodeanno.h"
-#include "drift.h"
+#include "kube.h"
+#include "metrics.h"
+#include "nodepolicy.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
+#include "reconcile.h"
 
 #define MIN_PASS_GAP_S 0.5 /* coalesce bursts of pod events */
 #define PUBLISH_BACKOFF_MAX_S 60.0
@@ -204,7 +213,7 @@ void reconcile_pass(struct plugin *p) {
       continue;
     }
     if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
-      metrics_err(p->metrics, ER_POD_LOOKUP);
+      metrics_err(p->metrics, FAIL_POD_LOOKUP);
       ioq_warn("reconcile: pod lookup failed pod=%s/%s error=\"%s\"", pr->ns, pr->name, e.msg);
       considered++;
       failed++;
@@ -217,11 +226,9 @@ void reconcile_pass(struct plugin *p) {
     considered++;
     struct enforce_result res;
     if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, 0, &res, &e) < 0) {
-      static const enum err_reason map[EF_COUNT_] = {ER_WRITE, ER_GRANT,      ER_UID,    ER_CGROUP,
-                                                     ER_CONTROLLER, ER_WRITE, ER_VERIFY};
-      metrics_err(p->metrics, map[res.fail]);
+      metrics_err(p->metrics, fail_reason_counted(res.fail));
       ioq_warn("reconcile: grant not in place pod=%s/%s reason=%s error=\"%s\"", pr->ns, pr->name,
-               enforce_fail_name(res.fail), e.msg);
+               fail_reason_name(res.fail), e.msg);
       failed++;
       continue;
     }

@@ -19,8 +19,11 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "grpcs.h"
 #include "ioqos/log.h"
+#include "metrics.h"
 #include "plugin.h"
+#include "registrar.h"
 #include "rpc_client.h"
 
 #define CHECK_EVERY_MS 1000

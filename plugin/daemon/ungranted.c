@@ -29,11 +29,15 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "enforcer.h"
+#include "grpcs.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/podcg.h"
 #include "ioqos/ungranted.h"
+#include "metrics.h"
 #include "plugin.h"
 #include "ungranted.h"
 
