@@ -19,6 +19,7 @@
 #include "enforcer.h"
 #include "events.h"
 #include "grpcs.h"
+#include "initpick.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "metrics.h"
@@ -69,12 +70,8 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
 #define INIT_ONLY_AFTER_TRIES 2
 
 /* The pods whose regular init container may be asking for these n units of
- * r when no listed container holds any of them: listed pods with no units of
- * r whose API object is Pending with a regular init container asking for
- * exactly n, placed (annotation ioqos.io/disk) on the IDs' disk if placed at
- * all. A pod whose init container already started on these very units is the
- * asker (a restart, the next init container), alone; one that started on
- * other units is not a candidate, unless those were a guess too. Nothing
+ * r when no listed container holds any of them (initpick.h judges each
+ * listed pod): the asker alone when one is certain. Nothing
  * kubelet says tells the others apart, and guessing one would leave the
  * asker unthrottled whenever the guess is wrong (a decoy pod whose init image
  * never pulls is never corrected by its own PreStart): the caller writes the
@@ -98,23 +95,18 @@ static size_t init_only_pods(struct plugin *p, const struct podres_list *l, enum
   size_t nc = 0;
   for (size_t i = 0; i < l->n; i++) {
     const struct podres_pod *pr = &l->pods[i];
-    if (podres_pod_count(pr, r) || !podcache_peek(p->pods, pr->ns, pr->name, pi))
-      continue;
-    if (strcmp(pi->phase, "Pending") != 0 || pi->terminating ||
-        (pi->need.disk[0] && strcmp(pi->need.disk, u.disk) != 0))
-      continue;
-    bool asks = false;
-    for (size_t k = 0; k < pi->n_ctrs && !asks; k++)
-      asks = pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] == n;
-    if (!asks)
+    uint64_t listed = podres_pod_count(pr, r);
+    if (listed || !podcache_peek(p->pods, pr->ns, pr->name, pi) ||
+        !initpick_may_ask(pi, listed, u.disk, r, n))
       continue;
     int held = enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, (int)r, ids, n);
-    if (held == 1) {
+    enum initpick j = initpick_judge(pi, listed, u.disk, r, n, held);
+    if (j == INITPICK_ASKER) {
       c[0] = pr;
       nc = 1;
       break;
     }
-    if (held != 0)
+    if (j == INITPICK_MAYBE)
       c[nc++] = pr;
   }
   free(pi);
@@ -152,8 +144,8 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
                  c[i]->ns, c[i]->name, e.msg);
         continue;
       }
-      fail(p, r, out, GRPC_STATUS_INTERNAL, fail_reason_counted(res.fail), c[i]->ns, c[i]->name, pi->uid,
-           e.msg);
+      fail(p, r, out, GRPC_STATUS_INTERNAL, fail_reason_counted(res.fail), c[i]->ns, c[i]->name,
+           pi->uid, e.msg);
       free(pi);
       return;
     }
