@@ -408,25 +408,49 @@ static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const ch
   }
 }
 
+/* Clears the limits of pods taken out of the table (`lock` not held: the
+ * kernel writes never hold up readers of the table) and frees them. */
+static void clear_taken(struct enforcer *f, struct applied_pod *taken, size_t n, const char *why) {
+  for (size_t i = 0; i < n; i++) {
+    clear_pod(f, &taken[i], why);
+    free_all_init(&taken[i]);
+    free_files(&taken[i]);
+  }
+  free(taken);
+}
+
+/* Moves entry i out of the table into *out (its init units and files go
+ * with it); with `lock` held. */
+static void take_locked(struct enforcer *f, size_t i, struct applied_pod *out) {
+  *out = f->pods[i];
+  f->state_dirty |= enf_holds_init(out);
+  f->pods[i] = f->pods[--f->n];
+}
+
 /* Names are unique among live pods: a grant applied under this name for
  * another UID belonged to an earlier instance (a StatefulSet pod deleted and
  * recreated), which is gone. Called with apply_lock held. */
 static void forget_earlier_instances(struct enforcer *f, const char *ns, const char *name,
                                      const char *uid) {
   pthread_mutex_lock(&f->lock);
+  size_t n_taken = 0;
+  struct applied_pod *taken = NULL;
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
     if (strcmp(ap->name, name) != 0 || strcmp(ap->ns, ns) != 0 || strcmp(ap->uid, uid) == 0) {
       i++;
       continue;
     }
-    clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
-    f->state_dirty |= enf_holds_init(ap);
-    free_all_init(ap);
-    free_files(ap);
-    f->pods[i] = f->pods[--f->n];
+    if (!taken && !(taken = malloc(f->n * sizeof *taken))) {
+      ioq_error("forgetting an earlier instance of a pod skipped pod=%s/%s "
+                "reason=out-of-memory (the list of instances to clear)",
+                ns, name);
+      break;
+    }
+    take_locked(f, i, &taken[n_taken++]);
   }
   pthread_mutex_unlock(&f->lock);
+  clear_taken(f, taken, n_taken, "pod recreated under the same name, earlier instance gone");
 }
 
 /* Clears every managed disk but the grant's in the pod cgroup: what a
@@ -775,6 +799,14 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   size_t released = 0;
   pthread_mutex_lock(&f->apply_lock);
   pthread_mutex_lock(&f->lock);
+  struct applied_pod *taken = malloc((f->n ? f->n : 1) * sizeof *taken);
+  if (!taken) {
+    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&f->apply_lock);
+    free(miss);
+    ioq_error("releasing gone pods skipped reason=out-of-memory (the list of pods to clear)");
+    return 0;
+  }
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
     const struct missing_pod *mp = find_missing(miss, n_miss, ap);
@@ -809,14 +841,10 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
                "uid=%s",
                ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
-    clear_pod(f, ap, "pod gone");
-    f->state_dirty |= enf_holds_init(ap);
-    free_all_init(ap);
-    free_files(ap);
-    f->pods[i] = f->pods[--f->n];
-    released++;
+    take_locked(f, i, &taken[released++]);
   }
   pthread_mutex_unlock(&f->lock);
+  clear_taken(f, taken, released, "pod gone");
   enf_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);

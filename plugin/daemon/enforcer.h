@@ -23,7 +23,18 @@
  * (its status does not say it terminated): never lowered without knowing.
  * Once it runs, its status shows those init containers terminated, or a
  * PreStart of one of its containers comes, its grant is written and every
- * other managed disk of its cgroup cleared. */
+ * other managed disk of its cgroup cleared.
+ *
+ * Locks (enforcer_internal.h): the write lock serialises every change of
+ * the table and every kernel write of a grant (apply, release of gone or
+ * recreated pods, read/write splits; ungranted.c takes it through
+ * enforcer_writes_lock so its writes never interleave with a grant's). The
+ * table lock guards the table and the List view, and is held only to copy
+ * entries in and out: never across a kernel write or a call into another
+ * component, so readers (metrics, explain, allocated units, the monitor)
+ * do not wait on the kernel. A reader sees an entry as it was before or
+ * after an apply, never half-updated: an apply rewrites it in one table-lock
+ * section. Order: write lock, then table lock. */
 #ifndef IOQOS_PLUGIN_ENFORCER_H
 #define IOQOS_PLUGIN_ENFORCER_H
 

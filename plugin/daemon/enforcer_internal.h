@@ -30,7 +30,9 @@ struct enforcer {
    * loop): a pass that computed a grant before a PreStart changed it must
    * not write it after. Taken before `lock`. */
   pthread_mutex_t apply_lock;
-  pthread_mutex_t lock; /* the tables below */
+  /* the tables below; held only to copy in and out, never across a kernel
+   * write (enforcer.h, "Locks") */
+  pthread_mutex_t lock;
   struct applied_pod *pods;
   size_t n, cap;
   /* the last List */
