@@ -1080,8 +1080,9 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
     struct ioq_cg cg;
     struct ioq_disk_setting s = {.dev = copy.devs[d], .max = *split}; /* weights left as they are */
     struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
+    struct ioq_apply_report rep;
     if (ioq_cg_open(copy.cgroup, copy.version, &cg, e) < 0 ||
-        ioq_cg_apply_disk(&cg, &s, &ao, NULL, e) < 0) {
+        ioq_cg_apply_disk(&cg, &s, &ao, &rep, e) < 0) {
       ioq_err_prefix(e, "pod %s/%s disk %s", copy.ns, copy.name, disk);
       rc = -1;
     } else {
@@ -1090,6 +1091,16 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
       if (w) {
         w->split[d] = *split;
         w->has_split[d] = true;
+        /* what `ioqosctl explain` shows for the files: the split written */
+        double now = realtime_now();
+        for (size_t i = 0; i < rep.n; i++)
+          for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
+            if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&
+                strcmp(w->files[k].disk, disk) == 0) {
+              ioq_copy(w->files[k].written, sizeof w->files[k].written, rep.steps[i].written);
+              ioq_copy(w->files[k].readback, sizeof w->files[k].readback, rep.steps[i].readback);
+              w->files[k].written_at = w->files[k].verified_at = now;
+            }
       }
       pthread_mutex_unlock(&f->lock);
       rc = 1;

@@ -37,7 +37,7 @@ _Static_assert((int)MON_STARVED == (int)IOQ_GM_STARVED && (int)MON_AT_CAP == (in
 
 #define MON_HISTORY 16 /* intervals kept per pod and disk for explain */
 #define MON_EVENTS 8   /* Events kept per pod for explain */
-#define MON_DISKS 64
+#define MON_DISKS 256 /* config devices[] holds at most 256 */
 
 struct mon_hist {
   double wall; /* end of the interval, seconds since the epoch */

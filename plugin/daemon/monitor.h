@@ -50,6 +50,9 @@ struct monitor_sample { /* one granted pod x disk, one interval */
 /* Called on the monitor thread after each interval with every sample of that
  * interval (the combined-direction re-split of item 3 registers here). One
  * hook; NULL removes it. */
+/* Only samples with a rate are passed (an interval of a pod that is new, whose
+ * counters went back or whose files could not be read is left out: no rate is
+ * better than a false 0). The hook must not call monitor_set_hook. */
 typedef void (*monitor_hook_fn)(void *ud, const struct monitor_sample *s, size_t n);
 void monitor_set_hook(struct monitor *m, monitor_hook_fn fn, void *ud);
 

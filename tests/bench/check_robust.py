@@ -10,9 +10,11 @@ machine: no ratios, no targets.
   - the backup never exceeds its grant by more than 15 % (the cap holds)
   - the grant monitor (monitor.starvedWindowSeconds short): no IoqosGrantNotMet
     in the ioqos stage (grants kept; the db is latency-bound below its
-    bandwidth grant), and at least one, within window + 5 s of the writer's
-    start, in ioqos+host (a direct writer outside the pods fills the disk),
-    naming ungranted I/O as the cause
+    bandwidth grant), and at least one, within window + 10 s of the writers'
+    first I/O, in ioqos+host (a direct writer outside the pods fills the
+    disk), naming ungranted I/O as the cause. + 10 s: under TCG on a loaded
+    machine the disk reaches "full" only in some seconds (12.4 s seen with
+    the host's load average at 14; 5.4-6.4 s otherwise)
   - with a pod without a grant next to them (stage ioqos+1u, when run): db IOPS
     > 2 x contended, the backup >= 0.75 of its grant, the ungranted pod <= 1.1 x
     the pool (headroomShare x what the disk does not advertise + unheld units), and its bound in io.max when its
@@ -46,8 +48,8 @@ def main():
         if "ioqos+host" in st:
             h = st["ioqos+host"]
             win, first = h.get("monitor_window_s"), h.get("monitor_first_not_met_s")
-            check(h.get("monitor_not_met", 0) >= 1 and first is not None and first <= win + 5,
-                  "%s: ioqos+host: IoqosGrantNotMet within the window (%s s) + 5 s of the writer's "
+            check(h.get("monitor_not_met", 0) >= 1 and first is not None and first <= win + 10,
+                  "%s: ioqos+host: IoqosGrantNotMet within the window (%s s) + 10 s of the writers' "
                   "start: %s, first after %s s" % (name, win, h.get("monitor_not_met_pods"),
                                                    "%.1f" % first if first is not None else "never"))
             check("ungranted I/O" in h.get("monitor_causes", []),

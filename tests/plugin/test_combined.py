@@ -7,13 +7,16 @@ The kernel is played by a closed-loop feeder: each pod reads and writes at
 min(its demand, the io.max value the plugin put in place), advancing io.stat
 (test_monitor.Feeder). So the test sees the loop the real kernel closes:
 demand -> achieved -> monitor -> re-split -> io.max -> achieved."""
+import json
 import os
+import subprocess
 import time
 import unittest
 
 from harness import BW, MIB, PluginTest, iomax_of, write
 from test_monitor import DEV, Feeder
 
+CTL = os.environ.get("IOQOS_CTL_BIN", "")
 G = 100 * MIB
 INF = 10 * G  # a demand above any limit
 
@@ -86,6 +89,14 @@ class Combined(CombinedBase):
         self.assertLessEqual(lim["rbps"] + lim["wbps"], G)
         self.assertGreaterEqual(lim["wbps"], 2, "a floor, never shut out")
         self.assertGreaterEqual(d.metric("ioqos_direction_resplits_total", resource="ioqos/bandwidth"), 1)
+        # `ioqosctl explain` shows the split as what was written and read back
+        if CTL:
+            r = subprocess.run([CTL, "explain", "--socket", os.path.join(self.env.state_dir, "plugin.sock"),
+                                "--json", "default/db"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            iomax = {f["file"]: f for f in json.loads(r.stdout)["files"]}["io.max"]
+            self.assertIn("rbps=%d wbps=%d" % (lim["rbps"], lim["wbps"]), iomax["written"])
+            self.assertIn("rbps=%d wbps=%d" % (lim["rbps"], lim["wbps"]), iomax["readBack"])
         # reconcile keeps the split: it is the desired state, not drift
         n = d.text().count("reconcile pass")
         d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
