@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The node's disks as placement sees them: catalog (units, health, caps) plus
- * what the enforcer has allocated. One builder for GetPreferredAllocation and
+ * what the pod table has allocated. One builder for GetPreferredAllocation and
  * the node annotation, so both describe the disks the same way. And the
  * report of their health changes (log + Event on the node). */
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include "catalog.h"
 #include "diskstate.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -35,7 +35,7 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     d->caps = cd[i].disk.caps;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->capacity[r] = cd[i].units[r];
-    enforcer_allocated(p->enf, d->name, d->allocated);
+    podtable_allocated(p->table, d->name, d->allocated);
     /* the pool the ungranted pass uses: bounds apply while units are held */
     if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
       ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, d->allocated,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The drift report (drift.h). */
 #include "drift.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "ioqos/log.h"
 #include "metrics.h"
@@ -16,7 +16,7 @@
 static const char *shown(const char *v) { return v[0] ? v : "(none: no limit)"; }
 
 void drift_report(struct plugin *p, const struct podres_pod *pr, const char *uid,
-                  const struct enforce_result *res) {
+                  const struct podtable_result *res) {
   char msg[900];
   size_t off = 0;
   msg[0] = 0;

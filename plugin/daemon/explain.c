@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The explain document (explain.h). Read-only: lookups in the pod cache, the
- * enforcer, the ungranted bounds, the events history and one pod resources
+ * pod table, the ungranted bounds, the events history and one pod resources
  * List; the cgroup resolver is run again (it only looks). */
 #include "catalog.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "explain.h"
 #include "ioqos/fsutil.h"
@@ -381,8 +381,8 @@ static json_object *files_section(struct plugin *p, const struct applied_pod *ap
   json_object *arr = json_object_new_array();
   if (!ap)
     return arr;
-  struct enf_file *fs = NULL;
-  int n = enforcer_pod_files(p->enf, ap->uid, &fs);
+  struct podtable_file *fs = NULL;
+  int n = podtable_pod_files(p->table, ap->uid, &fs);
   for (int i = 0; i < n; i++) {
     json_object *o = json_object_new_object();
     char path[PATH_MAX + 48];
@@ -515,7 +515,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
                       what, p->opts.node_name);
   }
   struct applied_pod *aps = NULL, *ap = NULL;
-  size_t na = enforcer_snapshot(p->enf, &aps);
+  size_t na = podtable_snapshot(p->table, &aps);
   for (size_t i = 0; i < na && !ap; i++)
     if (strcmp(aps[i].uid, pi->uid) == 0)
       ap = &aps[i];

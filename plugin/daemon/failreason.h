@@ -2,7 +2,7 @@
 /* Why a pod's grant is not in place: the one list of reasons behind the
  * PreStart answer, the Events (IoqosEnforceFailed names the reason), the
  * log lines and ioqos_enforcement_errors_total{reason}. The pod table
- * (enforcer.h) sets FAIL_GRANT..FAIL_VERIFY in its result; PreStart adds
+ * (podtable.h) sets FAIL_GRANT..FAIL_VERIFY in its result; PreStart adds
  * the reasons found before a pod is known (FAIL_INVALID_IDS..FAIL_POD_LOOKUP).
  * The names are metric label values and Event text: keep them stable. */
 #ifndef IOQOS_PLUGIN_FAILREASON_H

@@ -27,7 +27,7 @@ enum initpick {
 
 /* pi: the pod's API object; listed: the units of r kubelet lists for it;
  * disk: the disk of the PreStart's units; n: how many; held: what the pod
- * table says of the pod's init container units (enforcer_init_held: -1
+ * table says of the pod's init container units (podtable_init_held: -1
  * none, 0 others, 1 exactly these, 2 a guess). */
 enum initpick initpick_judge(const struct pod_info *pi, uint64_t listed, const char *disk,
                              enum ioq_resource r, size_t n, int held);

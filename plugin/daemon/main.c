@@ -17,7 +17,7 @@
 
 #include "catalog.h"
 #include "combined.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "explain.h"
 #include "httpd.h"
@@ -80,7 +80,7 @@ static int setup_endpoints(struct plugin *p, ioq_err *e) {
 }
 
 static int setup_enforcer(struct plugin *p, ioq_err *e) {
-  struct enforcer_opts eo = {0};
+  struct podtable_opts eo = {0};
   if (ioq_cg_layout_detect(p->opts.cgroup_root, &eo.layout, e) < 0)
     return -1;
   ioq_info("cgroup layout %s driver=%s kubelet_cgroup_root=%s", eo.layout.description,
@@ -117,9 +117,9 @@ static int setup_enforcer(struct plugin *p, ioq_err *e) {
   if (ioq_path_join(state_file, sizeof state_file, e, p->opts.state_dir, INITSTATE_FILE, NULL) < 0)
     return -1;
   eo.state_file = state_file;
-  if (!(p->enf = enforcer_new(&eo)))
+  if (!(p->table = podtable_new(&eo)))
     return ioq_fail(e, ENOMEM, "out of memory");
-  enforcer_restore(p->enf);
+  podtable_restore(p->table);
   return 0;
 }
 
@@ -151,7 +151,7 @@ static void teardown(struct plugin *p) {
   p->ug = NULL;
   monitor_free(p->mon);
   p->mon = NULL;
-  enforcer_free(p->enf);
+  podtable_free(p->table);
   explain_free(p->explain);
   p->explain = NULL;
   catalog_free(p->catalog);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "grpcs.h"
 #include "httpd.h"
 #include "ioqos/buildinfo.h"
@@ -95,7 +95,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
       uint64_t al[IOQ_RES_COUNT];
-      enforcer_allocated(p->enf, cd[i].disk.dev.name, al);
+      podtable_allocated(p->table, cd[i].disk.dev.name, al);
       open_disk(f, name, p, &cd[i]);
       val(f, al[r] * p->cfg.units.size[r]);
     }
@@ -138,7 +138,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
  * the node's pod count x IOQ_POD_DISKS_MAX). */
 static void pods(FILE *f, struct plugin *p) {
   struct applied_pod *ap;
-  size_t n = enforcer_snapshot(p->enf, &ap);
+  size_t n = podtable_snapshot(p->table, &ap);
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     char name[64], help[128];
     snprintf(name, sizeof name, "ioqos_pod_grant_%s", g_res_suffix[r]);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The grant monitor thread (monitor.h; the rule is in ioqos/grantmon.h).
  *
- * One pass per monitor.intervalSeconds: the applied pods from the enforcer,
+ * One pass per monitor.intervalSeconds: the applied pods from the pod table,
  * one io.stat + io.pressure read per granted pod, one block stat read per
  * granted disk, then per pod and disk the rates, the verdict, the window
  * state machine and, when it says so, an Event (rate-limited per pod, and
  * per disk for the Node Warning) and one log line. State is kept only for
- * pods the enforcer holds a grant for: a pod that goes is forgotten (its
+ * pods the pod table holds a grant for: a pod that goes is forgotten (its
  * series disappear). Everything is bounded: pods by the node's granted pods,
  * disks per pod by IOQ_POD_DISKS_MAX, history and Events per pod by the
  * rings below. */
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
@@ -358,7 +358,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
   double window = (double)p->cfg.monitor.starved_window_s;
   double recover = 3.0 * (double)p->cfg.monitor.interval_s;
   struct applied_pod *ap = NULL;
-  size_t nap = enforcer_snapshot(p->enf, &ap);
+  size_t nap = podtable_snapshot(p->table, &ap);
   struct cat_disk *cd = NULL;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
 
@@ -485,7 +485,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       /* combined directions: "at its cap" is against the read/write split in place */
       struct ioq_io_limits lim = s->grant, full;
       if (m->p->cfg.enforcement.combined_directions)
-        enforcer_get_split(m->p->enf, pp->uid, s->disk, &full, &lim);
+        podtable_get_split(m->p->table, pp->uid, s->disk, &full, &lim);
       s->verdict = (enum monitor_verdict)ioq_gm_classify(&lim, s->have_rates ? &s->rates : NULL, cont);
       if (!s->have_rates)
         s->verdict = MON_UNKNOWN;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The daemon's shared state: one struct plugin owns every component. Each
- * component has its own file and header (endpoint.h, enforcer.h, events.h,
+ * component has its own file and header (endpoint.h, podtable.h, events.h,
  * ...); this header holds only the struct that ties them together and the
  * time bounds several of them share. */
 #ifndef IOQOS_PLUGIN_PLUGIN_H
@@ -15,10 +15,10 @@
 #include "ioqos/probe.h"
 #include "opts.h"
 
-/* the components, each with its own header (endpoint.h, enforcer.h, ...):
+/* the components, each with its own header (endpoint.h, podtable.h, ...):
  * a file includes the headers of those it calls */
 struct catalog;
-struct enforcer;
+struct podtable;
 struct events;
 struct explain;
 struct httpd;
@@ -53,7 +53,7 @@ struct plugin {
   char kubelet_sock[PATH_MAX];
 
   struct catalog *catalog;
-  struct enforcer *enf;
+  struct podtable *table; /* the applied pods (podtable.h) */
   struct metrics *metrics;
   struct endpoint ep[IOQ_RES_COUNT];
 

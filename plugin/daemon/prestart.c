@@ -16,7 +16,7 @@
 
 #include "catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "events.h"
 #include "grpcs.h"
 #include "initpick.h"
@@ -99,7 +99,7 @@ static size_t init_only_pods(struct plugin *p, const struct podres_list *l, enum
     if (listed || !podcache_peek(p->pods, pr->ns, pr->name, pi) ||
         !initpick_may_ask(pi, listed, u.disk, r, n))
       continue;
-    int held = enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, (int)r, ids, n);
+    int held = podtable_init_held(p->table, pr->ns, pr->name, pi->uid, (int)r, ids, n);
     enum initpick j = initpick_judge(pi, listed, u.disk, r, n, held);
     if (j == INITPICK_ASKER) {
       c[0] = pr;
@@ -130,14 +130,14 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
   size_t applied = 0;
   for (size_t i = 0; i < nc; i++) {
     ioq_err e;
-    struct enforce_result res;
+    struct podtable_result res;
     if (podcache_get(p->pods, c[i]->ns, c[i]->name, pi, &e) < 0) {
       fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
            FAIL_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
       free(pi);
       return;
     }
-    if (enforcer_apply(p->enf, c[i], pi, r, ids, n, ENF_PRESTART | ENF_GUESS, &res, &e) < 0) {
+    if (podtable_apply(p->table, c[i], pi, r, ids, n, PODTABLE_PRESTART | PODTABLE_GUESS, &res, &e) < 0) {
       if (res.fail == FAIL_CGROUP) {
         ioq_info("ambiguous init container start: candidate without a pod cgroup skipped "
                  "pod=%s/%s error=\"%s\"",
@@ -259,8 +259,8 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
       ioq_info("prestart of a container kubelet does not list (init container) resource=%s "
                "pod=%s/%s units=%zu",
                ioq_resource_name(r), pr->ns, pr->name, n_init);
-    struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, ENF_PRESTART, &res, &e) < 0) {
+    struct podtable_result res;
+    if (podtable_apply(p->table, pr, pi, r, init_ids, n_init, PODTABLE_PRESTART, &res, &e) < 0) {
       fail(p, r, out, res.fail == FAIL_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
                                             : GRPC_STATUS_INTERNAL,
            fail_reason_counted(res.fail), pr->ns, pr->name, pi->uid, e.msg);

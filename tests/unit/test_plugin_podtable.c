@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The daemon's table of applied pods (plugin/daemon/enforcer.c) against a
+/* The daemon's table of applied pods (plugin/daemon/podtable.c) against a
  * temp cgroup v2 tree: a grant written and remembered, recomputed when
  * kubelet's List changes, released when the pod is gone (not while a List
  * raced an apply), a recreated pod's earlier instance cleared, an init-only
@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "enforcer.h"
+#include "podtable.h"
 #include "fixture.h"
 #include "ioqos/fsutil.h"
 
@@ -25,7 +25,7 @@
 
 static char *g_root;
 static struct catalog *g_cat;
-static struct enforcer *g_f;
+static struct podtable *g_f;
 
 static double mono_now(void) {
   struct timespec ts;
@@ -71,7 +71,7 @@ static void setup(void) {
   d.enforceable = true;
   cr_assert(catalog_update(g_cat, &d, 1, NULL));
 
-  struct enforcer_opts o;
+  struct podtable_opts o;
   memset(&o, 0, sizeof o);
   o.layout.io_version = IOQ_CGV2;
   snprintf(o.layout.root, sizeof o.layout.root, "%s/cg", g_root);
@@ -82,12 +82,12 @@ static void setup(void) {
   o.sysfs_root = fx_path(g_root, "sys");
   ioq_unit_sizes_default(&o.sizes);
   o.catalog = g_cat;
-  g_f = enforcer_new(&o);
+  g_f = podtable_new(&o);
   cr_assert_not_null(g_f);
 }
 
 static void teardown(void) {
-  enforcer_free(g_f);
+  podtable_free(g_f);
   catalog_free(g_cat);
   fx_rmtree(g_root);
   free(g_root);
@@ -149,7 +149,7 @@ static char *io_max(const char *uid) {
 
 static uint64_t granted(const char *uid) {
   struct applied_pod *a;
-  size_t n = enforcer_snapshot(g_f, &a);
+  size_t n = podtable_snapshot(g_f, &a);
   uint64_t u = UINT64_MAX;
   for (size_t i = 0; i < n; i++)
     if (strcmp(a[i].uid, uid) == 0)
@@ -159,9 +159,9 @@ static uint64_t granted(const char *uid) {
 }
 
 static void apply_ok(const struct podres_pod *pr, const struct pod_info *pi, unsigned flags,
-                     struct enforce_result *res) {
+                     struct podtable_result *res) {
   ioq_err e;
-  cr_assert_eq(enforcer_apply(g_f, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, flags, res, &e), 0, "%s",
+  cr_assert_eq(podtable_apply(g_f, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, flags, res, &e), 0, "%s",
                e.msg);
   cr_assert_eq(res->fail, FAIL_NONE);
 }
@@ -169,8 +169,8 @@ static void apply_ok(const struct podres_pod *pr, const struct pod_info *pi, uns
 Test(podtable, apply_writes_and_remembers_the_grant) {
   struct podres_pod pr = listed_pod("db-0", 0, 4);
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
-  apply_ok(&pr, &pi, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&pr, &pi, PODTABLE_PRESTART, &res);
   cr_assert_not(res.known);
   cr_assert_gt(res.writes, 0);
   cr_assert_eq(res.grant.n, 1);
@@ -180,10 +180,10 @@ Test(podtable, apply_writes_and_remembers_the_grant) {
   cr_assert(strncmp(m, "8:16 ", 5) == 0, "io.max: %s", m);
   free(m);
   cr_assert_eq(granted(UID_A), 4);
-  struct enf_file *files;
-  cr_assert_gt(enforcer_pod_files(g_f, UID_A, &files), 0);
+  struct podtable_file *files;
+  cr_assert_gt(podtable_pod_files(g_f, UID_A, &files), 0);
   free(files);
-  cr_assert_eq(enforcer_pod_files(g_f, UID_B, &files), -1);
+  cr_assert_eq(podtable_pod_files(g_f, UID_B, &files), -1);
 
   /* the same grant again: known, nothing to write */
   apply_ok(&pr, &pi, 0, &res);
@@ -196,8 +196,8 @@ Test(podtable, apply_writes_and_remembers_the_grant) {
 Test(podtable, grant_recomputed_when_the_list_changes) {
   struct podres_pod pr = listed_pod("db-0", 0, 4);
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
-  apply_ok(&pr, &pi, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&pr, &pi, PODTABLE_PRESTART, &res);
   char *before = io_max(UID_A);
   pod_free(&pr);
   pr = listed_pod("db-0", 0, 8); /* a resize: kubelet now lists 8 units */
@@ -218,9 +218,9 @@ Test(podtable, unknown_disk_fails_with_reason_grant) {
   free(pr.ctrs[0].ids[0]);
   pr.ctrs[0].ids[0] = strdup("nvme9n1-bw-0");
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
+  struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(enforcer_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, ENF_PRESTART, &res, &e),
+  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
                -1);
   cr_assert_eq(res.fail, FAIL_GRANT);
   cr_assert_str_eq(fail_reason_name(res.fail), "grant");
@@ -231,9 +231,9 @@ Test(podtable, unknown_disk_fails_with_reason_grant) {
 Test(podtable, missing_cgroup_fails_with_reason_cgroup) {
   struct podres_pod pr = listed_pod("web-0", 0, 1);
   struct pod_info pi = info("web-0", "99999999-2222-3333-4444-555555555555", "Running");
-  struct enforce_result res;
+  struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(enforcer_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, ENF_PRESTART, &res, &e),
+  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
                -1);
   cr_assert_eq(res.fail, FAIL_CGROUP);
   cr_assert_str_eq(fail_reason_name(fail_reason_counted(res.fail)), "cgroup-not-found");
@@ -243,16 +243,16 @@ Test(podtable, missing_cgroup_fails_with_reason_cgroup) {
 Test(podtable, gone_pod_released_and_cleared) {
   struct podres_pod pr = listed_pod("db-0", 0, 4);
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
-  apply_ok(&pr, &pi, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&pr, &pi, PODTABLE_PRESTART, &res);
   /* a List asked for before the apply does not release it (a PreStart that
    * raced the List keeps its limits) */
   struct podres_list empty = {NULL, 0, mono_now() - 60};
-  cr_assert_eq(enforcer_release_gone(g_f, &empty, NULL), 0);
+  cr_assert_eq(podtable_release_gone(g_f, &empty, NULL), 0);
   cr_assert_eq(granted(UID_A), 4);
   /* a later List without it: released, its limits cleared */
   empty.asked_at = mono_now() + 1;
-  cr_assert_eq(enforcer_release_gone(g_f, &empty, NULL), 1);
+  cr_assert_eq(podtable_release_gone(g_f, &empty, NULL), 1);
   cr_assert_eq(granted(UID_A), UINT64_MAX);
   char *m = io_max(UID_A);
   cr_assert(strstr(m, "rbps=max") && strstr(m, "wbps=max"), "io.max after release: %s", m);
@@ -263,10 +263,10 @@ Test(podtable, gone_pod_released_and_cleared) {
 Test(podtable, listed_pod_kept) {
   struct podres_pod pr = listed_pod("db-0", 0, 4);
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
-  apply_ok(&pr, &pi, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&pr, &pi, PODTABLE_PRESTART, &res);
   struct podres_list l = {&pr, 1, mono_now() + 1};
-  cr_assert_eq(enforcer_release_gone(g_f, &l, NULL), 0);
+  cr_assert_eq(podtable_release_gone(g_f, &l, NULL), 0);
   cr_assert_eq(granted(UID_A), 4);
   pod_free(&pr);
 }
@@ -274,9 +274,9 @@ Test(podtable, listed_pod_kept) {
 Test(podtable, recreated_pod_replaces_its_earlier_instance) {
   struct podres_pod pr = listed_pod("db-0", 0, 4);
   struct pod_info a = info("db-0", UID_A, "Running"), b = info("db-0", UID_B, "Running");
-  struct enforce_result res;
-  apply_ok(&pr, &a, ENF_PRESTART, &res);
-  apply_ok(&pr, &b, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&pr, &a, PODTABLE_PRESTART, &res);
+  apply_ok(&pr, &b, PODTABLE_PRESTART, &res);
   cr_assert_eq(granted(UID_A), UINT64_MAX, "the earlier instance is forgotten");
   cr_assert_eq(granted(UID_B), 4);
   char *m = io_max(UID_A);
@@ -294,14 +294,14 @@ Test(podtable, init_only_pod_holds_its_init_container_grant) {
   pi.ctrs[0].units[IOQ_RES_BANDWIDTH] = 2;
   pi.n_ctrs = 2;
   char *ids[] = {"sdb-bw-10", "sdb-bw-11"};
-  struct enforce_result res;
+  struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(enforcer_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, ids, 2, ENF_PRESTART, &res, &e), 0,
+  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, ids, 2, PODTABLE_PRESTART, &res, &e), 0,
                "%s", e.msg);
   cr_assert_eq(granted(UID_A), 2);
-  cr_assert_eq(enforcer_init_held(g_f, "default", "job-0", UID_A, IOQ_RES_BANDWIDTH, ids, 2), 1);
-  cr_assert_eq(enforcer_init_held(g_f, "default", "job-0", UID_A, IOQ_RES_BANDWIDTH, ids, 1), 0);
-  cr_assert_eq(enforcer_init_held(g_f, "default", "job-0", NULL, -1, NULL, 0), 1);
+  cr_assert_eq(podtable_init_held(g_f, "default", "job-0", UID_A, IOQ_RES_BANDWIDTH, ids, 2), 1);
+  cr_assert_eq(podtable_init_held(g_f, "default", "job-0", UID_A, IOQ_RES_BANDWIDTH, ids, 1), 0);
+  cr_assert_eq(podtable_init_held(g_f, "default", "job-0", NULL, -1, NULL, 0), 1);
   /* a reconcile pass while Pending keeps the init units (kubelet never lists them) */
   apply_ok(&pr, &pi, 0, &res);
   cr_assert_eq(granted(UID_A), 2);
@@ -309,34 +309,34 @@ Test(podtable, init_only_pod_holds_its_init_container_grant) {
   snprintf(pi.phase, sizeof pi.phase, "Running");
   apply_ok(&pr, &pi, 0, &res);
   cr_assert_eq(granted(UID_A), UINT64_MAX);
-  cr_assert_eq(enforcer_init_held(g_f, "default", "job-0", NULL, -1, NULL, 0), -1);
+  cr_assert_eq(podtable_init_held(g_f, "default", "job-0", NULL, -1, NULL, 0), -1);
 }
 
 Test(podtable, list_view_held_and_allocated) {
-  cr_assert_not(enforcer_have_list(g_f));
+  cr_assert_not(podtable_have_list(g_f));
   struct podres_pod pods[2] = {listed_pod("db-0", 0, 4), listed_pod("db-1", 4, 3)};
   struct podres_list l = {pods, 2, mono_now()};
-  enforcer_note_list(g_f, &l);
-  cr_assert(enforcer_have_list(g_f));
+  podtable_note_list(g_f, &l);
+  cr_assert(podtable_have_list(g_f));
   uint64_t held[IOQ_RES_COUNT];
-  cr_assert(enforcer_pod_held(g_f, "default", "db-1", held));
+  cr_assert(podtable_pod_held(g_f, "default", "db-1", held));
   cr_assert_eq(held[IOQ_RES_BANDWIDTH], 3);
-  cr_assert_not(enforcer_pod_held(g_f, "default", "db-9", held));
+  cr_assert_not(podtable_pod_held(g_f, "default", "db-9", held));
   uint64_t alloc[IOQ_RES_COUNT];
-  enforcer_allocated(g_f, "sdb", alloc);
+  podtable_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 7);
   cr_assert_eq(alloc[IOQ_RES_IOPS], 0);
   /* an older List than the one noted is ignored */
   struct podres_list old = {pods, 1, l.asked_at - 10};
-  enforcer_note_list(g_f, &old);
-  enforcer_allocated(g_f, "sdb", alloc);
+  podtable_note_list(g_f, &old);
+  podtable_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 7);
   /* a pod with limits in place the List does not show still counts */
   struct pod_info pi = info("web-0", UID_B, "Running");
   struct podres_pod web = listed_pod("web-0", 20, 5);
-  struct enforce_result res;
-  apply_ok(&web, &pi, ENF_PRESTART, &res);
-  enforcer_allocated(g_f, "sdb", alloc);
+  struct podtable_result res;
+  apply_ok(&web, &pi, PODTABLE_PRESTART, &res);
+  podtable_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 12);
   pod_free(&web);
   pod_free(&pods[0]);
@@ -353,16 +353,16 @@ struct apply_arg {
 
 static void *apply_thread(void *p) {
   struct apply_arg *a = p;
-  struct enforce_result res;
+  struct podtable_result res;
   ioq_err e;
-  a->rc = enforcer_apply(g_f, &a->pr, &a->pi, IOQ_RES_BANDWIDTH, NULL, 0, ENF_PRESTART, &res, &e);
+  a->rc = podtable_apply(g_f, &a->pr, &a->pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e);
   a->done = 1;
   return NULL;
 }
 
 Test(podtable, write_lock_holder_blocks_apply_not_readers) {
   struct apply_arg a = {listed_pod("db-0", 0, 4), info("db-0", UID_A, "Running"), -2, 0};
-  enforcer_writes_lock(g_f);
+  podtable_writes_lock(g_f);
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, apply_thread, &a), 0);
   struct timespec ms50 = {0, 50 * 1000000L};
@@ -370,15 +370,15 @@ Test(podtable, write_lock_holder_blocks_apply_not_readers) {
   cr_assert_eq(a.done, 0, "apply ran while the write lock was held");
   /* readers of the table do not wait on the write lock */
   struct applied_pod *snap;
-  size_t n = enforcer_snapshot(g_f, &snap);
+  size_t n = podtable_snapshot(g_f, &snap);
   free(snap);
   cr_assert_eq(n, 0);
   uint64_t alloc[IOQ_RES_COUNT];
-  enforcer_allocated(g_f, "sdb", alloc);
+  podtable_allocated(g_f, "sdb", alloc);
   char *m = io_max(UID_A);
   cr_assert_str_eq(m, "", "nothing written while the write lock was held");
   free(m);
-  enforcer_writes_unlock(g_f);
+  podtable_writes_unlock(g_f);
   pthread_join(t, NULL);
   cr_assert_eq(a.rc, 0);
   cr_assert_eq(granted(UID_A), 4);
@@ -396,7 +396,7 @@ static void *reader_thread(void *p) {
   struct reader_arg *r = p;
   while (!r->stop) {
     struct applied_pod *snap;
-    size_t n = enforcer_snapshot(g_f, &snap);
+    size_t n = podtable_snapshot(g_f, &snap);
     for (size_t i = 0; i < n; i++) {
       r->seen++;
       uint64_t u = snap[i].grant.n ? snap[i].grant.disks[0].units[IOQ_RES_BANDWIDTH] : 0;
@@ -412,8 +412,8 @@ static void *reader_thread(void *p) {
 Test(podtable, readers_never_see_a_half_updated_entry) {
   struct podres_pod p2 = listed_pod("db-0", 0, 2), p6 = listed_pod("db-0", 0, 6);
   struct pod_info pi = info("db-0", UID_A, "Running");
-  struct enforce_result res;
-  apply_ok(&p2, &pi, ENF_PRESTART, &res);
+  struct podtable_result res;
+  apply_ok(&p2, &pi, PODTABLE_PRESTART, &res);
   struct reader_arg r = {0, 0, 0};
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, reader_thread, &r), 0);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "enforcer.h"
+#include "podtable.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "enforcer_internal.h"
+#include "podtable_internal.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 
-void enf_free_init(struct applied_pod *ap, int r) {
+void pt_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
     free(ap->init_ids[r][i]);
   free(ap->init_ids[r]);
@@ -24,7 +24,7 @@ void enf_free_init(struct applied_pod *ap, int r) {
 
 static void free_all_init(struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
-    enf_free_init(ap, r);
+    pt_free_init(ap, r);
     ap->init_guess[r] = false;
   }
 }
@@ -41,17 +41,17 @@ static double realtime_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The files one apply wrote or found in place (enf_file, enforcer.h). */
+/* The files one apply wrote or found in place (pt_file, podtable.h). */
 struct file_log {
-  struct enf_file f[ENF_FILES_MAX];
+  struct podtable_file f[PODTABLE_FILES_MAX];
   size_t n;
   double now; /* CLOCK_REALTIME */
 };
 
 static void log_steps(struct file_log *l, const char *disk, const struct ioq_apply_report *rep) {
-  for (size_t i = 0; l && i < rep->n && l->n < ENF_FILES_MAX; i++) {
+  for (size_t i = 0; l && i < rep->n && l->n < PODTABLE_FILES_MAX; i++) {
     const struct ioq_apply_step *st = &rep->steps[i];
-    struct enf_file *o = &l->f[l->n++];
+    struct podtable_file *o = &l->f[l->n++];
     memset(o, 0, sizeof *o);
     ioq_copy(o->disk, sizeof o->disk, disk);
     ioq_copy(o->file, sizeof o->file, st->file);
@@ -67,9 +67,9 @@ static void log_steps(struct file_log *l, const char *disk, const struct ioq_app
 
 /* The new records, each unchanged file keeping when it was last written
  * (malloc'd; NULL when there are none or out of memory). */
-static struct enf_file *merge_files(const struct file_log *l, const struct enf_file *old,
+static struct podtable_file *merge_files(const struct file_log *l, const struct podtable_file *old,
                                     size_t n_old) {
-  struct enf_file *out = l->n ? malloc(l->n * sizeof *out) : NULL;
+  struct podtable_file *out = l->n ? malloc(l->n * sizeof *out) : NULL;
   for (size_t i = 0; out && i < l->n; i++) {
     out[i] = l->f[i];
     if (out[i].written_at)
@@ -85,7 +85,7 @@ static struct enf_file *merge_files(const struct file_log *l, const struct enf_f
   return out;
 }
 
-bool enf_has_init(const struct applied_pod *ap) {
+bool pt_has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
       return true;
@@ -93,7 +93,7 @@ bool enf_has_init(const struct applied_pod *ap) {
 }
 
 /* known init units, or unknown ones that may be in place */
-bool enf_holds_init(const struct applied_pod *ap) { return enf_has_init(ap) || ap->init_unknown; }
+bool pt_holds_init(const struct applied_pod *ap) { return pt_has_init(ap) || ap->init_unknown; }
 
 /* a regular init container asking for units whose status does not say it
  * terminated */
@@ -119,8 +119,8 @@ static char **copy_ids(char *const *ids, size_t n) {
   return c;
 }
 
-struct enforcer *enforcer_new(const struct enforcer_opts *o) {
-  struct enforcer *f = calloc(1, sizeof *f);
+struct podtable *podtable_new(const struct podtable_opts *o) {
+  struct podtable *f = calloc(1, sizeof *f);
   if (!f)
     return NULL;
   f->o = *o;
@@ -138,7 +138,7 @@ struct enforcer *enforcer_new(const struct enforcer_opts *o) {
   return f;
 }
 
-void enforcer_free(struct enforcer *f) {
+void podtable_free(struct podtable *f) {
   if (!f)
     return;
   for (size_t i = 0; i < f->n; i++) {
@@ -157,7 +157,7 @@ void enforcer_free(struct enforcer *f) {
 /* Pods are keyed by UID: a pod recreated under the same namespace/name (a
  * StatefulSet's) is another pod and must not inherit the old one's init
  * container units. */
-struct applied_pod *enf_find_locked(struct enforcer *f, const char *uid) {
+struct applied_pod *pt_find_locked(struct podtable *f, const char *uid) {
   for (size_t i = 0; i < f->n; i++)
     if (strcmp(f->pods[i].uid, uid) == 0)
       return &f->pods[i];
@@ -234,14 +234,14 @@ static enum fail_reason classify(const ioq_err *e) {
 }
 
 /* Notes the files a write changed in res->changes (the drift report). */
-static void note_changes(struct enforce_result *res, const char *disk, struct ioq_devno dev,
+static void note_changes(struct podtable_result *res, const char *disk, struct ioq_devno dev,
                          const struct ioq_apply_report *rep) {
   for (size_t i = 0; i < rep->n; i++) {
     const struct ioq_apply_step *st = &rep->steps[i];
     if (!st->changed)
       continue;
     res->writes++;
-    if (res->n_changes == ENF_CHANGES_MAX)
+    if (res->n_changes == PODTABLE_CHANGES_MAX)
       continue;
     struct enforce_change *c = &res->changes[res->n_changes++];
     memset(c, 0, sizeof *c);
@@ -273,9 +273,9 @@ static void note_changes(struct enforce_result *res, const char *disk, struct io
  * when `split` is a valid one of the grant, else the full-grant split).
  * Stacked devices (dm, md) get the limit on the device itself and the
  * weights on their leaf disks, where the proportional schedulers work. */
-static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
+static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                       const struct cat_disk *cd, const struct ioq_io_limits *split,
-                      struct enforce_result *res, struct file_log *log, ioq_err *e) {
+                      struct podtable_result *res, struct file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
@@ -327,7 +327,7 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
   return 0;
 }
 
-static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_devno dev, ioq_err *e) {
+static int clear_disk(struct podtable *f, const struct ioq_cg *cg, struct ioq_devno dev, ioq_err *e) {
   struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
   return ioq_cg_clear_disk(cg, dev, &ao, NULL, e);
 }
@@ -336,13 +336,13 @@ static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_de
  * earlier PreStart left while the pod is still Pending (init containers only
  * run then). Returns copies (malloc'd array of malloc'd strings), so the
  * table lock is not held while computing the grant. */
-static char **init_units(struct enforcer *f, const struct pod_info *pi,
+static char **init_units(struct podtable *f, const struct pod_info *pi,
                          enum ioq_resource init_res, char *const *given, size_t n_given,
                          size_t *n_out) {
   *n_out = 0;
   bool pending = pi && strcmp(pi->phase, "Pending") == 0;
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = pi ? enf_find_locked(f, pi->uid) : NULL;
+  struct applied_pod *ap = pi ? pt_find_locked(f, pi->uid) : NULL;
   size_t n = n_given;
   for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
     if (!(given && r == (int)init_res))
@@ -366,7 +366,7 @@ static char **init_units(struct enforcer *f, const struct pod_info *pi,
   return all;
 }
 
-void enf_free_strs(char **s, size_t n) {
+void pt_free_strs(char **s, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(s[i]);
   free(s);
@@ -385,7 +385,7 @@ static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *
 
 /* Clears the limits a remembered pod has in its cgroup; a cgroup that is
  * gone already has none. */
-static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const char *why) {
+static void clear_pod(struct podtable *f, const struct applied_pod *ap, const char *why) {
   struct ioq_cg cg;
   ioq_err e;
   if (!ioq_is_dir(ap->cgroup)) {
@@ -410,7 +410,7 @@ static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const ch
 
 /* Clears the limits of pods taken out of the table (`lock` not held: the
  * kernel writes never hold up readers of the table) and frees them. */
-static void clear_taken(struct enforcer *f, struct applied_pod *taken, size_t n, const char *why) {
+static void clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why) {
   for (size_t i = 0; i < n; i++) {
     clear_pod(f, &taken[i], why);
     free_all_init(&taken[i]);
@@ -421,16 +421,16 @@ static void clear_taken(struct enforcer *f, struct applied_pod *taken, size_t n,
 
 /* Moves entry i out of the table into *out (its init units and files go
  * with it); with `lock` held. */
-static void take_locked(struct enforcer *f, size_t i, struct applied_pod *out) {
+static void take_locked(struct podtable *f, size_t i, struct applied_pod *out) {
   *out = f->pods[i];
-  f->state_dirty |= enf_holds_init(out);
+  f->state_dirty |= pt_holds_init(out);
   f->pods[i] = f->pods[--f->n];
 }
 
 /* Names are unique among live pods: a grant applied under this name for
  * another UID belonged to an earlier instance (a StatefulSet pod deleted and
  * recreated), which is gone. Called with apply_lock held. */
-static void forget_earlier_instances(struct enforcer *f, const char *ns, const char *name,
+static void forget_earlier_instances(struct podtable *f, const char *ns, const char *name,
                                      const char *uid) {
   pthread_mutex_lock(&f->lock);
   size_t n_taken = 0;
@@ -455,7 +455,7 @@ static void forget_earlier_instances(struct enforcer *f, const char *ns, const c
 
 /* Clears every managed disk but the grant's in the pod cgroup: what a
  * grant the plugin lost track of held. */
-static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
+static void clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
                               const struct ioq_pod_grant *g, const struct podres_pod *pr) {
   struct cat_disk *cds;
   size_t n = catalog_snapshot(f->o.catalog, &cds);
@@ -475,36 +475,36 @@ static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
   free(cds);
 }
 
-static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        unsigned flags, struct enforce_result *res, ioq_err *e);
+                        unsigned flags, struct podtable_result *res, ioq_err *e);
 
-int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+int podtable_apply(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   unsigned flags, struct enforce_result *res, ioq_err *e) {
+                   unsigned flags, struct podtable_result *res, ioq_err *e) {
   pthread_mutex_lock(&f->apply_lock);
   /* a guess adds to the pod's earlier guess on other disks */
   size_t n_merged = 0;
-  char **merged = init_ids && (flags & ENF_GUESS)
-                      ? enf_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
+  char **merged = init_ids && (flags & PODTABLE_GUESS)
+                      ? pt_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
                       : NULL;
   int rc = merged ? apply_locked(f, pr, pi, init_res, merged, n_merged, flags, res, e)
                   : apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, flags, res, e);
-  enf_free_strs(merged, n_merged);
-  enf_save_state(f); /* before PreStart answers */
+  pt_free_strs(merged, n_merged);
+  pt_save_state(f); /* before PreStart answers */
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
 }
 
-static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        unsigned flags, struct enforce_result *res, ioq_err *e) {
-  bool prestart = flags & ENF_PRESTART;
+                        unsigned flags, struct podtable_result *res, ioq_err *e) {
+  bool prestart = flags & PODTABLE_PRESTART;
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
-  enf_free_strs(init, n_init);
+  pt_free_strs(init, n_init);
   if (grc < 0) {
     res->fail = FAIL_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -574,14 +574,14 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
    * change meanwhile, and readers of the table (metrics, allocated units,
    * the pool of pods without a grant) do not wait on the kernel. */
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = enf_find_locked(f, pi->uid), before;
+  struct applied_pod *ap = pt_find_locked(f, pi->uid), before;
   if (ap)
     before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
   bool state_lost = f->state_lost;
   pthread_mutex_unlock(&f->lock);
-  bool had_init = ap && enf_holds_init(&before);
+  bool had_init = ap && pt_holds_init(&before);
   bool was_unknown =
-      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !enf_is_settled(f, pi->uid);
+      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !pt_is_settled(f, pi->uid);
   /* a reconcile pass leaves an unknown Pending pod as it is while one of
    * its init containers asking for units may run (its status does not say
    * it terminated): it may hold more than this grant. A PreStart knows: no
@@ -616,7 +616,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   if (was_unknown && !hold) { /* whatever the lost grant held goes */
     clear_other_disks(f, &cg, &res->grant, pr);
-    enf_settle(f, pi->uid);
+    pt_settle(f, pi->uid);
   }
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
@@ -634,7 +634,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);
-  ap = enf_find_locked(f, pi->uid);
+  ap = pt_find_locked(f, pi->uid);
   if (!ap) {
     if (f->n == f->cap) {
       size_t nc = f->cap ? f->cap * 2 : 32;
@@ -654,7 +654,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   char **keep_ids[IOQ_RES_COUNT];
   size_t keep_n[IOQ_RES_COUNT];
   bool keep_guess[IOQ_RES_COUNT];
-  struct enf_file *old_files = ap->files;
+  struct podtable_file *old_files = ap->files;
   size_t n_old_files = ap->n_files;
   memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
   memcpy(keep_n, ap->n_init, sizeof keep_n);
@@ -672,10 +672,10 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
     free(old_files);
   }
   if (init_ids && n_init_ids) {
-    enf_free_init(ap, init_res);
+    pt_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
       ap->n_init[init_res] = n_init_ids;
-    ap->init_guess[init_res] = flags & ENF_GUESS;
+    ap->init_guess[init_res] = flags & PODTABLE_GUESS;
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
@@ -696,7 +696,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
-  bool has_init_now = enf_holds_init(ap);
+  bool has_init_now = pt_holds_init(ap);
   if ((init_ids && n_init_ids) || had_init != has_init_now ||
       (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
     f->state_dirty = true;
@@ -739,15 +739,15 @@ struct missing_pod {
  * what it holds. */
 static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || enf_holds_init(ap));
+  return pr && (pr->n_ctrs || pt_holds_init(ap));
 }
 
 /* The remembered pods applied before the List, with what the cgroup tree
  * and the pod cache say of them: the List names pods by namespace/name only,
  * so a listed name may be a new instance of a recreated pod. Gathered
- * without the enforcer's locks held, since the pod cache calls into the
- * enforcer with its own lock held. */
-static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
+ * without the pod table's locks held, since the pod cache calls into the
+ * pod table with its own lock held. */
+static size_t gather_missing(struct podtable *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = 0;
@@ -788,7 +788,7 @@ static const struct missing_pod *find_missing(const struct missing_pod *m, size_
   return NULL;
 }
 
-size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
+size_t podtable_release_gone(struct podtable *f, const struct podres_list *listed,
                              struct podcache *pc) {
   struct missing_pod *miss;
   size_t n_miss = gather_missing(f, listed, pc, &miss);
@@ -831,21 +831,21 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
         ap->missing_since = listed->asked_at;
         ioq_warn("pod not in kubelet's pod resources List but %s per the API server, keeping its "
                  "limits for up to %.0f s (kubelet restarting?) pod=%s/%s uid=%s",
-                 mp->phase, ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+                 mp->phase, PODTABLE_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
       }
-      if (listed->asked_at - ap->missing_since < ENFORCER_MISSING_GRACE_S) {
+      if (listed->asked_at - ap->missing_since < PODTABLE_MISSING_GRACE_S) {
         i++;
         continue;
       }
       ioq_warn("pod still not in kubelet's pod resources List after %.0f s, releasing it pod=%s/%s "
                "uid=%s",
-               ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+               PODTABLE_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
     take_locked(f, i, &taken[released++]);
   }
   pthread_mutex_unlock(&f->lock);
   clear_taken(f, taken, released, "pod gone");
-  enf_save_state(f);
+  pt_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);
   return released;
@@ -855,7 +855,7 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
+void podtable_note_list(struct podtable *f, const struct podres_list *l) {
   struct listed_pod *lp = calloc(l->n ? l->n : 1, sizeof *lp);
   size_t total = 0;
   for (size_t i = 0; i < l->n; i++)
@@ -923,7 +923,7 @@ oom:
   free(al);
 }
 
-size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
+size_t podtable_listed_uids(struct podtable *f, struct podcache *pc,
                             char (**out)[IOQ_POD_UID_STR_MAX + 1]) {
   *out = NULL;
   pthread_mutex_lock(&f->lock);
@@ -950,7 +950,7 @@ size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
 }
 
 /* The pod in the last List's pods holding units (NULL if not there). */
-static const struct listed_pod *find_listed_locked(struct enforcer *f, const char *ns,
+static const struct listed_pod *find_listed_locked(struct podtable *f, const char *ns,
                                                    const char *name) {
   for (size_t i = 0; i < f->n_listed; i++)
     if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0)
@@ -958,7 +958,7 @@ static const struct listed_pod *find_listed_locked(struct enforcer *f, const cha
   return NULL;
 }
 
-bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
+bool podtable_pod_held(struct podtable *f, const char *ns, const char *name,
                        uint64_t held[IOQ_RES_COUNT]) {
   pthread_mutex_lock(&f->lock);
   const struct listed_pod *lp = find_listed_locked(f, ns, name);
@@ -971,7 +971,7 @@ bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
   return found;
 }
 
-void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
+void podtable_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     out[r] = 0;
   pthread_mutex_lock(&f->lock);
@@ -992,7 +992,7 @@ void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_R
   pthread_mutex_unlock(&f->lock);
 }
 
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+int podtable_init_held(struct podtable *f, const char *ns, const char *name, const char *uid,
                        int r, char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
   const struct applied_pod *ap = NULL;
@@ -1002,7 +1002,7 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
       ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
-    rc = enf_holds_init(ap) ? 1 : -1;
+    rc = pt_holds_init(ap) ? 1 : -1;
   } else if (ap && ap->n_init[r] && ap->init_guess[r]) {
     rc = 2;
   } else if (ap && ap->n_init[r]) {
@@ -1024,21 +1024,21 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
   return rc;
 }
 
-bool enforcer_have_list(struct enforcer *f) {
+bool podtable_have_list(struct podtable *f) {
   pthread_mutex_lock(&f->lock);
   bool h = f->have_list;
   pthread_mutex_unlock(&f->lock);
   return h;
 }
 
-void enforcer_writes_lock(struct enforcer *f) { pthread_mutex_lock(&f->apply_lock); }
-void enforcer_writes_unlock(struct enforcer *f) { pthread_mutex_unlock(&f->apply_lock); }
+void podtable_writes_lock(struct podtable *f) { pthread_mutex_lock(&f->apply_lock); }
+void podtable_writes_unlock(struct podtable *f) { pthread_mutex_unlock(&f->apply_lock); }
 
 /* the pod's grant disk `disk` and its full-grant split; with `lock` held */
-static const struct applied_pod *split_find_locked(struct enforcer *f, const char *uid,
+static const struct applied_pod *split_find_locked(struct podtable *f, const char *uid,
                                                    const char *disk, size_t *d,
                                                    struct ioq_io_limits *grant) {
-  const struct applied_pod *ap = enf_find_locked(f, uid);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
   for (size_t i = 0; ap && !ap->init_unknown && i < ap->grant.n; i++)
     if (strcmp(ap->grant.disks[i].disk, disk) == 0 &&
         ioq_grant_limits(&ap->grant.disks[i], &f->o.sizes, grant, NULL) == 0) {
@@ -1048,7 +1048,7 @@ static const struct applied_pod *split_find_locked(struct enforcer *f, const cha
   return NULL;
 }
 
-bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
+bool podtable_get_split(struct podtable *f, const char *uid, const char *disk,
                         struct ioq_io_limits *grant, struct ioq_io_limits *cur) {
   pthread_mutex_lock(&f->lock);
   size_t d = 0;
@@ -1059,7 +1059,7 @@ bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
   return ap != NULL;
 }
 
-int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
+int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
                        const struct ioq_io_limits *grant, const struct ioq_io_limits *split,
                        ioq_err *e) {
   if (!ioq_dirsplit_valid(grant, split))
@@ -1087,7 +1087,7 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
       rc = -1;
     } else {
       pthread_mutex_lock(&f->lock);
-      struct applied_pod *w = enf_find_locked(f, uid);
+      struct applied_pod *w = pt_find_locked(f, uid);
       if (w) {
         w->split[d] = *split;
         w->has_split[d] = true;
@@ -1110,7 +1110,7 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
   return rc;
 }
 
-size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
+size_t podtable_snapshot(struct podtable *f, struct applied_pod **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = f->n;
   *out = malloc((n ? n : 1) * sizeof **out);
@@ -1133,10 +1133,10 @@ size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
   return n;
 }
 
-int enforcer_pod_files(struct enforcer *f, const char *uid, struct enf_file **out) {
+int podtable_pod_files(struct podtable *f, const char *uid, struct podtable_file **out) {
   *out = NULL;
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = enf_find_locked(f, uid);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
   int n = ap ? (int)ap->n_files : -1;
   if (n > 0 && (*out = malloc((size_t)n * sizeof **out)))
     memcpy(*out, ap->files, (size_t)n * sizeof **out);

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The enforcer's internals, shared by enforcer.c (applying and releasing
- * grants, the List view) and enforcer_init.c (regular init container
+/* The pod table's internals, shared by podtable.c (applying and releasing
+ * grants, the List view) and initbook.c (regular init container
  * grants: the state file, guesses of ambiguous starts, unknown pods). Not
- * for other files: enforcer.h is the interface. */
-#ifndef IOQOS_PLUGIN_ENFORCER_INTERNAL_H
-#define IOQOS_PLUGIN_ENFORCER_INTERNAL_H
+ * for other files: podtable.h is the interface. */
+#ifndef IOQOS_PLUGIN_PODTABLE_INTERNAL_H
+#define IOQOS_PLUGIN_PODTABLE_INTERNAL_H
 
 #include <pthread.h>
 
-#include "enforcer.h"
+#include "podtable.h"
 
 struct listed_pod {
   char ns[PODRES_NAME_MAX + 1];
@@ -21,8 +21,8 @@ struct alloc_entry {
   uint64_t units[IOQ_RES_COUNT];
 };
 
-struct enforcer {
-  struct enforcer_opts o;
+struct podtable {
+  struct podtable_opts o;
   char kubelet_cgroup_root[PATH_MAX];
   char sysfs_root[PATH_MAX];
   char state_file[PATH_MAX];
@@ -31,7 +31,7 @@ struct enforcer {
    * not write it after. Taken before `lock`. */
   pthread_mutex_t apply_lock;
   /* the tables below; held only to copy in and out, never across a kernel
-   * write (enforcer.h, "Locks") */
+   * write (podtable.h, "Locks") */
   pthread_mutex_t lock;
   struct applied_pod *pods;
   size_t n, cap;
@@ -52,23 +52,23 @@ struct enforcer {
   size_t n_settled, cap_settled;
 };
 
-/* table helpers (enforcer.c); _locked: with `lock` held */
-struct applied_pod *enf_find_locked(struct enforcer *f, const char *uid);
-void enf_free_init(struct applied_pod *ap, int r);
-void enf_free_strs(char **s, size_t n);
-bool enf_has_init(const struct applied_pod *ap);
+/* table helpers (podtable.c); _locked: with `lock` held */
+struct applied_pod *pt_find_locked(struct podtable *f, const char *uid);
+void pt_free_init(struct applied_pod *ap, int r);
+void pt_free_strs(char **s, size_t n);
+bool pt_has_init(const struct applied_pod *ap);
 /* known init units, or unknown ones that may be in place */
-bool enf_holds_init(const struct applied_pod *ap);
+bool pt_holds_init(const struct applied_pod *ap);
 
-/* enforcer_init.c, with apply_lock held */
+/* initbook.c, with apply_lock held */
 /* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`
  * has none of (malloc'd copies), or NULL when there is nothing to add. */
-char **enf_merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r, char *const *ids,
+char **pt_merge_guess(struct podtable *f, const char *uid, enum ioq_resource r, char *const *ids,
                        size_t n, size_t *n_out);
-bool enf_is_settled(struct enforcer *f, const char *uid);
-void enf_settle(struct enforcer *f, const char *uid);
+bool pt_is_settled(struct podtable *f, const char *uid);
+void pt_settle(struct podtable *f, const char *uid);
 /* Writes the init container grants to the state file if they changed since
  * the last save; a failed save is retried on the next change or pass. */
-void enf_save_state(struct enforcer *f);
+void pt_save_state(struct podtable *f);
 
 #endif
