@@ -9,6 +9,7 @@
 
 #include "catalog.h"
 #include "diskstate.h"
+#include "listview.h"
 #include "podtable.h"
 #include "events.h"
 #include "ioqos/fsutil.h"
@@ -35,7 +36,7 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     d->caps = cd[i].disk.caps;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->capacity[r] = cd[i].units[r];
-    podtable_allocated(p->table, d->name, d->allocated);
+    listview_allocated(p->table, d->name, d->allocated);
     /* the pool the ungranted pass uses: bounds apply while units are held */
     if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
       ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, d->allocated,

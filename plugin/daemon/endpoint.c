@@ -16,6 +16,7 @@
 #include "deviceplugin/v1beta1/api.pb-c.h"
 #include "diskstate.h"
 #include "endpoint.h"
+#include "listview.h"
 #include "podtable.h"
 #include "explain.h"
 #include "grpcs.h"
@@ -80,7 +81,7 @@ static void s_final(void *ud, struct grpcs_reply *out) {
  * may hold its bandwidth units while it asks for IOPS). */
 static bool skip_satisfied(void *ud, const struct pod_info *pi, enum ioq_resource r) {
   uint64_t held[IOQ_RES_COUNT];
-  if (!podtable_pod_held(ud, pi->ns, pi->name, held))
+  if (!listview_pod_held(ud, pi->ns, pi->name, held))
     return false;
   uint64_t need = pi->need_ok ? pi->need.units[r] : 0;
   return need ? held[r] >= need : held[r] > 0;
@@ -152,7 +153,7 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
   ioq_err le;
   if (podres_list(ep->p->opts.pod_resources_socket, PREFER_LIST_TIMEOUT_MS, &list, &le) == 0) {
     podcache_drop_terminal(ep->p->pods, &list);
-    podtable_note_list(ep->p->table, &list);
+    listview_note(ep->p->table, &list);
     podres_list_free(&list);
   } else {
     ioq_debug("preferred allocation without a fresh pod resources List error=\"%s\"", le.msg);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "listview.h"
 #include "podtable.h"
 #include "grpcs.h"
 #include "httpd.h"
@@ -95,7 +96,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
       uint64_t al[IOQ_RES_COUNT];
-      podtable_allocated(p->table, cd[i].disk.dev.name, al);
+      listview_allocated(p->table, cd[i].disk.dev.name, al);
       open_disk(f, name, p, &cd[i]);
       val(f, al[r] * p->cfg.units.size[r]);
     }

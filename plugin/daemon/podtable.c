@@ -8,7 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "filelog.h"
+#include "podgrant.h"
 #include "podtable_internal.h"
+#include "listview.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
@@ -33,56 +36,6 @@ static void free_files(struct applied_pod *ap) {
   free(ap->files);
   ap->files = NULL;
   ap->n_files = 0;
-}
-
-static double realtime_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The files one apply wrote or found in place (pt_file, podtable.h). */
-struct file_log {
-  struct podtable_file f[PODTABLE_FILES_MAX];
-  size_t n;
-  double now; /* CLOCK_REALTIME */
-};
-
-static void log_steps(struct file_log *l, const char *disk, const struct ioq_apply_report *rep) {
-  for (size_t i = 0; l && i < rep->n && l->n < PODTABLE_FILES_MAX; i++) {
-    const struct ioq_apply_step *st = &rep->steps[i];
-    struct podtable_file *o = &l->f[l->n++];
-    memset(o, 0, sizeof *o);
-    ioq_copy(o->disk, sizeof o->disk, disk);
-    ioq_copy(o->file, sizeof o->file, st->file);
-    if (st->changed) {
-      ioq_copy(o->written, sizeof o->written, st->written);
-      o->written_at = l->now;
-    }
-    ioq_copy(o->readback, sizeof o->readback, st->readback);
-    ioq_copy(o->note, sizeof o->note, st->note);
-    o->verified_at = l->now;
-  }
-}
-
-/* The new records, each unchanged file keeping when it was last written
- * (malloc'd; NULL when there are none or out of memory). */
-static struct podtable_file *merge_files(const struct file_log *l, const struct podtable_file *old,
-                                    size_t n_old) {
-  struct podtable_file *out = l->n ? malloc(l->n * sizeof *out) : NULL;
-  for (size_t i = 0; out && i < l->n; i++) {
-    out[i] = l->f[i];
-    if (out[i].written_at)
-      continue;
-    for (size_t k = 0; k < n_old; k++)
-      if (strcmp(old[k].file, out[i].file) == 0 && strcmp(old[k].disk, out[i].disk) == 0 &&
-          old[k].written_at) {
-        ioq_copy(out[i].written, sizeof out[i].written, old[k].written);
-        out[i].written_at = old[k].written_at;
-        break;
-      }
-  }
-  return out;
 }
 
 bool pt_has_init(const struct applied_pod *ap) {
@@ -164,67 +117,6 @@ struct applied_pod *pt_find_locked(struct podtable *f, const char *uid) {
   return NULL;
 }
 
-/* Containers of the List entry in pod spec order, with their kinds (unknown
- * names, e.g. the API object is older than kubelet's view, count as apps). */
-struct ctr_order {
-  struct ioq_ctr_units u;
-  size_t spec_index;
-};
-
-static int by_spec_index(const void *a, const void *b) {
-  const struct ctr_order *x = a, *y = b;
-  return x->spec_index < y->spec_index ? -1 : x->spec_index > y->spec_index;
-}
-
-static int compute_grant(const struct podres_pod *pr, const struct pod_info *pi,
-                         char *const *init_ids, size_t n_init, struct ioq_pod_grant *g,
-                         ioq_err *e) {
-  size_t n = pr->n_ctrs + (n_init ? 1 : 0);
-  struct ctr_order *co = calloc(n ? n : 1, sizeof *co);
-  if (!co)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  if (n_init) {
-    /* Its place among the init containers is unknown: after every sidecar
-     * (each running sidecar adds to an init container's need, so this is the
-     * larger grant), before the app containers. Spec indexes are doubled to
-     * leave room for it. */
-    size_t n_spec_init = 0;
-    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
-      n_spec_init += pi->ctrs[k].kind != IOQ_CTR_APP;
-    co[pr->n_ctrs].u.name = "(init container)";
-    co[pr->n_ctrs].u.kind = IOQ_CTR_INIT;
-    co[pr->n_ctrs].u.ids = (const char *const *)init_ids;
-    co[pr->n_ctrs].u.n_ids = n_init;
-    co[pr->n_ctrs].spec_index = 2 * n_spec_init + 1;
-  }
-  for (size_t i = 0; i < pr->n_ctrs; i++) {
-    co[i].u.name = pr->ctrs[i].name;
-    co[i].u.kind = IOQ_CTR_APP;
-    co[i].u.ids = (const char *const *)pr->ctrs[i].ids;
-    co[i].u.n_ids = pr->ctrs[i].n_ids;
-    co[i].spec_index = 2 * (POD_CTRS_MAX + i);
-    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
-      if (strcmp(pi->ctrs[k].name, pr->ctrs[i].name) == 0) {
-        co[i].u.kind = pi->ctrs[k].kind;
-        co[i].spec_index = 2 * k;
-        break;
-      }
-  }
-  qsort(co, n, sizeof *co, by_spec_index);
-  struct ioq_ctr_units *u = calloc(n ? n : 1, sizeof *u);
-  int rc = -1;
-  if (!u) {
-    ioq_fail(e, ENOMEM, "out of memory");
-  } else {
-    for (size_t i = 0; i < n; i++)
-      u[i] = co[i].u;
-    rc = ioq_grant_compute(u, n, g, e);
-  }
-  free(u);
-  free(co);
-  return rc;
-}
-
 static enum fail_reason classify(const ioq_err *e) {
   switch (e->code) {
   case IOQ_EMISMATCH: return FAIL_VERIFY;
@@ -275,7 +167,7 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
  * weights on their leaf disks, where the proportional schedulers work. */
 static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                       const struct cat_disk *cd, const struct ioq_io_limits *split,
-                      struct podtable_result *res, struct file_log *log, ioq_err *e) {
+                      struct podtable_result *res, struct pt_file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
@@ -305,13 +197,13 @@ static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
       return -1;
     note_changes(res, dg->disk, s.dev, &rep);
-    log_steps(log, dg->disk, &rep);
+    pt_log_steps(log, dg->disk, &rep);
     return 0;
   }
   if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
     return -1;
   note_changes(res, dg->disk, s.dev, &rep);
-  log_steps(log, dg->disk, &rep);
+  pt_log_steps(log, dg->disk, &rep);
   for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
     /* weights only: the leaf may be a managed disk of its own, whose
      * limits for this pod must stay as they are */
@@ -322,7 +214,7 @@ static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
       return -1;
     note_changes(res, dg->disk, ls.dev, &rep);
-    log_steps(log, dg->disk, &rep);
+    pt_log_steps(log, dg->disk, &rep);
   }
   return 0;
 }
@@ -370,17 +262,6 @@ void pt_free_strs(char **s, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(s[i]);
   free(s);
-}
-
-static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *b) {
-  if (a->n != b->n)
-    return false;
-  for (size_t i = 0; i < a->n; i++) {
-    const struct ioq_disk_grant *o = ioq_grant_find(b, a->disks[i].disk);
-    if (!o || memcmp(o->units, a->disks[i].units, sizeof o->units) != 0)
-      return false;
-  }
-  return true;
 }
 
 /* Clears the limits a remembered pod has in its cgroup; a cgroup that is
@@ -503,7 +384,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   memset(res, 0, sizeof *res);
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
-  int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
+  int grc = podgrant_compute(pr, pi, init, n_init, &res->grant, e);
   pt_free_strs(init, n_init);
   if (grc < 0) {
     res->fail = FAIL_GRANT;
@@ -513,7 +394,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   struct cat_disk *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof *cds);
   if (!cds)
     return ioq_fail(e, ENOMEM, "out of memory");
-  struct file_log *log = NULL;
+  struct pt_file_log *log = NULL;
   int rc = -1;
   for (size_t i = 0; i < res->grant.n; i++)
     if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
@@ -605,7 +486,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
   log = calloc(1, sizeof *log);
   if (log)
-    log->now = realtime_now();
+    log->now = pt_realtime_now();
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
     if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL, res,
                    log, e) < 0) {
@@ -620,7 +501,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   }
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
-  res->grant_changed = res->known && !grant_eq(&before.grant, &res->grant);
+  res->grant_changed = res->known && !podgrant_eq(&before.grant, &res->grant);
   if (res->known && !hold) {
     for (size_t i = 0; i < before.grant.n; i++) {
       if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
@@ -667,7 +548,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ap->files = old_files;
     ap->n_files = n_old_files;
   } else {
-    ap->files = merge_files(log, old_files, n_old_files);
+    ap->files = pt_merge_files(log, old_files, n_old_files);
     ap->n_files = ap->files ? log->n : 0;
     free(old_files);
   }
@@ -851,147 +732,6 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
   return released;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-void podtable_note_list(struct podtable *f, const struct podres_list *l) {
-  struct listed_pod *lp = calloc(l->n ? l->n : 1, sizeof *lp);
-  size_t total = 0;
-  for (size_t i = 0; i < l->n; i++)
-    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
-      total += l->pods[i].ctrs[k].n_ids;
-  const char **ids = calloc(total ? total : 1, sizeof *ids);
-  struct alloc_entry *al = NULL;
-  size_t n_al = 0;
-  if (!lp || !ids)
-    goto oom;
-  size_t m = 0, n_lp = 0;
-  for (size_t i = 0; i < l->n; i++) {
-    if (!l->pods[i].n_ctrs) /* listed, but holding no ioqos units */
-      continue;
-    struct listed_pod *o = &lp[n_lp++];
-    ioq_copy(o->ns, sizeof o->ns, l->pods[i].ns);
-    ioq_copy(o->name, sizeof o->name, l->pods[i].name);
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      o->held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
-    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
-      for (size_t j = 0; j < l->pods[i].ctrs[k].n_ids; j++)
-        ids[m++] = l->pods[i].ctrs[k].ids[j];
-  }
-  /* an ID handed from an init container to an app container counts once */
-  qsort(ids, m, sizeof *ids, cmp_str);
-  al = calloc(m ? m : 1, sizeof *al);
-  if (!al)
-    goto oom;
-  for (size_t i = 0; i < m; i++) {
-    if (i > 0 && strcmp(ids[i], ids[i - 1]) == 0)
-      continue;
-    struct ioq_unit_id u;
-    if (ioq_unit_id_parse(ids[i], &u, NULL) < 0)
-      continue;
-    size_t d = 0;
-    while (d < n_al && strcmp(al[d].disk, u.disk) != 0)
-      d++;
-    if (d == n_al)
-      ioq_copy(al[n_al++].disk, sizeof al[0].disk, u.disk);
-    al[d].units[u.res]++;
-  }
-  free(ids);
-  pthread_mutex_lock(&f->lock);
-  if (f->have_list && l->asked_at < f->listed_at) {
-    pthread_mutex_unlock(&f->lock);
-    ioq_debug("pod resources List ignored: a later one is already noted");
-    free(lp);
-    free(al);
-    return;
-  }
-  f->listed_at = l->asked_at;
-  free(f->listed);
-  free(f->alloc);
-  f->listed = lp;
-  f->n_listed = n_lp;
-  f->alloc = al;
-  f->n_alloc = n_al;
-  f->have_list = true;
-  pthread_mutex_unlock(&f->lock);
-  return;
-oom:
-  ioq_error("noting the pod resources list failed reason=out-of-memory");
-  free(lp);
-  free(ids);
-  free(al);
-}
-
-size_t podtable_listed_uids(struct podtable *f, struct podcache *pc,
-                            char (**out)[IOQ_POD_UID_STR_MAX + 1]) {
-  *out = NULL;
-  pthread_mutex_lock(&f->lock);
-  size_t n = f->n_listed;
-  struct listed_pod *copy = malloc((n ? n : 1) * sizeof *copy);
-  if (copy && n)
-    memcpy(copy, f->listed, n * sizeof *copy);
-  pthread_mutex_unlock(&f->lock);
-  char (*uids)[IOQ_POD_UID_STR_MAX + 1] = calloc(n ? n : 1, sizeof *uids);
-  if (!copy || !uids) {
-    free(copy);
-    free(uids);
-    return 0;
-  }
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct pod_info pi;
-    if (podcache_peek(pc, copy[i].ns, copy[i].name, &pi) && pi.uid[0])
-      ioq_copy(uids[m++], sizeof uids[0], pi.uid);
-  }
-  free(copy);
-  *out = uids;
-  return m;
-}
-
-/* The pod in the last List's pods holding units (NULL if not there). */
-static const struct listed_pod *find_listed_locked(struct podtable *f, const char *ns,
-                                                   const char *name) {
-  for (size_t i = 0; i < f->n_listed; i++)
-    if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0)
-      return &f->listed[i];
-  return NULL;
-}
-
-bool podtable_pod_held(struct podtable *f, const char *ns, const char *name,
-                       uint64_t held[IOQ_RES_COUNT]) {
-  pthread_mutex_lock(&f->lock);
-  const struct listed_pod *lp = find_listed_locked(f, ns, name);
-  bool found = lp != NULL;
-  if (found)
-    memcpy(held, lp->held, sizeof lp->held);
-  pthread_mutex_unlock(&f->lock);
-  if (!found)
-    memset(held, 0, IOQ_RES_COUNT * sizeof *held);
-  return found;
-}
-
-void podtable_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    out[r] = 0;
-  pthread_mutex_lock(&f->lock);
-  for (size_t i = 0; i < f->n_alloc; i++)
-    if (strcmp(f->alloc[i].disk, disk) == 0)
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        out[r] = f->alloc[i].units[r];
-  /* pods with limits in place that the List does not show holding units (a
-   * restarting kubelet's, one whose PreStart raced the List, a regular init
-   * container's) still hold theirs */
-  for (size_t i = 0; i < f->n; i++) {
-    const struct ioq_disk_grant *g = ioq_grant_find(&f->pods[i].grant, disk);
-    if (!g || find_listed_locked(f, f->pods[i].ns, f->pods[i].name))
-      continue;
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      out[r] += g->units[r];
-  }
-  pthread_mutex_unlock(&f->lock);
-}
-
 int podtable_init_held(struct podtable *f, const char *ns, const char *name, const char *uid,
                        int r, char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
@@ -1022,13 +762,6 @@ int podtable_init_held(struct podtable *f, const char *ns, const char *name, con
   }
   pthread_mutex_unlock(&f->lock);
   return rc;
-}
-
-bool podtable_have_list(struct podtable *f) {
-  pthread_mutex_lock(&f->lock);
-  bool h = f->have_list;
-  pthread_mutex_unlock(&f->lock);
-  return h;
 }
 
 void podtable_writes_lock(struct podtable *f) { pthread_mutex_lock(&f->apply_lock); }
@@ -1092,7 +825,7 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
         w->split[d] = *split;
         w->has_split[d] = true;
         /* what `ioqosctl explain` shows for the files: the split written */
-        double now = realtime_now();
+        double now = pt_realtime_now();
         for (size_t i = 0; i < rep.n; i++)
           for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
             if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&

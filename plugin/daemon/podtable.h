@@ -206,26 +206,6 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
 int podtable_init_held(struct podtable *f, const char *ns, const char *name, const char *uid,
                        int r, char *const *ids, size_t n);
 
-/* Remembers the List result: pods holding units, units allocated per disk.
- * A List asked for before the one already noted is ignored (the reconcile
- * loop and GetPreferredAllocation list concurrently). */
-void podtable_note_list(struct podtable *f, const struct podres_list *listed);
-/* true if the last List showed the pod; held gets its units per resource */
-bool podtable_pod_held(struct podtable *f, const char *ns, const char *name,
-                       uint64_t held[IOQ_RES_COUNT]);
-/* Units allocated on `disk` per the last List, plus the grants of pods
- * with limits in place that it does not show holding units (kept while a
- * restarting kubelet does not list them, a PreStart that raced the List, a
- * regular init container's). */
-void podtable_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
-/* UIDs (from the pod cache `pc`) of the pods the last List showed holding
- * units, i.e. the pods `allocated` counts; pods the cache does not know yet
- * are left out. Returns how many (malloc'd array in *out). */
-size_t podtable_listed_uids(struct podtable *f, struct podcache *pc,
-                            char (**out)[IOQ_POD_UID_STR_MAX + 1]);
-/* true once a List has been noted */
-bool podtable_have_list(struct podtable *f);
-
 /* Holds grant writes (apply, release) off while the caller writes limits
  * of other pods that must not interleave with them: the bounds of pods
  * without a grant (ungranted.c) never overwrite a grant being put in place. */

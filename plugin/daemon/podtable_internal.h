@@ -52,6 +52,11 @@ struct podtable {
   size_t n_settled, cap_settled;
 };
 
+/* the pod in the last List's pods holding units (NULL if not there), with
+ * `lock` held (listview.c) */
+const struct listed_pod *pt_find_listed_locked(struct podtable *f, const char *ns,
+                                               const char *name);
+
 /* table helpers (podtable.c); _locked: with `lock` held */
 struct applied_pod *pt_find_locked(struct podtable *f, const char *uid);
 void pt_free_init(struct applied_pod *ap, int r);

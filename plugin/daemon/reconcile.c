@@ -18,6 +18,7 @@
 #include "catalog.h"
 #include "diskstate.h"
 #include "drift.h"
+#include "listview.h"
 #include "podtable.h"
 #include "grpcs.h"
 #include "ioqos/blockdev.h"
@@ -194,7 +195,7 @@ void reconcile_pass(struct plugin *p) {
     ioq_info("pod resources List works again");
   last_err[0] = '\0';
   podcache_drop_terminal(p->pods, &list); /* done pods: not counted, not re-applied */
-  podtable_note_list(p->table, &list);
+  listview_note(p->table, &list);
   settle_guesses(p, &list);
   size_t ok = 0, failed = 0, considered = 0;
   /* the state file was lost: init-only pods may hold a grant nobody knows */
@@ -268,7 +269,7 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
   char *text = NULL;
   if (st.disks) {
     /* which pods `allocated` counts: lets the extender drop its assumptions */
-    st.n_pods = podtable_listed_uids(p->table, p->pods, &st.pods);
+    st.n_pods = listview_listed_uids(p->table, p->pods, &st.pods);
     struct ioq_select_fault *f;
     st.n_faults = catalog_faults(p->catalog, &f);
     st.faults = f;
@@ -283,7 +284,7 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
 static void publish(struct reconciler *rc) {
   struct plugin *p = rc->p;
   /* allocated units come from the List: publish nothing before one worked */
-  if (!p->kube || !podtable_have_list(p->table) || grpcs_now() < rc->publish_due)
+  if (!p->kube || !listview_have_list(p->table) || grpcs_now() < rc->publish_due)
     return;
   char *content = annotation_text(p, 0);
   if (!content) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "listview.h"
 #include "podtable.h"
 #include "grpcs.h"
 #include "ioqos/enforce.h"
@@ -473,7 +474,7 @@ static void pass_locked(struct ungranted *u) {
   /* Until the first reconcile pass the held units (the List) and the
    * grants in place (rebuilt from it after a restart) are unknown: a granted
    * pod would look ungranted, and bounds in place would look orphaned. */
-  if (!atomic_load(&p->first_reconcile_done) || !podtable_have_list(p->table))
+  if (!atomic_load(&p->first_reconcile_done) || !listview_have_list(p->table))
     return;
   struct cat_disk *cd;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
@@ -486,7 +487,7 @@ static void pass_locked(struct ungranted *u) {
       continue;
     struct ug_disk *dk = &u->disks[k];
     uint64_t held[IOQ_RES_COUNT];
-    podtable_allocated(p->table, dk->name, held);
+    listview_allocated(p->table, dk->name, held);
     if (!cd[i].healthy)
       continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;

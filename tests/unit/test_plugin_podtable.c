@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "listview.h"
 #include "podtable.h"
 #include "fixture.h"
 #include "ioqos/fsutil.h"
@@ -313,30 +314,30 @@ Test(podtable, init_only_pod_holds_its_init_container_grant) {
 }
 
 Test(podtable, list_view_held_and_allocated) {
-  cr_assert_not(podtable_have_list(g_f));
+  cr_assert_not(listview_have_list(g_f));
   struct podres_pod pods[2] = {listed_pod("db-0", 0, 4), listed_pod("db-1", 4, 3)};
   struct podres_list l = {pods, 2, mono_now()};
-  podtable_note_list(g_f, &l);
-  cr_assert(podtable_have_list(g_f));
+  listview_note(g_f, &l);
+  cr_assert(listview_have_list(g_f));
   uint64_t held[IOQ_RES_COUNT];
-  cr_assert(podtable_pod_held(g_f, "default", "db-1", held));
+  cr_assert(listview_pod_held(g_f, "default", "db-1", held));
   cr_assert_eq(held[IOQ_RES_BANDWIDTH], 3);
-  cr_assert_not(podtable_pod_held(g_f, "default", "db-9", held));
+  cr_assert_not(listview_pod_held(g_f, "default", "db-9", held));
   uint64_t alloc[IOQ_RES_COUNT];
-  podtable_allocated(g_f, "sdb", alloc);
+  listview_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 7);
   cr_assert_eq(alloc[IOQ_RES_IOPS], 0);
   /* an older List than the one noted is ignored */
   struct podres_list old = {pods, 1, l.asked_at - 10};
-  podtable_note_list(g_f, &old);
-  podtable_allocated(g_f, "sdb", alloc);
+  listview_note(g_f, &old);
+  listview_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 7);
   /* a pod with limits in place the List does not show still counts */
   struct pod_info pi = info("web-0", UID_B, "Running");
   struct podres_pod web = listed_pod("web-0", 20, 5);
   struct podtable_result res;
   apply_ok(&web, &pi, PODTABLE_PRESTART, &res);
-  podtable_allocated(g_f, "sdb", alloc);
+  listview_allocated(g_f, "sdb", alloc);
   cr_assert_eq(alloc[IOQ_RES_BANDWIDTH], 12);
   pod_free(&web);
   pod_free(&pods[0]);
@@ -374,7 +375,7 @@ Test(podtable, write_lock_holder_blocks_apply_not_readers) {
   free(snap);
   cr_assert_eq(n, 0);
   uint64_t alloc[IOQ_RES_COUNT];
-  podtable_allocated(g_f, "sdb", alloc);
+  listview_allocated(g_f, "sdb", alloc);
   char *m = io_max(UID_A);
   cr_assert_str_eq(m, "", "nothing written while the write lock was held");
   free(m);
