@@ -377,11 +377,12 @@ int podtable_apply(struct podtable *f, const struct podres_pod *pr, const struct
   return rc;
 }
 
-static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
-                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        unsigned flags, struct podtable_result *res, ioq_err *e) {
-  bool prestart = flags & PODTABLE_PRESTART;
-  memset(res, 0, sizeof *res);
+/* The pod's grant (its listed units plus the units of a regular init
+ * container: this PreStart's, or the ones the table keeps while it is
+ * Pending) and the catalog entries of its disks (*cds, malloc'd). */
+static int grant_of(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                    struct podtable_result *res, struct cat_disk **cds, ioq_err *e) {
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = podgrant_compute(pr, pi, init, n_init, &res->grant, e);
@@ -391,22 +392,31 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
     return -1;
   }
-  struct cat_disk *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof *cds);
-  if (!cds)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  struct pt_file_log *log = NULL;
-  int rc = -1;
+  *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof **cds);
+  if (!*cds)
+    return ioq_fail(e, ENOMEM, "out of memory (disks of the grant of pod %s/%s)", pr->ns,
+                    pr->name);
   for (size_t i = 0; i < res->grant.n; i++)
-    if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
+    if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &(*cds)[i])) {
       res->fail = FAIL_GRANT;
-      ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s holds units of disk %s, which is not managed here",
-               pr->ns, pr->name, res->grant.disks[i].disk);
-      goto out;
+      free(*cds);
+      *cds = NULL;
+      return ioq_fail(e, IOQ_EINVAL_INPUT,
+                      "pod %s/%s holds units of disk %s, which is not managed here", pr->ns,
+                      pr->name, res->grant.disks[i].disk);
     }
+  return 0;
+}
+
+/* Finds and opens the pod's cgroup (res->cgroup), with the io controller
+ * enabled for it (and memory, best effort) on cgroup v2. */
+static int open_pod_cgroup(struct podtable *f, const struct podres_pod *pr,
+                           const struct pod_info *pi, struct podtable_result *res,
+                           struct ioq_cg *cg, ioq_err *e) {
   if (ioq_pod_uid_check(pi->uid, e) < 0) {
     res->fail = FAIL_UID;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-    goto out;
+    return -1;
   }
   /* Without a QoS class (an API object that lacks status.qosClass) the
    * resolver's search by UID finds the cgroup in whichever class it is. */
@@ -416,39 +426,58 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
                              e) < 0) {
     res->fail = FAIL_CGROUP;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-    goto out;
+    return -1;
   }
-  ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir);
-  struct ioq_cg cg;
-  if (ioq_cg_open(pcg.dir, f->o.layout.io_version, &cg, e) < 0) {
+  if (!ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir)) {
     res->fail = FAIL_CGROUP;
-    goto out;
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s: cgroup path longer than %zu bytes", pr->ns,
+                    pr->name, sizeof res->cgroup - 1);
   }
-  if (cg.version == IOQ_CGV2) {
+  if (ioq_cg_open(pcg.dir, f->o.layout.io_version, cg, e) < 0) {
+    res->fail = FAIL_CGROUP;
+    return -1;
+  }
+  if (cg->version == IOQ_CGV2) {
     char iomax[PATH_MAX];
-    if (ioq_path_join(iomax, sizeof iomax, e, cg.dir, "io.max", NULL) < 0)
-      goto out;
+    if (ioq_path_join(iomax, sizeof iomax, e, cg->dir, "io.max", NULL) < 0)
+      return -1;
     unsigned enabled = 0;
     if (!ioq_path_exists(iomax) &&
-        ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_IO,
+        ioq_cg_ensure_controllers(f->o.layout.io_root, cg->dir, IOQ_CTRL_IO,
                                   f->o.enable_controllers, &enabled, e) < 0) {
       res->fail = FAIL_CONTROLLER;
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-      goto out;
+      return -1;
     }
     if (enabled)
       ioq_info("io controller enabled for pod cgroup pod=%s/%s cgroup=%s writes=%u", pr->ns,
-               pr->name, cg.dir, enabled);
+               pr->name, cg->dir, enabled);
     /* memory too, so buffered writeback is charged to the pod; without it
      * io.max still holds direct I/O, so this is not a failure */
     ioq_err me;
     unsigned m_enabled = 0;
-    if (enabled && ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_MEMORY,
+    if (enabled && ioq_cg_ensure_controllers(f->o.layout.io_root, cg->dir, IOQ_CTRL_MEMORY,
                                              f->o.enable_controllers, &m_enabled, &me) < 0)
       ioq_warn("memory controller not enabled for pod cgroup, buffered writes are not limited "
                "pod=%s/%s error=\"%s\"",
                pr->ns, pr->name, me.msg);
   }
+  return 0;
+}
+
+static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                        unsigned flags, struct podtable_result *res, ioq_err *e) {
+  bool prestart = flags & PODTABLE_PRESTART;
+  memset(res, 0, sizeof *res);
+  struct cat_disk *cds = NULL;
+  if (grant_of(f, pr, pi, init_res, init_ids, n_init_ids, res, &cds, e) < 0)
+    return -1;
+  struct pt_file_log *log = NULL;
+  int rc = -1;
+  struct ioq_cg cg;
+  if (open_pod_cgroup(f, pr, pi, res, &cg, e) < 0)
+    goto out;
 
   /* The kernel writes are made without the table lock: every change of the
    * table happens under apply_lock, held here, so the entry read here cannot
