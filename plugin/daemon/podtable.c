@@ -465,6 +465,96 @@ static int open_pod_cgroup(struct podtable *f, const struct podres_pod *pr,
   return 0;
 }
 
+/* The pod's entry (uid), appended empty when it has none; with `lock`
+ * held. NULL + *e when out of memory. */
+static struct applied_pod *slot_locked(struct podtable *f, const char *uid, ioq_err *e) {
+  struct applied_pod *ap = pt_find_locked(f, uid);
+  if (ap)
+    return ap;
+  if (f->n == f->cap) {
+    size_t nc = f->cap ? f->cap * 2 : 32;
+    struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
+    if (!np) {
+      ioq_fail(e, ENOMEM, "out of memory (pod table of %zu entries)", nc);
+      return NULL;
+    }
+    f->pods = np;
+    f->cap = nc;
+  }
+  ap = &f->pods[f->n++];
+  memset(ap, 0, sizeof *ap);
+  return ap;
+}
+
+/* Empties an entry for the grant just applied, keeping its init container
+ * units and, when `log` is NULL (nothing written or read back now), its
+ * file records; else the records become the log's. With `lock` held. */
+static void reset_locked(struct applied_pod *ap, const struct pt_file_log *log) {
+  char **keep_ids[IOQ_RES_COUNT];
+  size_t keep_n[IOQ_RES_COUNT];
+  bool keep_guess[IOQ_RES_COUNT];
+  struct podtable_file *old_files = ap->files;
+  size_t n_old_files = ap->n_files;
+  memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
+  memcpy(keep_n, ap->n_init, sizeof keep_n);
+  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
+  memset(ap, 0, sizeof *ap);
+  memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
+  memcpy(ap->n_init, keep_n, sizeof keep_n);
+  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
+  if (!log) {
+    ap->files = old_files;
+    ap->n_files = n_old_files;
+  } else {
+    ap->files = pt_merge_files(log, old_files, n_old_files);
+    ap->n_files = ap->files ? log->n : 0;
+    free(old_files);
+  }
+}
+
+/* Clears the disks an earlier grant of the pod (`old`, throttled devices
+ * `devs`) had and the new one `now` does not. */
+static void clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
+                                const struct ioq_pod_grant *old, const struct ioq_devno *devs,
+                                const struct ioq_pod_grant *now, const struct podres_pod *pr) {
+  for (size_t i = 0; i < old->n; i++) {
+    if (ioq_grant_find(now, old->disks[i].disk))
+      continue;
+    ioq_err ce;
+    if (clear_disk(f, cg, devs[i], &ce) < 0)
+      ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
+               pr->ns, pr->name, old->disks[i].disk, ce.msg);
+  }
+}
+
+/* Combined directions: each disk of `now` whose grant is the same as in
+ * `before` (same cgroup) keeps the read/write split in place. */
+static void carry_splits(const struct applied_pod *before, const struct ioq_pod_grant *now,
+                         struct ioq_io_limits splits[IOQ_POD_DISKS_MAX],
+                         bool has_split[IOQ_POD_DISKS_MAX]) {
+  for (size_t i = 0; i < now->n; i++)
+    for (size_t j = 0; j < before->grant.n; j++)
+      if (before->has_split[j] && strcmp(before->grant.disks[j].disk, now->disks[i].disk) == 0 &&
+          memcmp(before->grant.disks[j].units, now->disks[i].units,
+                 sizeof before->grant.disks[j].units) == 0) {
+        splits[i] = before->split[j];
+        has_split[i] = true;
+      }
+}
+
+static void log_in_place(const struct podres_pod *pr, const char *uid, const char *cgroup,
+                         const struct podtable_result *res, const struct cat_disk *cds) {
+  for (size_t i = 0; i < res->grant.n; i++) {
+    const struct ioq_disk_grant *dg = &res->grant.disks[i];
+    ioq_log(res->writes ? IOQ_LOG_INFO : IOQ_LOG_DEBUG,
+            "pod grant in place pod=%s/%s uid=%s cgroup=%s disk=%s dev=%u:%u bandwidth_units=%llu "
+            "iops_units=%llu writes=%u",
+            pr->ns, pr->name, uid, cgroup, dg->disk, cds[i].dev.major, cds[i].dev.minor,
+            (unsigned long long)dg->units[IOQ_RES_BANDWIDTH],
+            (unsigned long long)dg->units[IOQ_RES_IOPS], res->writes);
+  }
+}
+
 static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
                         unsigned flags, struct podtable_result *res, ioq_err *e) {
@@ -504,14 +594,8 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   /* combined directions: a disk whose grant is unchanged keeps its split */
   struct ioq_io_limits splits[IOQ_POD_DISKS_MAX] = {{0}};
   bool has_split[IOQ_POD_DISKS_MAX] = {false};
-  for (size_t i = 0; ap && i < res->grant.n && strcmp(before.cgroup, cg.dir) == 0; i++)
-    for (size_t j = 0; j < before.grant.n; j++)
-      if (before.has_split[j] && strcmp(before.grant.disks[j].disk, res->grant.disks[i].disk) == 0 &&
-          memcmp(before.grant.disks[j].units, res->grant.disks[i].units,
-                 sizeof before.grant.disks[j].units) == 0) {
-        splits[i] = before.split[j];
-        has_split[i] = true;
-      }
+  if (ap && strcmp(before.cgroup, cg.dir) == 0)
+    carry_splits(&before, &res->grant, splits, has_split);
   /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
   log = calloc(1, sizeof *log);
   if (log)
@@ -531,56 +615,18 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
   res->grant_changed = res->known && !podgrant_eq(&before.grant, &res->grant);
-  if (res->known && !hold) {
-    for (size_t i = 0; i < before.grant.n; i++) {
-      if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
-        continue;
-      ioq_err ce;
-      if (clear_disk(f, &cg, before.devs[i], &ce) < 0)
-        ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
-                 pr->ns, pr->name, before.grant.disks[i].disk, ce.msg);
-    }
-  }
+  if (res->known && !hold)
+    clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr);
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);
-  ap = pt_find_locked(f, pi->uid);
+  ap = slot_locked(f, pi->uid, e);
   if (!ap) {
-    if (f->n == f->cap) {
-      size_t nc = f->cap ? f->cap * 2 : 32;
-      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
-      if (!np) {
-        pthread_mutex_unlock(&f->lock);
-        ioq_fail(e, ENOMEM, "out of memory");
-        goto out;
-      }
-      f->pods = np;
-      f->cap = nc;
-    }
-    ap = &f->pods[f->n++];
-    memset(ap, 0, sizeof *ap);
+    pthread_mutex_unlock(&f->lock);
+    ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+    goto out;
   }
-  /* keep the init container units across the reset below */
-  char **keep_ids[IOQ_RES_COUNT];
-  size_t keep_n[IOQ_RES_COUNT];
-  bool keep_guess[IOQ_RES_COUNT];
-  struct podtable_file *old_files = ap->files;
-  size_t n_old_files = ap->n_files;
-  memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
-  memcpy(keep_n, ap->n_init, sizeof keep_n);
-  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
-  memset(ap, 0, sizeof *ap);
-  memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
-  memcpy(ap->n_init, keep_n, sizeof keep_n);
-  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
-  if (hold || !log) { /* nothing written or read back now: the last records stand */
-    ap->files = old_files;
-    ap->n_files = n_old_files;
-  } else {
-    ap->files = pt_merge_files(log, old_files, n_old_files);
-    ap->n_files = ap->files ? log->n : 0;
-    free(old_files);
-  }
+  reset_locked(ap, hold ? NULL : log);
   if (init_ids && n_init_ids) {
     pt_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
@@ -617,15 +663,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   }
   pthread_mutex_unlock(&f->lock);
 
-  for (size_t i = 0; i < res->grant.n; i++) {
-    const struct ioq_disk_grant *dg = &res->grant.disks[i];
-    ioq_log(res->writes ? IOQ_LOG_INFO : IOQ_LOG_DEBUG,
-            "pod grant in place pod=%s/%s uid=%s cgroup=%s disk=%s dev=%u:%u bandwidth_units=%llu "
-            "iops_units=%llu writes=%u",
-            pr->ns, pr->name, pi->uid, cg.dir, dg->disk, cds[i].dev.major, cds[i].dev.minor,
-            (unsigned long long)dg->units[IOQ_RES_BANDWIDTH],
-            (unsigned long long)dg->units[IOQ_RES_IOPS], res->writes);
-  }
+  log_in_place(pr, pi->uid, cg.dir, res, cds);
   rc = 0;
 out:
   free(log);
