@@ -427,3 +427,47 @@ Test(podtable, readers_never_see_a_half_updated_entry) {
   pod_free(&p2);
   pod_free(&p6);
 }
+
+Test(podtable, combined_direction_split_kept_until_the_grant_changes) {
+  struct podres_pod p4 = listed_pod("db-0", 0, 4), p8 = listed_pod("db-0", 0, 8);
+  struct pod_info pi = info("db-0", UID_A, "Running");
+  struct podtable_result res;
+  apply_ok(&p4, &pi, PODTABLE_PRESTART, &res);
+  struct ioq_io_limits g, cur;
+  cr_assert(podtable_get_split(g_f, UID_A, "sdb", &g, &cur));
+  cr_assert_eq(memcmp(&g, &cur, sizeof g), 0, "no split yet: the full grant is in place");
+  struct ioq_io_limits split = g;
+  split.rbps = g.rbps / 4 * 3;
+  split.wbps = g.rbps / 4;
+  ioq_err e;
+  cr_assert_eq(podtable_set_split(g_f, UID_A, "sdb", &g, &split, &e), 1, "%s", e.msg);
+  cr_assert(podtable_get_split(g_f, UID_A, "sdb", &g, &cur));
+  cr_assert_eq(cur.rbps, split.rbps);
+  cr_assert_eq(cur.wbps, split.wbps);
+  char *m = io_max(UID_A);
+  char want[64];
+  snprintf(want, sizeof want, "rbps=%llu wbps=%llu", (unsigned long long)split.rbps,
+           (unsigned long long)split.wbps);
+  cr_assert(strstr(m, want), "io.max %s, want %s", m, want);
+  free(m);
+  /* a pass with the same grant keeps the split (it is not drift) */
+  apply_ok(&p4, &pi, 0, &res);
+  cr_assert_eq(res.writes, 0);
+  cr_assert(podtable_get_split(g_f, UID_A, "sdb", &g, &cur));
+  cr_assert_eq(cur.rbps, split.rbps);
+  /* a split of an outdated grant is not written */
+  struct ioq_io_limits g4 = g;
+  apply_ok(&p8, &pi, 0, &res);
+  cr_assert(res.grant_changed);
+  cr_assert(podtable_get_split(g_f, UID_A, "sdb", &g, &cur));
+  cr_assert_eq(memcmp(&g, &cur, sizeof g), 0, "a grant change resets the split");
+  cr_assert_gt(g.rbps, g4.rbps);
+  cr_assert_eq(podtable_set_split(g_f, UID_A, "sdb", &g4, &split, &e), 0);
+  /* not a split of the grant: refused */
+  struct ioq_io_limits bad = g;
+  bad.wbps = g.wbps / 2 + 1;
+  bad.rbps = g.rbps;
+  cr_assert_eq(podtable_set_split(g_f, UID_A, "sdb", &g, &bad, &e), -1);
+  pod_free(&p4);
+  pod_free(&p8);
+}
