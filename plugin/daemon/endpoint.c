@@ -54,7 +54,8 @@ static void s_build(void *ud, struct grpcs_reply *out, uint64_t *gen) {
   struct endpoint *ep = ud;
   if (catalog_list_packed(ep->p->catalog, ep->res, &out->data, &out->len, gen) < 0) {
     /* nothing better to send than the previous list: retry next tick */
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (ListAndWatch device list)");
     *gen = 0;
     ioq_error("device list build failed resource=%s reason=out-of-memory",
               ioq_resource_name(ep->res));
@@ -98,7 +99,7 @@ static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllo
   /* Which pending pod could be asking? Only an unambiguous one counts. */
   struct pod_info *cand = calloc(MAX_CANDIDATES, sizeof *cand);
   if (!cand)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory (candidate pods of a PreStart)");
   size_t nc = 0;
   if (p->pods && cr->allocation_size > 0)
     nc = podcache_candidates(p->pods, ep->res, (uint64_t)cr->allocation_size, skip_satisfied, p->table,
@@ -165,7 +166,8 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
   V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n, sizeof *ptrs);
   struct prefer_result *res = calloc(n, sizeof *res);
   if (!crs || !ptrs || !res || !ds) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (GetPreferredAllocation response)");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -212,7 +214,7 @@ static void h_allocate(void *ud, const ProtobufCMessage *msg, struct grpcs_reply
   V1beta1__ContainerAllocateResponse__EnvsEntry(*entries)[2] = calloc(n, sizeof *entries);
   V1beta1__ContainerAllocateResponse__EnvsEntry *(*eptrs)[2] = calloc(n, sizeof *eptrs);
   if (!crs || !ptrs || !envs || !entries || !eptrs) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory (Allocate response)");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {

@@ -90,7 +90,7 @@ static void remember_locked(struct events *ev, const struct ev_item *it, bool qu
   ioq_copy(h->name, sizeof h->name, it->name);
   ioq_copy(h->type, sizeof h->type, it->type);
   ioq_copy(h->reason, sizeof h->reason, it->reason);
-  ioq_copy(h->message, sizeof h->message, it->message);
+  ioq_copy_trunc(h->message, sizeof h->message, it->message);
   h->first = h->last = now;
   h->count = 1;
   h->queued = queued;

@@ -489,7 +489,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
 
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi)
-    return error_body(500, body, "out of memory");
+    return error_body(500, body, "out of memory (pod info)");
   bool found;
   char what[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 8];
   /* The pod cache only: it holds this node's pods (list+watch). A GET on a
@@ -523,7 +523,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   json_object *doc = json_object_new_object();
   unsigned status = 200;
   if (!doc) {
-    status = error_body(500, body, "out of memory");
+    status = error_body(500, body, "out of memory (explanation document)");
     goto out;
   }
   put_str(doc, "apiVersion", "ioqos.io/v1alpha1");
@@ -551,7 +551,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   if (rc == -2)
     status = error_body(500, body, "explanation of %s larger than %d bytes", what, EXPLAIN_BODY_MAX);
   else if (rc < 0)
-    status = error_body(500, body, "out of memory");
+    status = error_body(500, body, "out of memory (explanation body)");
   json_object_put(doc);
 out:
   free(aps);

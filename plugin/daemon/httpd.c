@@ -406,7 +406,7 @@ struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
   const struct plugin_opts *o = &p->opts;
   struct httpd *h = calloc(1, sizeof *h);
   if (!h)
-    return ioq_fail(e, ENOMEM, "out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "out of memory (http listener state)"), NULL;
   h->p = p;
   h->timeout_s = o->http_timeout_s;
   atomic_init(&h->stop, false);

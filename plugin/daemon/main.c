@@ -118,7 +118,7 @@ static int setup_enforcer(struct plugin *p, ioq_err *e) {
     return -1;
   eo.state_file = state_file;
   if (!(p->table = podtable_new(&eo)))
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory (pod table)");
   podtable_restore(p->table);
   return 0;
 }
@@ -178,7 +178,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
   if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
       !(p->explain = explain_new())) {
-    ioq_fail(&e, ENOMEM, "out of memory");
+    ioq_fail(&e, ENOMEM, "out of memory (catalog, metrics or explain notes)");
     goto fatal;
   }
   if (ioq_mkdir_p(p->opts.device_plugin_dir, &e) < 0 || setup_endpoints(p, &e) < 0 ||

@@ -247,7 +247,7 @@ static void remember_event(struct mon_pod *pp, const char *type, const char *rea
   ev->wall = wall_now();
   ioq_copy(ev->type, sizeof ev->type, type);
   ioq_copy(ev->reason, sizeof ev->reason, reason);
-  ioq_copy(ev->message, sizeof ev->message, msg);
+  ioq_copy_trunc(ev->message, sizeof ev->message, msg);
   pp->evnext = (pp->evnext + 1) % MON_EVENTS;
   if (pp->nev < MON_EVENTS)
     pp->nev++;
@@ -390,7 +390,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       m->read_fail++;
       if (strcmp(pp->last_err, e.msg) != 0)
         ioq_info("grant monitor: pod %s/%s not measured: %s", pp->ns, pp->name, e.msg);
-      ioq_copy(pp->last_err, sizeof pp->last_err, e.msg);
+      ioq_copy_trunc(pp->last_err, sizeof pp->last_err, e.msg);
       for (size_t d = 0; d < pp->n; d++) {
         pp->s[d].have_prev = pp->s[d].have_rates = false;
         pp->s[d].verdict = MON_UNKNOWN;
@@ -431,7 +431,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       m->read_fail++;
       if (strcmp(d->last_err, e.msg) != 0)
         ioq_info("grant monitor: disk %s not measured: %s", d->name, e.msg);
-      ioq_copy(d->last_err, sizeof d->last_err, e.msg);
+      ioq_copy_trunc(d->last_err, sizeof d->last_err, e.msg);
       d->have_prev = false;
       continue;
     }

@@ -219,7 +219,8 @@ static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct 
   return 0;
 }
 
-static int clear_disk(struct podtable *f, const struct ioq_cg *cg, struct ioq_devno dev, ioq_err *e) {
+static int clear_disk(struct podtable *f, const struct ioq_cg *cg, struct ioq_devno dev,
+                      ioq_err *e) {
   struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
   return ioq_cg_clear_disk(cg, dev, &ao, NULL, e);
 }

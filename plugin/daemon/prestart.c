@@ -124,7 +124,8 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
                                 const struct podres_pod **c, size_t nc, struct grpcs_reply *out) {
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (pod info of init container candidates)");
     return;
   }
   size_t applied = 0;
@@ -137,7 +138,8 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
       free(pi);
       return;
     }
-    if (podtable_apply(p->table, c[i], pi, r, ids, n, PODTABLE_PRESTART | PODTABLE_GUESS, &res, &e) < 0) {
+    if (podtable_apply(p->table, c[i], pi, r, ids, n, PODTABLE_PRESTART | PODTABLE_GUESS, &res,
+                      &e) < 0) {
       if (res.fail == FAIL_CGROUP) {
         ioq_info("ambiguous init container start: candidate without a pod cgroup skipped "
                  "pod=%s/%s error=\"%s\"",
@@ -239,7 +241,8 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
 
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (pod info of the PreStart)");
     podres_list_free(&list);
     return;
   }

@@ -206,7 +206,8 @@ void reconcile_pass(struct plugin *p) {
     /* a pod without listed units matters only if it has a grant in place:
      * its regular init container's, which kubelet does not list */
     bool init_only = !pr->n_ctrs;
-    if (init_only && !lost && podtable_init_held(p->table, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
+    if (init_only && !lost &&
+        podtable_init_held(p->table, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;
     if (!p->pods) {
       considered++;

@@ -94,14 +94,14 @@ static void failed(struct ungranted *u, const ioq_err *e) {
   metrics_inc(u->p->metrics, C_UG_FAIL);
   if (strcmp(u->last_err, e->msg) != 0)
     ioq_warn("ungranted bound not in place error=\"%s\"", e->msg);
-  ioq_copy(u->last_err, sizeof u->last_err, e->msg);
+  ioq_copy_trunc(u->last_err, sizeof u->last_err, e->msg);
 }
 
 /* said once per distinct text (not an error: e.g. no QoS cgroup yet) */
 static void note(struct ungranted *u, const char *msg) {
   if (strcmp(u->last_note, msg) != 0)
     ioq_info("ungranted: %s", msg);
-  ioq_copy(u->last_note, sizeof u->last_note, msg);
+  ioq_copy_trunc(u->last_note, sizeof u->last_note, msg);
 }
 
 /* ---- pods ---- */
