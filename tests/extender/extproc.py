@@ -86,7 +86,9 @@ class Extender:
                         return m
                 seen = len(self.lines)
                 left = deadline - time.time()
-                if left <= 0 or (self.proc.poll() is not None and seen == len(self.lines)):
+                # the process may have exited with lines still in the pipe:
+                # give up early only once the reader has seen the pipe's end
+                if left <= 0 or (not self.reader.is_alive() and seen == len(self.lines)):
                     raise AssertionError("no log line /%s/; log:\n%s" % (pattern, "\n".join(self.lines[-40:])))
                 self.cond.wait(min(left, 0.2))
 
