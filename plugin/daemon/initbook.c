@@ -84,9 +84,9 @@ size_t podtable_guesses(struct podtable *f, struct init_guess **out) {
       if (!ap->init_guess[r] || !ap->n_init[r])
         continue;
       struct init_guess *g = &(*out)[n++];
-      ioq_copy(g->ns, sizeof g->ns, ap->ns);
-      ioq_copy(g->name, sizeof g->name, ap->name);
-      ioq_copy(g->uid, sizeof g->uid, ap->uid);
+      PT_COPY_FIELD(g->ns, ap->ns);
+      PT_COPY_FIELD(g->name, ap->name);
+      PT_COPY_FIELD(g->uid, ap->uid);
       g->r = (enum ioq_resource)r;
       ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0]);
     }
@@ -157,10 +157,10 @@ void pt_save_state(struct podtable *f) {
     if (!pt_holds_init(ap))
       continue;
     struct init_record *o = &r[n++];
-    ioq_copy(o->ns, sizeof o->ns, ap->ns);
-    ioq_copy(o->name, sizeof o->name, ap->name);
-    ioq_copy(o->uid, sizeof o->uid, ap->uid);
-    ioq_copy(o->cgroup, sizeof o->cgroup, ap->cgroup);
+    PT_COPY_FIELD(o->ns, ap->ns);
+    PT_COPY_FIELD(o->name, ap->name);
+    PT_COPY_FIELD(o->uid, ap->uid);
+    PT_COPY_FIELD(o->cgroup, ap->cgroup);
     o->version = ap->version;
     o->grant = ap->grant;
     memcpy(o->devs, ap->devs, sizeof o->devs);
@@ -230,10 +230,10 @@ void podtable_restore(struct podtable *f) {
     }
     struct applied_pod *ap = &f->pods[f->n++];
     memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
-    ioq_copy(ap->ns, sizeof ap->ns, r[i].ns);
-    ioq_copy(ap->name, sizeof ap->name, r[i].name);
-    ioq_copy(ap->uid, sizeof ap->uid, r[i].uid);
-    ioq_copy(ap->cgroup, sizeof ap->cgroup, r[i].cgroup);
+    PT_COPY_FIELD(ap->ns, r[i].ns);
+    PT_COPY_FIELD(ap->name, r[i].name);
+    PT_COPY_FIELD(ap->uid, r[i].uid);
+    PT_COPY_FIELD(ap->cgroup, r[i].cgroup);
     ap->version = r[i].version;
     ap->grant = r[i].grant;
     memcpy(ap->devs, r[i].devs, sizeof ap->devs);

@@ -30,8 +30,8 @@ void listview_note(struct podtable *f, const struct podres_list *l) {
     if (!l->pods[i].n_ctrs) /* listed, but holding no ioqos units */
       continue;
     struct listed_pod *o = &lp[n_lp++];
-    ioq_copy(o->ns, sizeof o->ns, l->pods[i].ns);
-    ioq_copy(o->name, sizeof o->name, l->pods[i].name);
+    PT_COPY_FIELD(o->ns, l->pods[i].ns);
+    PT_COPY_FIELD(o->name, l->pods[i].name);
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       o->held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
     for (size_t k = 0; k < l->pods[i].n_ctrs; k++)

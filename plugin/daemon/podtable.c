@@ -137,11 +137,11 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
       continue;
     struct enforce_change *c = &res->changes[res->n_changes++];
     memset(c, 0, sizeof *c);
-    ioq_copy(c->file, sizeof c->file, st->file);
+    ioq_copy_trunc(c->file, sizeof c->file, st->file);
     ioq_copy(c->disk, sizeof c->disk, disk);
     ioq_devno_str(dev, c->dev, sizeof c->dev);
-    ioq_copy(c->before, sizeof c->before, st->before);
-    ioq_copy(c->written, sizeof c->written, st->written);
+    ioq_copy_trunc(c->before, sizeof c->before, st->before);
+    ioq_copy_trunc(c->written, sizeof c->written, st->written);
     if (strcmp(st->file, "io.max") == 0) {
       struct ioq_io_limits a, b;
       bool pa, pb;
@@ -561,6 +561,12 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
                         unsigned flags, struct podtable_result *res, ioq_err *e) {
   bool prestart = flags & PODTABLE_PRESTART;
   memset(res, 0, sizeof *res);
+  if (strlen(pr->ns) > IOQ_POD_NAMESPACE_MAX || strlen(pr->name) > IOQ_POD_NAME_MAX) {
+    res->fail = FAIL_GRANT;
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "pod %.63s.../%.63s...: namespace or name longer than Kubernetes allows",
+                    pr->ns, pr->name);
+  }
   struct cat_disk *cds = NULL;
   if (grant_of(f, pr, pi, init_res, init_ids, n_init_ids, res, &cds, e) < 0)
     return -1;
@@ -637,10 +643,10 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
   ap->init_unknown = hold;
-  ioq_copy(ap->ns, sizeof ap->ns, pr->ns);
-  ioq_copy(ap->name, sizeof ap->name, pr->name);
-  ioq_copy(ap->uid, sizeof ap->uid, pi->uid);
-  ioq_copy(ap->cgroup, sizeof ap->cgroup, cg.dir);
+  memcpy(ap->ns, pr->ns, strlen(pr->ns) + 1); /* lengths checked by apply_locked */
+  memcpy(ap->name, pr->name, strlen(pr->name) + 1);
+  PT_COPY_FIELD(ap->uid, pi->uid);
+  PT_COPY_FIELD(ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
   struct timespec now;
@@ -705,10 +711,10 @@ static size_t gather_missing(struct podtable *f, const struct podres_list *liste
     const struct applied_pod *ap = &f->pods[i];
     if (ap->applied_at >= listed->asked_at)
       continue;
-    ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
-    ioq_copy(m[n].name, sizeof m[n].name, ap->name);
-    ioq_copy(m[n].uid, sizeof m[n].uid, ap->uid);
-    ioq_copy(m[n].cgroup, sizeof m[n].cgroup, ap->cgroup);
+    PT_COPY_FIELD(m[n].ns, ap->ns);
+    PT_COPY_FIELD(m[n].name, ap->name);
+    PT_COPY_FIELD(m[n].uid, ap->uid);
+    PT_COPY_FIELD(m[n].cgroup, ap->cgroup);
     n++;
   }
   pthread_mutex_unlock(&f->lock);
@@ -722,7 +728,7 @@ static size_t gather_missing(struct podtable *f, const struct podres_list *liste
     m[i].alive = m[i].cgroup_there && cached && strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
                  strcmp(pi.phase, "Succeeded") != 0 && strcmp(pi.phase, "Failed") != 0;
     if (m[i].alive)
-      ioq_copy(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
+      ioq_copy_trunc(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
   }
   *out = m;
   return n;
@@ -898,8 +904,9 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
           for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
             if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&
                 strcmp(w->files[k].disk, disk) == 0) {
-              ioq_copy(w->files[k].written, sizeof w->files[k].written, rep.steps[i].written);
-              ioq_copy(w->files[k].readback, sizeof w->files[k].readback, rep.steps[i].readback);
+              struct podtable_file *wf = &w->files[k];
+              ioq_copy_trunc(wf->written, sizeof wf->written, rep.steps[i].written);
+              ioq_copy_trunc(wf->readback, sizeof wf->readback, rep.steps[i].readback);
               w->files[k].written_at = w->files[k].verified_at = now;
             }
       }

@@ -7,6 +7,7 @@
 #define IOQOS_PLUGIN_PODTABLE_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "podtable.h"
 
@@ -56,6 +57,14 @@ struct podtable {
  * `lock` held (listview.c) */
 const struct listed_pod *pt_find_listed_locked(struct podtable *f, const char *ns,
                                                const char *name);
+
+/* Copies a char array field into one of the same size: cannot cut (the
+ * sizes are checked at compile time), so there is no result to check. */
+#define PT_COPY_FIELD(dst, src)                                                                   \
+  do {                                                                                           \
+    _Static_assert(sizeof(dst) == sizeof(src), "PT_COPY_FIELD: field sizes differ");            \
+    memcpy((dst), (src), sizeof(dst));                                                           \
+  } while (0)
 
 /* table helpers (podtable.c); _locked: with `lock` held */
 struct applied_pod *pt_find_locked(struct podtable *f, const char *uid);
