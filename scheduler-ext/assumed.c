@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/podneed.h"
 
 struct placement {
@@ -45,12 +46,6 @@ struct ext_assumed {
   uint64_t (*now_ms)(void);
 };
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void anode_free(struct anode *n) {
   pthread_mutex_destroy(&n->bind_lock);
   free(n->p);
@@ -71,7 +66,7 @@ struct ext_assumed *ext_assumed_new(uint64_t ttl_ms) {
   }
   pthread_mutex_init(&a->mu, NULL);
   a->ttl_ms = ttl_ms;
-  a->now_ms = mono_ms;
+  a->now_ms = ioq_mono_ms;
   return a;
 }
 
@@ -85,7 +80,7 @@ void ext_assumed_free(struct ext_assumed *a) {
 
 void ext_assumed_set_clock(struct ext_assumed *a, uint64_t (*now_ms)(void)) {
   pthread_mutex_lock(&a->mu);
-  a->now_ms = now_ms ? now_ms : mono_ms;
+  a->now_ms = now_ms ? now_ms : ioq_mono_ms;
   pthread_mutex_unlock(&a->mu);
 }
 
@@ -167,7 +162,7 @@ static struct anode *get_or_create(struct ext_assumed *a, const char *node) {
 struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *node, ioq_err *e) {
   struct ext_node_lock *l = calloc(1, sizeof *l);
   if (!l) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the node lock of %s", node);
     return NULL;
   }
   pthread_mutex_lock(&a->mu);
@@ -175,7 +170,7 @@ struct ext_node_lock *ext_assumed_lock_node(struct ext_assumed *a, const char *n
   if (!n) {
     pthread_mutex_unlock(&a->mu);
     free(l);
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the assumed placements of node %s", node);
     return NULL;
   }
   n->refs++;
@@ -209,7 +204,7 @@ static int put(struct ext_assumed *a, struct anode *n, const struct placement *p
     size_t cap = n->cap ? n->cap * 2 : 4;
     struct placement *np = realloc(n->p, cap * sizeof *np);
     if (!np)
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory growing the assumed placements of a node");
     n->p = np;
     n->cap = cap;
   }
@@ -253,7 +248,9 @@ int ext_assumed_restore(struct ext_assumed *a, const char *node, const char *pod
   pl.added_ms = a->now_ms();
   pl.expires_ms = pl.added_ms + a->ttl_ms;
   struct anode *n = get_or_create(a, node);
-  int rc = n ? put(a, n, &pl, e) : ioq_fail(e, ENOMEM, "out of memory");
+  int rc = n ? put(a, n, &pl, e)
+             : ioq_fail(e, ENOMEM, "out of memory building the assumed placements of node %s",
+                        node);
   if (n)
     maybe_drop(a, n);
   pthread_mutex_unlock(&a->mu);
@@ -286,7 +283,7 @@ size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_
         if (!r) {
           pthread_mutex_unlock(&a->mu);
           free(refs);
-          ioq_fail(e, ENOMEM, "out of memory");
+          ioq_fail(e, ENOMEM, "out of memory building the list of assumed placements");
           return (size_t)-1;
         }
         refs = r;

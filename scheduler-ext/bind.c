@@ -46,7 +46,7 @@ static json_object *get_pod(struct extender *x, const struct ext_bind_args *b,
   int rc = ext_body_parse_text(held, resp.body, resp.len, x->budget);
   ioq_kube_resp_free(&resp);
   if (rc < 0) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory parsing the pod");
     return NULL;
   }
   if (held->err_status) {

@@ -18,12 +18,13 @@ void ext_decide_set_max_age(unsigned max_age_s, int64_t (*now)(void)) {
   g_now = now;
 }
 
-/* Seconds since the annotation was published, -1 if it is fresh enough. */
-static int64_t stale_for(const struct ioq_node_state *st) {
+/* true when the annotation is older than the limit; *age: seconds since it
+ * was published */
+static bool stale(const struct ioq_node_state *st, int64_t *age) {
   if (!g_max_age_s || !st->published_at)
-    return -1;
-  int64_t age = (g_now ? g_now() : (int64_t)time(NULL)) - st->published_at;
-  return age > (int64_t)g_max_age_s ? age : -1;
+    return false;
+  *age = (g_now ? g_now() : (int64_t)time(NULL)) - st->published_at;
+  return *age > (int64_t)g_max_age_s;
 }
 
 static bool class_present(const struct ioq_node_state *st, const char *cls) {
@@ -55,12 +56,13 @@ void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_
   }
   if (ni->status != EXT_NODE_OK) {
     out->kind = EXT_UNRESOLVABLE;
-    snprintf(out->reason, sizeof out->reason, "%s", ni->error ? ni->error : "out of memory");
+    snprintf(out->reason, sizeof out->reason, "%s",
+             ni->error ? ni->error : "out of memory keeping the node's annotation error");
     return;
   }
   const struct ioq_node_state *st = &ni->st;
-  int64_t age = stale_for(st);
-  if (age >= 0) {
+  int64_t age;
+  if (stale(st, &age)) {
     out->kind = EXT_UNRESOLVABLE;
     snprintf(out->reason, sizeof out->reason,
              "node annotation " IOQ_NODE_ANNOTATION " is stale: published %lld s ago, more than "
@@ -74,7 +76,8 @@ void ext_decide(struct ext_assumed *a, enum ioq_policy policy, const struct ioq_
     extra = calloc(st->n_disks * IOQ_RES_COUNT, sizeof *extra);
     if (!extra) {
       out->kind = EXT_FAILED;
-      snprintf(out->reason, sizeof out->reason, "ioqos extender out of memory");
+      snprintf(out->reason, sizeof out->reason,
+               "ioqos extender out of memory building the per-disk totals");
       return;
     }
   }

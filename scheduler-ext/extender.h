@@ -9,7 +9,7 @@
 #include "assumed.h"
 #include "body.h"
 #include "ioqos/config.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "nodecache.h"
 #include "reply.h"

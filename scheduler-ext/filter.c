@@ -60,7 +60,7 @@ void ext_filter(struct extender *x, json_object *body, struct ext_reply *r) {
   json_object *passed, *failed, *unresolvable;
   json_object *res = result_new(a.names_mode, &passed, &failed, &unresolvable);
   if (!res) {
-    ext_reply_error(r, 500, "ioqos extender out of memory");
+    ext_reply_error(r, 500, "ioqos extender out of memory building the filter result");
     return;
   }
 

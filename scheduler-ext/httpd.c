@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "body.h"
+#include "ioqos/listenaddr.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 /* per-connection buffer: headers plus the chunk of body handed to us at once */
 #define CONN_MEMORY (256u * 1024u)
@@ -63,56 +65,6 @@ struct req {
   struct ext_body body;
   json_object *value; /* the parsed body, freed once the reply is sent */
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int ext_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len, ioq_err *e) {
-  memset(out, 0, sizeof *out);
-  if (!s || !*s)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address is empty (want ADDR:PORT)");
-  const char *colon = strrchr(s, ':');
-  if (!colon)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s' has no port (want ADDR:PORT)", s);
-  char *end;
-  errno = 0;
-  long port = strtol(colon + 1, &end, 10);
-  if (!colon[1] || *end || errno || port < 0 || port > 65535)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': port must be 0..65535", s);
-  char host[128];
-  size_t hl = (size_t)(colon - s);
-  if (hl >= sizeof host)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': host too long", s);
-  memcpy(host, s, hl);
-  host[hl] = '\0';
-  if (host[0] == '[') { /* [v6]:port */
-    if (hl < 2 || host[hl - 1] != ']')
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': unbalanced '['", s);
-    host[hl - 1] = '\0';
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)out;
-    a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "listen address '%s': '%s' is not an IPv6 address", s,
-                      host + 1);
-    *len = sizeof *a6;
-    return 0;
-  }
-  struct sockaddr_in *a4 = (struct sockaddr_in *)out;
-  a4->sin_family = AF_INET;
-  a4->sin_port = htons((uint16_t)port);
-  if (!host[0]) {
-    a4->sin_addr.s_addr = htonl(INADDR_ANY);
-  } else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1) {
-    return ioq_fail(e, IOQ_EINVAL_INPUT,
-                    "listen address '%s': '%s' is not an IPv4 address (IPv6: [ADDR]:PORT)", s, host);
-  }
-  *len = sizeof *a4;
-  return 0;
-}
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
@@ -236,7 +188,7 @@ static int check_peer(struct ext_httpd *h, struct MHD_Connection *c, char *why, 
     return 0;
   gnutls_x509_crt_t crt;
   if (gnutls_x509_crt_init(&crt) < 0) {
-    snprintf(why, whysz, "out of memory");
+    snprintf(why, whysz, "out of memory reading the client certificate");
     return -1;
   }
   rc = gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER);
@@ -279,7 +231,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     q = calloc(1, sizeof *q);
     if (!q)
       return MHD_NO;
-    q->start_ns = now_ns();
+    q->start_ns = ioq_mono_ns();
     q->verb = EXT_VERB_OTHER;
     *con_cls = q;
     atomic_fetch_add(&h->in_flight, 1);
@@ -322,7 +274,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       }
     }
     if (ext_body_init(&q->body, h->max_body, h->budget) < 0)
-      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                        "out of memory setting up the request body");
     q->reading = true;
     if (h->deadline_ns / 1000000000u < h->idle_timeout_s)
       MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
@@ -334,7 +287,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   /* Absolute deadline: a body trickled in a byte at a time resets the idle
    * timeout forever and would hold its connection and parse memory; past
    * the deadline the connection is closed (which frees both). */
-  uint64_t now = now_ns();
+  uint64_t now = ioq_mono_ns();
   if (now - q->start_ns >= h->deadline_ns) {
     ioq_warn("request not received within its deadline, closing verb=%s received=%zu "
              "deadline_s=%llu (--request-deadline)",
@@ -377,7 +330,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   if (!q)
     return;
   if (q->status)
-    ext_metrics_request(h->m, q->verb, q->status, (double)(now_ns() - q->start_ns) / 1e9);
+    ext_metrics_request(h->m, q->verb, q->status, (double)(ioq_mono_ns() - q->start_ns) / 1e9);
   /* the deadline shortened this connection's timeout; a kept-alive
    * connection waits for its next request with the idle timeout again */
   if (q->reading && why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -421,7 +374,7 @@ static void gen_stop(struct gen *g) {
 static int tls_check(const struct gen *g, ioq_err *e) {
   gnutls_certificate_credentials_t cred;
   if (gnutls_certificate_allocate_credentials(&cred) < 0)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building TLS credentials");
   gnutls_datum_t cert = {(unsigned char *)g->cert, (unsigned)strlen(g->cert)};
   gnutls_datum_t key = {(unsigned char *)g->key, (unsigned)strlen(g->key)};
   int rc = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
@@ -480,9 +433,8 @@ static struct MHD_Daemon *start_daemon(struct ext_httpd *h, const struct sockadd
 
 struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct ext_route *routes,
                                   size_t n_routes, struct ext_metrics *m, ioq_err *e) {
-  struct sockaddr_storage addr;
-  unsigned addrlen;
-  if (ext_parse_listen(o->listen, &addr, &addrlen, e) < 0)
+  struct ioq_listen_addr la; /* port 0: the kernel picks one (tests) */
+  if (ioq_parse_listen(o->listen, IOQ_LISTEN_PORT0, &la, e) < 0)
     return NULL;
   if ((o->tls_cert != NULL) != (o->tls_key != NULL)) {
     ioq_fail(e, IOQ_EINVAL_INPUT, "TLS needs both a certificate and a key");
@@ -502,7 +454,7 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   }
   struct ext_httpd *h = calloc(1, sizeof *h);
   if (!h) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the HTTP server");
     return NULL;
   }
   h->routes = routes;
@@ -525,7 +477,7 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->cur.client_ca = dup_or_null(o->tls_client_ca, &oom);
   h->client_subject = dup_or_null(o->tls_client_subject, &oom);
   if (oom) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory keeping the TLS certificate, key and client CA");
     goto fail;
   }
   /* libmicrohttpd takes a CA file without a certificate in it (and then
@@ -541,16 +493,16 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
    * connection limit, and libmicrohttpd 0.9.75 then aborts ("Failed to remove
    * listen FD from epoll set"). --max-connections bounds the set poll scans. */
   flags |= MHD_USE_POLL;
-  if (addr.ss_family == AF_INET6) {
+  if (la.ss.ss_family == AF_INET6) {
     /* [::] serves IPv4 too, as --help says; a specific address is v6 only */
-    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&addr)->sin6_addr;
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&la.ss)->sin6_addr;
     flags |= IN6_IS_ADDR_UNSPECIFIED(a6) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
   }
   if (o->tls_cert)
     flags |= MHD_USE_TLS;
   h->flags = flags;
 
-  h->cur.d = start_daemon(h, &addr, MHD_INVALID_SOCKET, &h->cur);
+  h->cur.d = start_daemon(h, &la.ss, MHD_INVALID_SOCKET, &h->cur);
   h->d = h->cur.d;
   if (!h->d) {
     ioq_fail(e, EADDRNOTAVAIL,
@@ -586,7 +538,7 @@ int ext_httpd_reload_tls(struct ext_httpd *h, const char *cert, const char *key,
                   .client_ca = dup_or_null(client_ca, &oom), .quiesced_fd = -1};
   if (oom) {
     gen_stop(&g);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory keeping the new TLS certificate, key and client CA");
   }
   if (tls_check(&g, e) < 0) {
     gen_stop(&g);
@@ -612,7 +564,7 @@ int ext_httpd_reload_tls(struct ext_httpd *h, const char *cert, const char *key,
   h->old.quiesced_fd = MHD_quiesce_daemon(h->old.d);
   h->cur = g;
   h->d = g.d;
-  h->retire_deadline_ns = now_ns() + ((uint64_t)h->o.idle_timeout_s + 5) * 1000000000u;
+  h->retire_deadline_ns = ioq_mono_ns() + ((uint64_t)h->o.idle_timeout_s + 5) * 1000000000u;
   return 0;
 }
 
@@ -621,7 +573,7 @@ unsigned ext_httpd_reap(struct ext_httpd *h) {
     return 0;
   const union MHD_DaemonInfo *ci = MHD_get_daemon_info(h->old.d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
   unsigned left = ci ? ci->num_connections : 0;
-  if (left && now_ns() < h->retire_deadline_ns)
+  if (left && ioq_mono_ns() < h->retire_deadline_ns)
     return left;
   gen_stop(&h->old);
   return 0;
@@ -644,8 +596,8 @@ void ext_httpd_quiesce(struct ext_httpd *h) {
 }
 
 uint64_t ext_httpd_drain(struct ext_httpd *h, unsigned grace_ms) {
-  uint64_t deadline = now_ns() + (uint64_t)grace_ms * 1000000u;
-  while (atomic_load(&h->in_flight) > 0 && now_ns() < deadline) {
+  uint64_t deadline = ioq_mono_ns() + (uint64_t)grace_ms * 1000000u;
+  while (atomic_load(&h->in_flight) > 0 && ioq_mono_ns() < deadline) {
     struct timespec ts = {0, 20 * 1000000L};
     nanosleep(&ts, NULL);
   }

@@ -70,8 +70,4 @@ void ext_httpd_quiesce(struct ext_httpd *h);
 uint64_t ext_httpd_drain(struct ext_httpd *h, unsigned grace_ms);
 void ext_httpd_stop(struct ext_httpd *h);
 
-/* Parses "ADDR:PORT" into a socket address (exposed for tests). */
-struct sockaddr_storage;
-int ext_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len, ioq_err *e);
-
 #endif

@@ -53,7 +53,7 @@ static void log_status(const struct ext_nodeinfo *ni, const struct ext_nodeinfo 
   if (ni->status == EXT_NODE_MALFORMED &&
       (!old || old->status != EXT_NODE_MALFORMED || strcmp(old->error ? old->error : "", ni->error ? ni->error : "") != 0))
     ioq_warn("node annotation unusable node=%s error=\"%s\"", ni->name,
-             ni->error ? ni->error : "out of memory");
+             ni->error ? ni->error : "out of memory keeping the node's annotation error");
 }
 
 /* True if the node's annotation is what the cached entry was built from:
@@ -75,7 +75,7 @@ static struct ext_nodeinfo *build(json_object *node, const struct ext_nodeinfo *
   ioq_err e = {0};
   struct ext_nodeinfo *ni = calloc(1, sizeof *ni);
   if (!ni) {
-    ioq_error("node cache: out of memory");
+    ioq_error("node cache: out of memory building a node entry");
     return NULL;
   }
   if (ext_nodeinfo_from_json(node, ni, &e) < 0) {

@@ -78,12 +78,12 @@ int ext_nodemap_put(struct ext_nodemap *m, struct ext_nodeinfo *ni) {
   return 0;
 }
 
-int ext_nodemap_del(struct ext_nodemap *m, const char *name) {
+bool ext_nodemap_del(struct ext_nodemap *m, const char *name) {
   if (!m->cap)
-    return -1;
+    return false;
   size_t mask = m->cap - 1, i = probe(m, name, hash_name(name));
   if (!m->slots[i].ni)
-    return -1;
+    return false;
   free_entry(m->slots[i].ni);
   m->slots[i].ni = NULL;
   m->n--;
@@ -98,5 +98,5 @@ int ext_nodemap_del(struct ext_nodemap *m, const char *name) {
       i = j;
     }
   }
-  return 0;
+  return true;
 }

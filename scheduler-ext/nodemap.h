@@ -7,6 +7,7 @@
 #ifndef IOQOS_EXT_NODEMAP_H
 #define IOQOS_EXT_NODEMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,8 +30,8 @@ struct ext_nodeinfo *ext_nodemap_find(const struct ext_nodemap *m, const char *n
 /* Inserts ni (owned by the map from now on), replacing and freeing an entry
  * of the same name. -1 on OOM (ni is then not owned). */
 int ext_nodemap_put(struct ext_nodemap *m, struct ext_nodeinfo *ni);
-/* Removes and frees the entry; 0 if it was there, -1 if not. */
-int ext_nodemap_del(struct ext_nodemap *m, const char *name);
+/* Removes and frees the entry; false if there was none (not an error). */
+bool ext_nodemap_del(struct ext_nodemap *m, const char *name);
 
 /* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->slots[i].ni) ... */
 

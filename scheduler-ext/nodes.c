@@ -35,7 +35,7 @@ int ext_nodes_resolve(struct extender *x, const struct ext_args *a, enum ext_ver
   }
   out->parsed = calloc(a->n ? a->n : 1, sizeof *out->parsed);
   if (!out->parsed) {
-    ext_reply_error(r, 500, "ioqos extender out of memory");
+    ext_reply_error(r, 500, "ioqos extender out of memory building the node list");
     return -1;
   }
   for (size_t i = 0; i < a->n; i++) {

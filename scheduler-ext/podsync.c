@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ioqos/jsonfield.h"
 #include "ioqos/log.h"
 
 /* A placement whose pod is still unbound this long after its bind started
@@ -42,7 +43,8 @@ static long ext_kube_get_json(struct extender *x, const char *path, struct ext_b
   if (st >= 200 && st <= 299) {
     int rc = ext_body_parse_text(held, r.body, r.len, x->budget);
     if (rc < 0 || held->err_status) {
-      ioq_fail(e, rc < 0 ? ENOMEM : EAGAIN, "GET %s: %s", path, rc < 0 ? "out of memory" : held->err);
+      ioq_fail(e, rc < 0 ? ENOMEM : EAGAIN, "GET %s: %s", path,
+               rc < 0 ? "out of memory parsing the reply" : held->err);
       st = -1;
     } else {
       *out = ext_body_take(held);
@@ -54,9 +56,10 @@ static long ext_kube_get_json(struct extender *x, const char *path, struct ext_b
   return st;
 }
 
+/* "" when absent: the callers compare and print it */
 static const char *str_field(json_object *o, const char *a, const char *b) {
-  json_object *v = ioq_json_field(ioq_json_field(o, a), b);
-  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+  const char *s = ioq_json_str_at(o, a, b);
+  return s ? s : "";
 }
 
 static bool ended(json_object *pod) {
@@ -172,7 +175,7 @@ int ext_podsync_rebuild(struct extender *x, atomic_bool *stop, ioq_err *e) {
   size_t pods = 0, restored = 0;
   char *sel = ioq_kube_escape("spec.nodeName!=");
   if (!sel)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the field selector");
   int rc = 0;
   do {
     char *ce = cont ? ioq_kube_escape(cont) : NULL;
@@ -201,7 +204,7 @@ int ext_podsync_rebuild(struct extender *x, atomic_bool *stop, ioq_err *e) {
     pods += n;
     const char *c = str_field(list, "metadata", "continue");
     if (*c && !(cont = strdup(c)))
-      rc = ioq_fail(e, ENOMEM, "out of memory");
+      rc = ioq_fail(e, ENOMEM, "out of memory keeping the list's continue token");
     json_object_put(list);
     ext_body_free(&held);
   } while (cont && !(stop && atomic_load(stop)));
@@ -257,7 +260,7 @@ struct ext_podsync *ext_podsync_start(struct extender *x, unsigned interval_ms,
                                       unsigned min_age_ms, ioq_err *e) {
   struct ext_podsync *s = calloc(1, sizeof *s);
   if (!s) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the pod sync");
     return NULL;
   }
   s->x = x;

@@ -69,7 +69,7 @@ static void hl_finish(struct hostlist *h, struct ext_reply *r) {
   hl_append(h, "]", 1);
   if (h->oom) {
     printbuf_free(h->pb);
-    ext_reply_error(r, 500, "ioqos extender out of memory");
+    ext_reply_error(r, 500, "ioqos extender out of memory building the scores");
     return;
   }
   char *body = h->pb->buf;
@@ -89,7 +89,7 @@ void ext_prioritize(struct extender *x, json_object *body, struct ext_reply *r) 
   }
   struct hostlist h = {.pb = printbuf_new()};
   if (!h.pb) {
-    ext_reply_error(r, 500, "ioqos extender out of memory");
+    ext_reply_error(r, 500, "ioqos extender out of memory building the scores");
     return;
   }
   hl_append(&h, "[", 1);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char g_oom[] = "{\"Error\":\"out of memory\"}";
+static const char g_oom[] = "{\"Error\":\"ioqos extender out of memory building the reply\"}";
 
 static void set_oom(struct ext_reply *r) {
   r->status = 500;

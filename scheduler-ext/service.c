@@ -120,7 +120,7 @@ static int start_kube(struct ext_service *s, const struct ext_flags *f, ioq_err 
     return 0;
   s->x.cache = ext_nodecache_new(s->x.assumed);
   if (!s->x.cache)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the node cache");
   struct ioq_kube_informer_cb cb = {.list_begin = ext_nodecache_list_begin,
                                     .list_page = ext_nodecache_list_page,
                                     .list_end = ext_nodecache_list_end,
@@ -172,7 +172,7 @@ static int set_budget(struct ext_service *s, const struct ext_flags *f, ioq_err 
 struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   struct ext_service *s = calloc(1, sizeof *s);
   if (!s) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the extender service");
     return NULL;
   }
   s->x.policy = f->policy;
@@ -183,7 +183,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   s->x.metrics = ext_metrics_new();
   s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
   if (!s->x.metrics || !s->x.assumed) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the metrics and the assumed placements");
     goto fail;
   }
   if (f->tls_cert) {

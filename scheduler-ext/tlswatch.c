@@ -11,6 +11,7 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 #define PEM_MAX (1u << 20)
 
@@ -90,14 +91,7 @@ static void *run(void *arg) {
   struct ext_tlswatch *w = arg;
   pthread_mutex_lock(&w->mu);
   while (!w->stop) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += w->interval_ms / 1000;
-    ts.tv_nsec += (long)(w->interval_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = ioq_mono_deadline((double)w->interval_ms / 1000.0);
     pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     if (w->stop)
       break;
@@ -116,7 +110,7 @@ struct ext_tlswatch *ext_tlswatch_start(struct ext_httpd *h, const char *cert_pa
                                         unsigned interval_ms, ioq_err *e) {
   struct ext_tlswatch *w = calloc(1, sizeof *w);
   if (!w) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the TLS file watch");
     return NULL;
   }
   w->h = h;
@@ -129,7 +123,7 @@ struct ext_tlswatch *ext_tlswatch_start(struct ext_httpd *h, const char *cert_pa
     if (cur[i] && !(w->serving[i] = strdup(cur[i]))) {
       put(w->serving);
       free(w);
-      ioq_fail(e, ENOMEM, "out of memory");
+      ioq_fail(e, ENOMEM, "out of memory keeping the TLS files being served");
       return NULL;
     }
   pthread_condattr_t ca_attr;

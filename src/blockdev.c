@@ -22,7 +22,8 @@ static void active_scheduler(const char *line, char *out, size_t outsz) {
     out[r - l - 1] = '\0';
   } else {
     /* a single word without brackets ("none" on bio-based devices) */
-    ioq_copy(out, outsz, line);
+    /* only its first word is kept anyway; a cut name matches no scheduler */
+    ioq_copy_trunc(out, outsz, line);
     char *sp = strchr(out, ' ');
     if (sp)
       *sp = '\0';
@@ -33,7 +34,9 @@ int ioq_blockdev_read(const char *sysfs, const char *name, struct ioq_blockdev *
   memset(out, 0, sizeof *out);
   if (!ioq_disk_name_valid(name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "block device name '%s' is not valid", name);
-  ioq_copy(out->name, sizeof out->name, name);
+  if (!ioq_copy(out->name, sizeof out->name, name))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "block device name '%s' longer than %zu characters", name,
+                    sizeof out->name - 1);
   char p[PATH_MAX], line[256];
   if (cls_path(p, sysfs, name, "dev", e) < 0)
     return -1;
@@ -51,7 +54,8 @@ int ioq_blockdev_read(const char *sysfs, const char *name, struct ioq_blockdev *
   uint64_t v;
   if (cls_path(p, sysfs, name, "queue/rotational", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
     out->rotational = v != 0;
-  if (cls_path(p, sysfs, name, "queue/logical_block_size", e) == 0 && ioq_read_u64(p, &v, NULL) == 0)
+  if (cls_path(p, sysfs, name, "queue/logical_block_size", e) == 0 &&
+      ioq_read_u64(p, &v, NULL) == 0)
     out->logical_block_size = (unsigned)v;
   return 0;
 }
@@ -70,7 +74,8 @@ bool ioq_blockdev_is_partition(const char *sysfs, const char *name, char *disk, 
   const char *parent = strrchr(real, '/');
   if (!parent)
     return false;
-  ioq_copy(disk, disksz, parent + 1);
+  /* kernel disk names are < 32 characters (DISK_NAME_LEN): callers' buffers hold them */
+  ioq_copy_trunc(disk, disksz, parent + 1);
   return true;
 }
 
@@ -186,7 +191,7 @@ static int walk(const char *sysfs, const char *name, struct ioq_blockdev *leaves
   size_t k = 0;
   while ((de = readdir(d)) && k < 64)
     if (de->d_name[0] != '.' && strlen(de->d_name) <= IOQ_DISK_NAME_MAX)
-      ioq_copy(names[k++], sizeof names[0], de->d_name);
+      ioq_copy_trunc(names[k++], sizeof names[0], de->d_name); /* length checked: fits */
   closedir(d);
   for (size_t i = 0; i < k && rc == 0; i++) {
     any = true;
@@ -237,6 +242,8 @@ int ioq_blockdev_scheduler(const char *sysfs, struct ioq_devno dev, char *out, s
   if (!b.scheduler[0])
     return ioq_fail(e, ENOENT, "%s (%u:%u) has no queue/scheduler (a partition?)", name, dev.major,
                     dev.minor);
-  ioq_copy(out, outsz, b.scheduler);
+  if (!ioq_copy(out, outsz, b.scheduler))
+    return ioq_fail(e, ENAMETOOLONG, "%s: scheduler name %s longer than %zu characters", name,
+                    b.scheduler, outsz - 1);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/numconv.h"
 
 #define SEQ_BLOCK (1u << 20)
@@ -23,12 +24,6 @@
 static const char *const g_phase[] = {"sequential write", "sequential read", "random read 4k",
                                       "random write 4k"};
 const char *ioq_cal_phase_name(enum ioq_cal_phase p) { return g_phase[p]; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct job {
   int fd;
@@ -117,7 +112,7 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   pthread_t th[RAND_THREADS];
   struct worker w[RAND_THREADS];
   unsigned started = 0;
-  double t0 = now_s();
+  double t0 = ioq_mono_s();
   for (unsigned i = 0; i < j.nthreads; i++) {
     w[i] = (struct worker){&j, i, 0x9e3779b97f4a7c15ull * (i + 1) + (uint64_t)ph};
     if (pthread_create(&th[i], NULL, work, &w[i]) != 0)
@@ -127,11 +122,12 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   bool seq = j.nthreads == SEQ_THREADS;
   const char *unit = seq ? "MiB/s" : "IOPS";
   double next = t0 + 1.0, end = t0 + o->seconds;
-  while (now_s() < end && !(o->stop && *o->stop) && !atomic_load(&j.err) && started == j.nthreads) {
+  while (ioq_mono_s() < end && !(o->stop && *o->stop) && !atomic_load(&j.err) && started == j.nthreads) {
     usleep(50000);
-    double t = now_s();
+    double t = ioq_mono_s();
     if (t >= next && o->progress) {
-      double r = seq ? (double)atomic_load(&j.bytes) / (1 << 20) / (t - t0) : (double)atomic_load(&j.ios) / (t - t0);
+      double r = seq ? (double)atomic_load(&j.bytes) / (1 << 20) / (t - t0)
+                     : (double)atomic_load(&j.ios) / (t - t0);
       o->progress(o->progress_ud, ph, t - t0, o->seconds, r, unit);
       next += 1.0;
     }
@@ -144,7 +140,7 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
   /* writes count only once they are on stable storage */
   if ((ph == IOQ_CAL_SEQ_WRITE || ph == IOQ_CAL_RAND_WRITE) && fdatasync(fd) < 0)
     return ioq_fail_errno(e, "fdatasync calibration file");
-  double el = now_s() - t0;
+  double el = ioq_mono_s() - t0;
   if (started != j.nthreads)
     return ioq_fail(e, EAGAIN, "could not start %u I/O threads", j.nthreads);
   if (o->stop && *o->stop)
@@ -164,7 +160,8 @@ static int run_phase(const struct ioq_cal_opts *o, int fd, uint64_t size, enum i
 
 int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq_err *e) {
   if (!o->dir || !ioq_is_dir(o->dir))
-    return ioq_fail(e, ENOTDIR, "calibration directory %s does not exist", o->dir ? o->dir : "(null)");
+    return ioq_fail(e, ENOTDIR, "calibration directory %s does not exist",
+                    o->dir ? o->dir : "(null)");
   if (o->seconds < 1)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "calibration needs at least 1 second per phase");
   struct statvfs vfs;
@@ -180,7 +177,8 @@ int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq
   size = size / (SEQ_BLOCK * SEQ_THREADS) * (SEQ_BLOCK * SEQ_THREADS);
   if (size < (64ull << 20) || size > avail)
     return ioq_fail(e, ENOSPC, "%s has %llu MiB free; calibration needs a %llu MiB file", o->dir,
-                    (unsigned long long)(avail >> 20), (unsigned long long)((size < (64ull << 20) ? 64ull << 20 : size) >> 20));
+                    (unsigned long long)(avail >> 20),
+                    (unsigned long long)((size < (64ull << 20) ? 64ull << 20 : size) >> 20));
 
   char path[4096];
   snprintf(path, sizeof path, "%s/.ioqos-calibrate.%ld", o->dir, (long)getpid());
@@ -203,18 +201,21 @@ int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq
     if (rc == 0 && ph == IOQ_CAL_SEQ_WRITE)
       for (int i = 0; i < SEQ_THREADS; i++)
         if (covered[i] < SEQ_BLOCK)
-          rc = ioq_fail(e, EIO, "sequential write made no progress in %u s on %s", o->seconds, o->dir);
+          rc = ioq_fail(e, EIO, "sequential write made no progress in %u s on %s", o->seconds,
+                        o->dir);
   }
   close(fd);
   if (rc < 0)
     return -1;
-  uint64_t *dst[4] = {[IOQ_CAL_SEQ_WRITE] = &out->seq_write_bps, [IOQ_CAL_SEQ_READ] = &out->seq_read_bps,
-                      [IOQ_CAL_RAND_READ] = &out->rand_read_iops, [IOQ_CAL_RAND_WRITE] = &out->rand_write_iops};
+  uint64_t *dst[4] = {[IOQ_CAL_SEQ_WRITE] = &out->seq_write_bps,
+                      [IOQ_CAL_SEQ_READ] = &out->seq_read_bps,
+                      [IOQ_CAL_RAND_READ] = &out->rand_read_iops,
+                      [IOQ_CAL_RAND_WRITE] = &out->rand_write_iops};
   for (int ph = 0; ph < 4; ph++)
     if (ioq_u64_from_double(r[ph], g_phase[ph], dst[ph], e) < 0)
       return -1;
   out->seconds = o->seconds;
-  ioq_copy(out->dir, sizeof out->dir, o->dir);
+  ioq_copy_trunc(out->dir, sizeof out->dir, o->dir); /* informative: where the file was */
   time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);

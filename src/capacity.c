@@ -14,8 +14,8 @@
 #include "ioqos/placement.h"
 
 static int cal_bad(ioq_err *e, const char *file, const char *disk, const char *field) {
-  return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s.%s: missing or not a non-negative integer", file,
-                  disk, field);
+  return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s.%s: missing or not a non-negative integer",
+                  file, disk, field);
 }
 
 static int get_u64(json_object *o, const char *k, uint64_t *out) {
@@ -29,10 +29,18 @@ static int get_u64(json_object *o, const char *k, uint64_t *out) {
   return 0;
 }
 
-static void get_str(json_object *o, const char *k, char *out, size_t outsz) {
+/* Copies string field k (absent: left empty); false when it does not fit. */
+static bool get_str(json_object *o, const char *k, char *out, size_t outsz) {
   json_object *v;
   if (json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string))
-    ioq_copy(out, outsz, json_object_get_string(v));
+    return ioq_copy(out, outsz, json_object_get_string(v));
+  return true;
+}
+
+static int str_too_long(ioq_err *e, const char *file, const char *disk, const char *field,
+                        size_t max) {
+  return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s.%s: longer than %zu characters", file, disk,
+                  field, max);
 }
 
 static int load_root(const char *file, json_object **root, ioq_err *e) {
@@ -50,11 +58,13 @@ static int load_root(const char *file, json_object **root, ioq_err *e) {
     return ioq_fail(e, IOQ_EINVAL_INPUT,
                     "%s: not a JSON object (delete it and run ioqosctl calibrate again)", file);
   }
-  if (!json_object_object_get_ex(j, "version", &ver) || json_object_get_int(ver) != IOQ_CALIBRATION_VERSION) {
+  if (!json_object_object_get_ex(j, "version", &ver) ||
+      json_object_get_int(ver) != IOQ_CALIBRATION_VERSION) {
     json_object_put(j);
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: version must be %d", file, IOQ_CALIBRATION_VERSION);
   }
-  if (!json_object_object_get_ex(j, "disks", &disks) || !json_object_is_type(disks, json_type_object)) {
+  if (!json_object_object_get_ex(j, "disks", &disks) ||
+      !json_object_is_type(disks, json_type_object)) {
     json_object_put(j);
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks must be an object", file);
   }
@@ -62,7 +72,8 @@ static int load_root(const char *file, json_object **root, ioq_err *e) {
   return 0;
 }
 
-int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out, ioq_err *e) {
+int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out,
+                         ioq_err *e) {
   memset(out, 0, sizeof *out);
   json_object *root;
   int rc = load_root(file, &root, e);
@@ -79,10 +90,23 @@ int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibrat
     ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s must be an object", file, disk);
     goto out;
   }
-  ioq_copy(out->disk, sizeof out->disk, disk);
-  get_str(d, "dev", out->dev, sizeof out->dev);
-  get_str(d, "measuredAt", out->measured_at, sizeof out->measured_at);
-  get_str(d, "dir", out->dir, sizeof out->dir);
+  if (!ioq_copy(out->disk, sizeof out->disk, disk)) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disk name %s longer than %zu characters", file, disk,
+             sizeof out->disk - 1);
+    goto out;
+  }
+  if (!get_str(d, "dev", out->dev, sizeof out->dev)) {
+    str_too_long(e, file, disk, "dev", sizeof out->dev - 1);
+    goto out;
+  }
+  if (!get_str(d, "measuredAt", out->measured_at, sizeof out->measured_at)) {
+    str_too_long(e, file, disk, "measuredAt", sizeof out->measured_at - 1);
+    goto out;
+  }
+  if (!get_str(d, "dir", out->dir, sizeof out->dir)) {
+    str_too_long(e, file, disk, "dir", sizeof out->dir - 1);
+    goto out;
+  }
   uint64_t secs = 0;
   get_u64(d, "seconds", &secs);
   out->seconds = (unsigned)secs;
@@ -126,15 +150,17 @@ int ioq_calibration_save(const char *file, const struct ioq_calibration *c, ioq_
   json_object_object_add(d, "dir", json_object_new_string(c->dir));
   json_object_object_add(d, "seconds", json_object_new_int64(c->seconds));
   json_object_object_add(d, "seqReadBytesPerSec", json_object_new_int64((int64_t)c->seq_read_bps));
-  json_object_object_add(d, "seqWriteBytesPerSec", json_object_new_int64((int64_t)c->seq_write_bps));
+  json_object_object_add(d, "seqWriteBytesPerSec",
+                         json_object_new_int64((int64_t)c->seq_write_bps));
   json_object_object_add(d, "randReadIops", json_object_new_int64((int64_t)c->rand_read_iops));
   json_object_object_add(d, "randWriteIops", json_object_new_int64((int64_t)c->rand_write_iops));
   json_object_object_add(disks, c->disk, d);
-  const char *txt = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+  const char *txt = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
   char *withnl;
   if (asprintf(&withnl, "%s\n", txt) < 0) {
     json_object_put(root);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the calibration file text of %s", file);
   }
   rc = ioq_write_file_atomic(file, withnl, e);
   free(withnl);
@@ -154,7 +180,8 @@ int ioq_cost_model_parse(const char *content, unsigned major, unsigned minor, ui
                         1u << IOQ_COST_WRANDIOPS;
   if ((c.have & need) != need)
     return ioq_fail(e, IOQ_EINVAL_INPUT,
-                    "io.cost.model line for %u:%u lacks rbps/wbps/rrandiops/wrandiops", major, minor);
+                    "io.cost.model line for %u:%u lacks rbps/wbps/rrandiops/wrandiops", major,
+                    minor);
   const uint64_t *v = c.v;
   *bw = v[IOQ_COST_RBPS] < v[IOQ_COST_WBPS] ? v[IOQ_COST_RBPS] : v[IOQ_COST_WBPS];
   *iops = v[IOQ_COST_RRANDIOPS] < v[IOQ_COST_WRANDIOPS] ? v[IOQ_COST_RRANDIOPS]
@@ -168,8 +195,9 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
   d->capacity_source[0] = '\0';
   d->ungranted_pool_bw_bytes = d->ungranted_pool_iops = 0;
   d->ungranted_note[0] = '\0';
-  d->allocatable_fraction =
-      devcfg && devcfg->allocatable_fraction > 0 ? devcfg->allocatable_fraction : cfg->allocatable_fraction;
+  d->allocatable_fraction = devcfg && devcfg->allocatable_fraction > 0
+                                ? devcfg->allocatable_fraction
+                                : cfg->allocatable_fraction;
 
   uint64_t bw = 0, iops = 0;
   const char *src = NULL;
@@ -211,7 +239,8 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     } else if (rc == 0) {
       bw = cal.seq_read_bps < cal.seq_write_bps ? cal.seq_read_bps : cal.seq_write_bps;
       iops = cal.rand_read_iops < cal.rand_write_iops ? cal.rand_read_iops : cal.rand_write_iops;
-      snprintf(srcbuf, sizeof srcbuf, "calibration %.80s (%s)", cfg->calibration_file, cal.measured_at);
+      snprintf(srcbuf, sizeof srcbuf, "calibration %.80s (%s)", cfg->calibration_file,
+               cal.measured_at);
       src = srcbuf;
     }
   }
@@ -229,7 +258,7 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
     d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
     return 0;
   }
-  ioq_copy(d->capacity_source, sizeof d->capacity_source, src);
+  ioq_copy_trunc(d->capacity_source, sizeof d->capacity_source, src); /* shown to the operator */
   d->capacity_bw_bytes = bw;
   d->capacity_iops = iops;
   /* a cost model line may say rbps=18446744073709551615: checked, not cast */
@@ -237,8 +266,9 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     char what[96];
     snprintf(what, sizeof what, "%s units from %s", ioq_resource_short(r), d->capacity_source);
-    if (ioq_u64_from_double(floor((double)raw[r] * d->allocatable_fraction / (double)cfg->units.size[r]),
-                            what, &d->units[r], e) < 0)
+    if (ioq_u64_from_double(
+            floor((double)raw[r] * d->allocatable_fraction / (double)cfg->units.size[r]), what,
+            &d->units[r], e) < 0)
       return -1;
     /* more units than one ListAndWatch message should carry (units.h):
      * advertise the bound and say so; a larger unit size fixes it */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforce_internal.h"
+#include "cgfile.h"
 #include "ioqos/fsutil.h"
 
 static struct ioq_iostat *slot(struct ioq_iostat *out, size_t max, size_t *n, struct ioq_devno d,
@@ -29,7 +29,7 @@ int ioq_iostat_parse_v2(const char *content, struct ioq_iostat *out, size_t max,
   bool full = false;
   char *copy = strdup(content);
   if (!copy)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for a copy of io.stat");
   char *lsave = NULL;
   for (char *line = strtok_r(copy, "\n", &lsave); line; line = strtok_r(NULL, "\n", &lsave)) {
     char *tsave = NULL;
@@ -69,7 +69,7 @@ static int parse_v1(const char *content, bool bytes, struct ioq_iostat *out, siz
   bool full = false;
   char *copy = strdup(content);
   if (!copy)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for a copy of the blkio statistics");
   char *lsave = NULL;
   for (char *line = strtok_r(copy, "\n", &lsave); line; line = strtok_r(NULL, "\n", &lsave)) {
     char dev[32], op[32];
@@ -121,7 +121,7 @@ int ioq_pressure_parse(const char *content, struct ioq_pressure *out, ioq_err *e
   bool some = false;
   char *copy = strdup(content);
   if (!copy)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for a copy of io.pressure");
   char *lsave = NULL;
   for (char *line = strtok_r(copy, "\n", &lsave); line; line = strtok_r(NULL, "\n", &lsave)) {
     char kind[8];

@@ -36,7 +36,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->calibration_file = strdup(IOQ_DEFAULT_CALIBRATION_FILE);
   if (!c->source || !c->kubelet_root || !c->calibration_file) {
     ioq_config_free(c);
-    return ioq_fail(e, ENOMEM, "config: out of memory");
+    return ioq_fail(e, ENOMEM, "config: out of memory for the built-in defaults");
   }
   ioq_unit_sizes_default(&c->units);
   c->allocatable_fraction = IOQ_DEFAULT_ALLOCATABLE_FRACTION;
@@ -166,7 +166,8 @@ static int bad(struct ctx *x, const char *path, const char *what) {
 
 /* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
  * silently ignored setting. */
-static int check_keys(struct ctx *x, json_object *obj, const char *path, const char *const *allowed) {
+static int check_keys(struct ctx *x, json_object *obj, const char *path,
+                      const char *const *allowed) {
   json_object_object_foreach(obj, key, val) {
     bool ok = false;
     for (const char *const *a = allowed; *a; a++)
@@ -200,7 +201,7 @@ static int get_string(struct ctx *x, json_object *obj, const char *key, const ch
     return bad(x, path, "must not be empty");
   char *dup = strdup(s);
   if (!dup)
-    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory for the value of %s", x->src, path);
   free(*out);
   *out = dup;
   return 0;
@@ -309,7 +310,8 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
       return -1;
     char p3[200];
     snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
-    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1, UINT64_MAX >> 4) < 0)
+    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1,
+                 UINT64_MAX >> 4) < 0)
       return -1;
     snprintf(p3, sizeof p3, "%s.iops", p2);
     if (get_uint(x, cap, "iops", p3, &out->capacity_iops, 1, 1000000000ull) < 0)
@@ -365,13 +367,14 @@ static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
       if (u > IOQ_MAX_UNITS_PER_DISK) {
         char p[80], what[400];
         snprintf(p, sizeof p, "devices[%zu].capacity.%s", i, field[r]);
-        snprintf(what, sizeof what,
-                 "%llu x allocatable fraction %g / unit size %llu = %llu %s units, more than the %u "
-                 "one disk may advertise (each unit is one device in kubelet's ListAndWatch "
-                 "message, at most %u bytes each, limit %u bytes): raise units.%s",
-                 (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
-                 (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
-                 IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
+        snprintf(
+            what, sizeof what,
+            "%llu x allocatable fraction %g / unit size %llu = %llu %s units, more than the %u "
+            "one disk may advertise (each unit is one device in kubelet's ListAndWatch "
+            "message, at most %u bytes each, limit %u bytes): raise units.%s",
+            (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
+            (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
+            IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
         return bad(x, p, what);
       }
       total[r] += u;
@@ -441,7 +444,7 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       return bad(x, "devices", "more than 256 entries");
     c->devices = calloc(n ? n : 1, sizeof *c->devices);
     if (!c->devices)
-      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory for %zu devices", x->src, n);
     for (size_t i = 0; i < n; i++) {
       c->n_devices = i + 1;
       if (parse_device(x, json_object_array_get_idx(devs, i), i, &c->devices[i]) < 0)
@@ -519,7 +522,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       static const char *const ukeys[] = {"enable", "intervalMs", "headroomShare", NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms;
       if (check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
-          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable", &c->node_policy.ungranted_enable) < 0 ||
+          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
+                   &c->node_policy.ungranted_enable) < 0 ||
           get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
           get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
                      &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0)
@@ -542,7 +546,8 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       uint64_t lat = 0;
       char *ctrl = NULL;
       if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
-          get_bool(x, ic, "enable", "nodePolicy.iocost.enable", &c->node_policy.iocost_enable) < 0 ||
+          get_bool(x, ic, "enable", "nodePolicy.iocost.enable",
+                   &c->node_policy.iocost_enable) < 0 ||
           get_string(x, ic, "ctrl", "nodePolicy.iocost.ctrl", &ctrl, false) < 0)
         return -1;
       if (ctrl) {
@@ -552,19 +557,24 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
           return bad(x, "nodePolicy.iocost.ctrl", "must be user or auto");
         c->node_policy.iocost_ctrl_user = user;
       }
-      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99, 10000) < 0 ||
-          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99, 10000) < 0)
+      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99,
+                     10000) < 0 ||
+          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99,
+                     10000) < 0)
         return -1;
       if (c->node_policy.iocost_min > c->node_policy.iocost_max)
         return bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
-      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1, 10000000) < 0)
+      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1,
+                   10000000) < 0)
         return -1;
       c->node_policy.iocost_latency_us = (unsigned)lat;
-      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0, 1.0) < 0)
+      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0,
+                     1.0) < 0)
         return -1;
       if (c->node_policy.iocost_pace > 0) {
         if (!c->node_policy.iocost_enable || !c->node_policy.iocost_ctrl_user)
-          return bad(x, "nodePolicy.iocost.pace", "needs nodePolicy.iocost.enable true and ctrl user");
+          return bad(x, "nodePolicy.iocost.pace",
+                     "needs nodePolicy.iocost.enable true and ctrl user");
         /* the period is twice the latency target: 4 ms spreads a throttled
          * burst well within a token bucket's refill (measured, benchmark.md) */
         if (!lat)
@@ -703,7 +713,8 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
       return -1;
     json_object *m = merged_view(root, pool);
     if (!m)
-      return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+      return ioq_fail(x->e, ENOMEM, "%s: out of memory for the merged view of pools[%zu]", x->src,
+                      i);
     struct ctx px = {x->src, x->e, m, pool, i, x->yaml, x->err_path};
     struct ioq_config tmp;
     int rc = ioq_config_defaults(&tmp, x->e);
@@ -720,11 +731,12 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
         json_object *nm;
         char def[32];
         snprintf(def, sizeof def, "pools[%zu]", i);
-        const char *name = json_object_object_get_ex(pool, "name", &nm) ? json_object_get_string(nm) : def;
+        const char *name =
+            json_object_object_get_ex(pool, "name", &nm) ? json_object_get_string(nm) : def;
         pc.pool = strdup(name);
         if (!pc.pool) {
           ioq_config_free(&pc);
-          rc = ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+          rc = ioq_fail(x->e, ENOMEM, "%s: out of memory for the name of pools[%zu]", x->src, i);
         } else {
           free(pc.source); /* the defaults' name: the file's is kept */
           pc.source = c->source;
@@ -804,7 +816,7 @@ static int parse_json_text(struct ctx *x, const char *text, json_object **out) {
   *out = NULL;
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(x->e, ENOMEM, "%s: out of memory", x->src);
+    return ioq_fail(x->e, ENOMEM, "%s: out of memory for the JSON parser", x->src);
   /* strict JSON, as the docs promise (without the flag json-c accepts
    * trailing commas); trailing whitespace is checked below to say what is
    * wrong */
@@ -842,7 +854,7 @@ int ioq_config_parse_node(const char *text, const char *source, json_object *nod
   c->source = strdup(source ? source : "(config)");
   if (!c->source) {
     ioq_config_free(c);
-    return ioq_fail(e, ENOMEM, "config: out of memory");
+    return ioq_fail(e, ENOMEM, "config: out of memory for the source name");
   }
   /* the messages name the source: keep a copy that outlives *c */
   char src[256];

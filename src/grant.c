@@ -16,7 +16,8 @@ static int disk_index(struct ioq_pod_grant *g, const char *disk, ioq_err *e) {
     if (strcmp(g->disks[i].disk, disk) == 0)
       return (int)i;
   if (g->n >= IOQ_POD_DISKS_MAX)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod holds units of more than %d disks", IOQ_POD_DISKS_MAX);
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod holds units of more than %d disks",
+                    IOQ_POD_DISKS_MAX);
   snprintf(g->disks[g->n].disk, sizeof g->disks[g->n].disk, "%s", disk);
   return (int)g->n++;
 }
@@ -70,8 +71,9 @@ static int check_duplicates(const struct ioq_ctr_units *ctrs, size_t n, size_t t
           rc = ioq_fail(e, IOQ_EINVAL_INPUT, "%s %s: unit %s listed twice", kind_name(x->kind),
                         x->name ? x->name : "?", h[a].id);
         else if (concurrent(x->kind, y->kind))
-          rc = ioq_fail(e, IOQ_ECONFLICT, "unit %s is held by %s %s and %s %s, which run at the same time",
-                        h[a].id, kind_name(x->kind), x->name ? x->name : "?", kind_name(y->kind),
+          rc = ioq_fail(e, IOQ_ECONFLICT,
+                        "unit %s is held by %s %s and %s %s, which run at the same time", h[a].id,
+                        kind_name(x->kind), x->name ? x->name : "?", kind_name(y->kind),
                         y->name ? y->name : "?");
       }
     i = j;
@@ -85,7 +87,7 @@ int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod
   memset(out, 0, sizeof *out);
   counts_t *per = calloc(n ? n : 1, sizeof *per);
   if (!per)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the unit counts of %zu containers", n);
   int rc = -1;
 
   size_t total = 0;

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/grantmon.h"
 

@@ -64,7 +64,8 @@ int ioq_iocost_qos_format(char *out, size_t outsz, struct ioq_devno dev,
   else if (!w->ctrl_user)
     n = snprintf(out, outsz, "%s enable=1 ctrl=auto", devs);
   else if (w->latency_us)
-    n = snprintf(out, outsz, "%s enable=1 ctrl=user rpct=%.2f rlat=%u wpct=%.2f wlat=%u min=%.2f max=%.2f",
+    n = snprintf(out, outsz,
+                 "%s enable=1 ctrl=user rpct=%.2f rlat=%u wpct=%.2f wlat=%u min=%.2f max=%.2f",
                  devs, IOCOST_PCT, w->latency_us, IOCOST_PCT, w->latency_us, w->min, w->max);
   else
     n = snprintf(out, outsz, "%s enable=1 ctrl=user min=%.2f max=%.2f", devs, w->min, w->max);
@@ -122,8 +123,9 @@ int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct io
     return -1;
   if (want->enable && want->ctrl_user &&
       (want->min < 1 || want->max > 10000 || want->min > want->max))
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "iocost min %.2f / max %.2f: want 1 <= min <= max <= 10000",
-                    want->min, want->max);
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "iocost min %.2f / max %.2f: want 1 <= min <= max <= 10000", want->min,
+                    want->max);
   struct ioq_iocost_qos have;
   bool present;
   char raw[512];
@@ -137,8 +139,8 @@ int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct io
   if (ioq_write_file(file, line, e) < 0)
     return -1;
   *changed = true;
-  if (written)
-    ioq_copy(written, writtensz, line);
+  if (written) /* for display: a cut line is fine */
+    ioq_copy_trunc(written, writtensz, line);
   if (read_state(file, dev, &have, &present, raw, sizeof raw, e) < 0)
     return -1;
   if (!present || !holds(&have, want))
@@ -191,7 +193,8 @@ int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq
   const uint64_t *v = c.v;
   /* ours: both directions the same bandwidth, every IOPS coefficient the same */
   if (c.user && v[IOQ_COST_RBPS] && v[IOQ_COST_RBPS] == v[IOQ_COST_WBPS] && v[IOQ_COST_RSEQIOPS] &&
-      v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_RRANDIOPS] && v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_WSEQIOPS] &&
+      v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_RRANDIOPS] &&
+      v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_WSEQIOPS] &&
       v[IOQ_COST_RSEQIOPS] == v[IOQ_COST_WRANDIOPS]) {
     *user = true;
     out->bps = v[IOQ_COST_RBPS];
@@ -246,8 +249,8 @@ int ioq_iocost_model_apply(const char *root, struct ioq_devno dev,
   if (ioq_write_file(file, line, e) < 0)
     return -1;
   *changed = true;
-  if (written)
-    ioq_copy(written, writtensz, line);
+  if (written) /* for display: a cut line is fine */
+    ioq_copy_trunc(written, writtensz, line);
   if (read_model(file, dev, &have, &user, raw, sizeof raw, e) < 0)
     return -1;
   if (!user || have.bps != want->bps || have.iops != want->iops)

@@ -52,9 +52,11 @@ static int parse_line(char *line, struct ioq_mount *m) {
     return -1;
   ioq_mountinfo_unescape(tok[4]);
   ioq_mountinfo_unescape(source);
-  ioq_copy(m->mountpoint, sizeof m->mountpoint, tok[4]);
-  ioq_copy(m->fstype, sizeof m->fstype, fstype);
-  ioq_copy(m->source, sizeof m->source, source);
+  /* a cut mount point would match the wrong paths: such a line is not used */
+  if (!ioq_copy(m->mountpoint, sizeof m->mountpoint, tok[4]) ||
+      !ioq_copy(m->fstype, sizeof m->fstype, fstype) ||
+      !ioq_copy(m->source, sizeof m->source, source))
+    return -1;
   return 0;
 }
 

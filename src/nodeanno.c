@@ -154,7 +154,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
     return bad(e, "(value)", "is larger than 16 MiB");
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the node annotation's JSON parser");
   json_object *root = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
   size_t end = json_tokener_get_parse_end(tok);
@@ -177,12 +177,14 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
     goto out;
   }
   if (ver != IOQ_NODE_ANNO_VERSION) {
-    ioq_fail(e, IOQ_EINVAL_INPUT, "annotation %s: version %llu is not supported (this build reads %d)",
+    ioq_fail(e, IOQ_EINVAL_INPUT,
+             "annotation %s: version %llu is not supported (this build reads %d)",
              IOQ_NODE_ANNOTATION, (unsigned long long)ver, IOQ_NODE_ANNO_VERSION);
     goto out;
   }
   out->version = (int)ver;
-  if (json_object_object_get_ex(root, "node", &v) && get_str(root, "node", out->node, sizeof out->node) < 0) {
+  if (json_object_object_get_ex(root, "node", &v) &&
+      get_str(root, "node", out->node, sizeof out->node) < 0) {
     bad(e, "node", "must be a node name string");
     goto out;
   }
@@ -196,7 +198,8 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
         out->units.size[r] = u[r];
   }
   json_object *devs;
-  if (!json_object_object_get_ex(root, "devices", &devs) || !json_object_is_type(devs, json_type_array)) {
+  if (!json_object_object_get_ex(root, "devices", &devs) ||
+      !json_object_is_type(devs, json_type_array)) {
     bad(e, "devices", "must be an array");
     goto out;
   }
@@ -207,7 +210,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
   }
   out->disks = calloc(n ? n : 1, sizeof *out->disks);
   if (!out->disks) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory for the node annotation's %zu disks", n);
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -231,7 +234,7 @@ int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out
     size_t np = json_object_array_length(pods);
     out->pods = calloc(np ? np : 1, sizeof *out->pods);
     if (!out->pods) {
-      ioq_fail(e, ENOMEM, "out of memory");
+      ioq_fail(e, ENOMEM, "out of memory for the node annotation's %zu pods of one disk", np);
       goto out;
     }
     for (size_t i = 0; i < np; i++) {
@@ -296,7 +299,8 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     json_object_object_add(o, "capabilities", caps);
     if (d->ungranted_pool[0] || d->ungranted_pool[1]) {
       json_object *ug = json_object_new_object();
-      json_object_object_add(ug, "bytesPerSecond", json_object_new_int64((int64_t)d->ungranted_pool[0]));
+      json_object_object_add(ug, "bytesPerSecond",
+                             json_object_new_int64((int64_t)d->ungranted_pool[0]));
       json_object_object_add(ug, "iops", json_object_new_int64((int64_t)d->ungranted_pool[1]));
       json_object_object_add(o, "ungrantedPool", ug);
     }
@@ -329,7 +333,8 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     }
     json_object_object_add(root, "publishedAt", json_object_new_string(when));
   }
-  const char *txt = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  const char *txt =
+      json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   char *copy = txt ? strdup(txt) : NULL;
   json_object_put(root);
   return copy;

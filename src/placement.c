@@ -37,10 +37,10 @@ static uint64_t free_units(const struct ioq_disk_state *d, const uint64_t *extra
   return used >= d->capacity[r] ? 0 : d->capacity[r] - used;
 }
 
-int ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra,
-                   const struct ioq_need *need, enum ioq_policy policy) {
+bool ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra,
+                    const struct ioq_need *need, enum ioq_policy policy, int *score) {
   if (!d->healthy || strcmp(d->class_name, need_class(need)) != 0)
-    return -1;
+    return false;
   double frac[IOQ_RES_COUNT] = {0};
   int nreq = 0;
   double sum = 0;
@@ -48,13 +48,16 @@ int ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra,
     if (need->units[r] == 0)
       continue;
     if (free_units(d, extra, r) < need->units[r])
-      return -1;
-    frac[r] = (double)(d->allocated[r] + extra_at(extra, r) + need->units[r]) / (double)d->capacity[r];
+      return false;
+    frac[r] =
+        (double)(d->allocated[r] + extra_at(extra, r) + need->units[r]) / (double)d->capacity[r];
     sum += frac[r];
     nreq++;
   }
-  if (nreq == 0)
-    return 10; /* nothing requested: every healthy disk of the class is equally good */
+  if (nreq == 0) {
+    *score = 10; /* nothing requested: every healthy disk of the class is equally good */
+    return true;
+  }
   double mean = sum / nreq, s;
   switch (policy) {
   case IOQ_POLICY_MOST_ALLOCATED:
@@ -70,8 +73,9 @@ int ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra,
   default:
     s = 10.0 * (1.0 - mean);
   }
-  int score = (int)lround(s);
-  return score < 0 ? 0 : score > 10 ? 10 : score;
+  long r = lround(s);
+  *score = r < 0 ? 0 : r > 10 ? 10 : (int)r;
+  return true;
 }
 
 static int first_requested(const struct ioq_need *need) {
@@ -91,8 +95,8 @@ int ioq_place(const struct ioq_disk_state *disks, size_t n, const uint64_t *extr
 
   for (size_t i = 0; i < n; i++) {
     const uint64_t *ex = extra ? extra + i * IOQ_RES_COUNT : NULL;
-    int s = ioq_disk_score(&disks[i], ex, need, policy);
-    if (s < 0)
+    int s;
+    if (!ioq_disk_score(&disks[i], ex, need, policy, &s))
       continue;
     if (out->disk >= 0) {
       const struct ioq_disk_state *b = &disks[out->disk];
@@ -122,7 +126,9 @@ int ioq_place(const struct ioq_disk_state *disks, size_t n, const uint64_t *extr
       continue;
     healthy++;
     const uint64_t *ex = extra ? extra + i * IOQ_RES_COUNT : NULL;
-    if (best < 0 || free_units(&disks[i], ex, r0) > free_units(&disks[best], extra ? extra + (size_t)best * IOQ_RES_COUNT : NULL, r0))
+    if (best < 0 ||
+        free_units(&disks[i], ex, r0) >
+            free_units(&disks[best], extra ? extra + (size_t)best * IOQ_RES_COUNT : NULL, r0))
       best = (int)i;
   }
   if (in_class == 0) {

@@ -36,8 +36,8 @@ static int by_dir(const void *a, const void *b) {
                 ((const struct ioq_pod_cgroup_entry *)b)->dir);
 }
 
-static int list_parent(const char *parent, enum ioq_qos_class qos, struct ioq_pod_cgroup_entry **out,
-                       size_t *n, size_t *cap, ioq_err *e) {
+static int list_parent(const char *parent, enum ioq_qos_class qos,
+                       struct ioq_pod_cgroup_entry **out, size_t *n, size_t *cap, ioq_err *e) {
   DIR *d = opendir(parent);
   if (!d) {
     if (errno == ENOENT)
@@ -61,7 +61,7 @@ static int list_parent(const char *parent, enum ioq_qos_class qos, struct ioq_po
       size_t nc = *cap ? *cap * 2 : 32;
       struct ioq_pod_cgroup_entry *g = realloc(*out, nc * sizeof *g);
       if (!g) {
-        rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory");
+        rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory for %zu entries", nc);
         break;
       }
       *out = g;

@@ -4,22 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "ioqos/nodeanno.h"
-
-json_object *ioq_json_field(json_object *obj, const char *key) {
-  if (!obj || !json_object_is_type(obj, json_type_object))
-    return NULL;
-  json_object *v = NULL;
-  if (json_object_object_get_ex(obj, key, &v))
-    return v; /* NULL when the value is JSON null */
-  json_object_object_foreach(obj, k, val) {
-    if (strcasecmp(k, key) == 0)
-      return val;
-  }
-  return NULL;
-}
 
 static int bad(ioq_err *e, const char *path, const char *what) {
   return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s: %s", path, what);
@@ -265,7 +251,7 @@ int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, i
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod: input larger than 2 GiB");
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(e, ENOMEM, "pod: out of memory");
+    return ioq_fail(e, ENOMEM, "pod: out of memory for the JSON parser");
   json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
   json_object *root = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
@@ -277,7 +263,8 @@ int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, i
     end = len;
   }
   json_tokener_free(tok);
-  while (end < len && (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' || text[end] == '\r'))
+  while (end < len &&
+         (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' || text[end] == '\r'))
     end++;
   if (jerr != json_tokener_success || end != len) {
     json_object_put(root);

@@ -42,7 +42,8 @@ static void have(struct ioq_disk *d, unsigned bit) {
   d->cap_reasons[cap_index(bit)][0] = '\0';
 }
 
-static void note(struct ioq_inventory *inv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct ioq_inventory *inv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void note(struct ioq_inventory *inv, const char *fmt, ...) {
   if (inv->n_notes >= sizeof inv->node_notes / sizeof inv->node_notes[0])
     return;
@@ -55,7 +56,8 @@ static void note(struct ioq_inventory *inv, const char *fmt, ...) {
 /* true if the whitespace-separated list in file contains word */
 static bool file_has_word(const char *dir, const char *file, const char *word) {
   char p[PATH_MAX], *data;
-  if (ioq_path_join(p, sizeof p, NULL, dir, file, NULL) < 0 || ioq_read_file(p, &data, NULL, 0, NULL) < 0)
+  if (ioq_path_join(p, sizeof p, NULL, dir, file, NULL) < 0 ||
+      ioq_read_file(p, &data, NULL, 0, NULL) < 0)
     return false;
   bool found = false;
   char *save;
@@ -157,7 +159,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     if (!io_avail)
       missing(d, IOQ_CAP_IO_MAX, "io controller not available in %s", l->io_root);
     else if (have_ref && ref_io && !has_file(ref, "io.max"))
-      missing(d, IOQ_CAP_IO_MAX, "%s/io.max missing: kernel without CONFIG_BLK_DEV_THROTTLING", ref);
+      missing(d, IOQ_CAP_IO_MAX, "%s/io.max missing: kernel without CONFIG_BLK_DEV_THROTTLING",
+              ref);
     else
       have(d, IOQ_CAP_IO_MAX);
 
@@ -175,7 +178,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     if (!io_avail)
       missing(d, IOQ_CAP_IO_WEIGHT, "io controller not available");
     else if (!iocost_built)
-      missing(d, IOQ_CAP_IO_WEIGHT, "%s/io.cost.qos missing: kernel without CONFIG_BLK_CGROUP_IOCOST", l->io_root);
+      missing(d, IOQ_CAP_IO_WEIGHT,
+              "%s/io.cost.qos missing: kernel without CONFIG_BLK_CGROUP_IOCOST", l->io_root);
     else if (!all_on)
       missing(d, IOQ_CAP_IO_WEIGHT, "iocost not enabled on %s (no enable=1 line in io.cost.qos; "
               "nodePolicy.iocost.enable turns it on), io.weight has no effect", off);
@@ -187,7 +191,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
       missing(d, IOQ_CAP_IO_BFQ_WEIGHT, "scheduler of %s is not bfq (%s)",
               d->n_leaves ? d->leaves[0].name : dn, d->n_leaves ? d->leaves[0].scheduler : "?");
     else if (have_ref && ref_io && !has_file(ref, "io.bfq.weight"))
-      missing(d, IOQ_CAP_IO_BFQ_WEIGHT, "%s/io.bfq.weight missing: BFQ without CONFIG_BFQ_GROUP_IOSCHED", ref);
+      missing(d, IOQ_CAP_IO_BFQ_WEIGHT,
+              "%s/io.bfq.weight missing: BFQ without CONFIG_BFQ_GROUP_IOSCHED", ref);
     else
       have(d, IOQ_CAP_IO_BFQ_WEIGHT);
 
@@ -208,8 +213,8 @@ static void probe_v2(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
               "buffered writes bypass io.max (writeback is charged to the root)");
 
     d->enforceable = (d->caps & IOQ_CAP_IO_MAX) != 0;
-    if (!d->enforceable)
-      ioq_copy(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
+    if (!d->enforceable) /* a message: cut if it must be */
+      ioq_copy_trunc(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
                d->cap_reasons[cap_index(IOQ_CAP_IO_MAX)]);
   }
 }
@@ -233,9 +238,11 @@ static void probe_v1(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
               "CONFIG_BLK_DEV_THROTTLING", l->io_root);
     if (!leaves_all(d, "bfq"))
       missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "scheduler of %s is not bfq (%s)",
-              d->n_leaves ? d->leaves[0].name : d->dev.name, d->n_leaves ? d->leaves[0].scheduler : "?");
+              d->n_leaves ? d->leaves[0].name : d->dev.name,
+              d->n_leaves ? d->leaves[0].scheduler : "?");
     else if (!bfqw)
-      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT, "%s/blkio.bfq.weight missing (BFQ without group scheduling)", ref);
+      missing(d, IOQ_CAP_BLKIO_BFQ_WEIGHT,
+              "%s/blkio.bfq.weight missing (BFQ without group scheduling)", ref);
     else
       have(d, IOQ_CAP_BLKIO_BFQ_WEIGHT);
     const char *v1 = "cgroup v1 node: the v2 io interface is not used";
@@ -246,8 +253,8 @@ static void probe_v1(const struct ioq_probe_opts *o, struct ioq_inventory *inv) 
     missing(d, IOQ_CAP_BUFFERED_WRITES, "cgroup v1 does not charge writeback to the pod: limits "
             "apply to direct I/O only, buffered writes are not throttled");
     d->enforceable = throttle;
-    if (!throttle)
-      ioq_copy(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
+    if (!throttle) /* a message: cut if it must be */
+      ioq_copy_trunc(d->not_enforceable_reason, sizeof d->not_enforceable_reason,
                d->cap_reasons[cap_index(IOQ_CAP_BLKIO_THROTTLE)]);
   }
 }
@@ -283,8 +290,9 @@ struct ioq_disk *ioq_inventory_find(struct ioq_inventory *inv, const char *name)
  * selector); the others are still probed. */
 static void select_fault(struct ioq_inventory *inv, const char *sel, const ioq_err *e) {
   struct ioq_select_fault *f = &inv->faults[inv->n_faults++];
-  ioq_copy(f->select, sizeof f->select, sel);
-  ioq_copy(f->reason, sizeof f->reason, e->msg);
+  /* both shown to the operator: cut if they must be */
+  ioq_copy_trunc(f->select, sizeof f->select, sel);
+  ioq_copy_trunc(f->reason, sizeof f->reason, e->msg);
 }
 
 int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opts *o,
@@ -300,7 +308,7 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
   if (!inv->disks || !inv->faults || !cfg_idx) {
     free(cfg_idx);
     ioq_inventory_free(inv);
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory for the inventory of %zu disk selectors", n);
   }
   /* Per-selector errors cost that selector only: one bad entry must not take
    * every disk of the node out of service (issue 12 item 9). */
@@ -321,15 +329,17 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     if (!dc) {
       char by[sizeof d->selected_by];
       snprintf(by, sizeof by, "default: the disk behind the kubelet root directory %s", sel);
-      ioq_copy(d->selected_by, sizeof d->selected_by, by);
+      ioq_copy_trunc(d->selected_by, sizeof d->selected_by, by); /* same size */
     }
-    ioq_copy(d->class_name, sizeof d->class_name,
+    /* same bound: config validates class names to IOQ_CLASS_NAME_MAX */
+    ioq_copy_trunc(d->class_name, sizeof d->class_name,
              dc && dc->class_name ? dc->class_name : IOQ_DEFAULT_CLASS);
     /* two selectors reaching one disk would double its units: the first keeps it */
     struct ioq_disk *dup = ioq_inventory_find(inv, d->dev.name);
     if (dup) {
-      ioq_fail(&de, IOQ_EINVAL_INPUT, "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'",
-               cfg->source, i, sel, d->dev.name, dup->selected_by);
+      ioq_fail(&de, IOQ_EINVAL_INPUT,
+               "%s: devices[%zu] '%s' resolves to %s, already selected by '%s'", cfg->source, i,
+               sel, d->dev.name, dup->selected_by);
       select_fault(inv, sel, &de);
       memset(d, 0, sizeof *d);
       continue;
@@ -343,8 +353,11 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
   }
   char cost_model[PATH_MAX] = "";
   uint64_t total[IOQ_RES_COUNT] = {0};
-  if (inv->layout.io_version == IOQ_CGV2)
-    ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model", NULL);
+  /* a path too long for io.cost.model is read as no cost model (like cgroup v1) */
+  if (inv->layout.io_version == IOQ_CGV2 &&
+      ioq_path_join(cost_model, sizeof cost_model, NULL, inv->layout.io_root, "io.cost.model",
+                    NULL) < 0)
+    cost_model[0] = '\0';
   for (size_t i = 0; i < inv->n; i++) {
     const struct ioq_device_config *dc = cfg->n_devices ? &cfg->devices[cfg_idx[i]] : NULL;
     struct ioq_disk *d = &inv->disks[i];
@@ -352,9 +365,10 @@ int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opt
     if (ioq_capacity_resolve(cfg, dc, cost_model, d, &de) < 0) {
       /* a corrupt calibration entry or io.cost.model line: this disk only */
       ioq_err_prefix(&de, "capacity of %s", d->dev.name);
-      ioq_copy(d->fault, sizeof d->fault, de.msg);
+      ioq_copy_trunc(d->fault, sizeof d->fault, de.msg); /* a message */
       d->units[IOQ_RES_BANDWIDTH] = d->units[IOQ_RES_IOPS] = 0;
-      snprintf(d->capacity_source, sizeof d->capacity_source, "none: the capacity source is broken (see fault)");
+      snprintf(d->capacity_source, sizeof d->capacity_source,
+               "none: the capacity source is broken (see fault)");
     }
     /* a disk that cannot be enforced advertises nothing */
     if (!d->enforceable)

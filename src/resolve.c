@@ -46,7 +46,8 @@ static int canonical_dir(const char *path, char *out, ioq_err *e) {
     }
     char nr[PATH_MAX];
     snprintf(nr, sizeof nr, "%s%s%s", slash + 1, rest[0] ? "/" : "", rest);
-    ioq_copy(rest, sizeof rest, nr);
+    if (!ioq_copy(rest, sizeof rest, nr))
+      return ioq_fail(e, ENAMETOOLONG, "path %s too long", path);
     *slash = '\0';
   }
 }
@@ -72,8 +73,11 @@ static int name_from_dev_path(const struct ioq_roots *r, const char *devpath, ch
   if (ioq_path_join(probe, sizeof probe, e, r->sysfs, "class/block", base, NULL) < 0)
     return -1;
   if (!ioq_path_exists(probe))
-    return ioq_fail(e, ENOENT, "%s is not a block device known to %s/class/block", devpath, r->sysfs);
-  ioq_copy(name, namesz, base);
+    return ioq_fail(e, ENOENT, "%s is not a block device known to %s/class/block", devpath,
+                    r->sysfs);
+  if (!ioq_copy(name, namesz, base))
+    return ioq_fail(e, ENAMETOOLONG, "block device name %s longer than %zu characters", base,
+                    namesz - 1);
   return 0;
 }
 
@@ -87,7 +91,7 @@ int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk
   char name[IOQ_DISK_NAME_MAX + 1];
   char how[512] = "";
   unsigned maj, min;
-  ioq_copy(d->selected_by, sizeof d->selected_by, sel);
+  ioq_copy_trunc(d->selected_by, sizeof d->selected_by, sel); /* shown to the operator */
 
   if (is_majmin(sel, &maj, &min)) {
     if (ioq_blockdev_name_for(r->sysfs, maj, min, name, sizeof name, e) < 0)
@@ -119,7 +123,9 @@ int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk
     if (!ioq_disk_name_valid(sel))
       return ioq_fail(e, IOQ_EINVAL_INPUT,
                       "'%s' is not a disk name, /dev path, mount point or MAJ:MIN", sel);
-    ioq_copy(name, sizeof name, sel);
+    if (!ioq_copy(name, sizeof name, sel))
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "disk name '%s' longer than %zu characters", sel,
+                      sizeof name - 1);
     snprintf(how, sizeof how, "disk %s", name);
   }
 
@@ -128,7 +134,7 @@ int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk
   if (ioq_blockdev_is_partition(r->sysfs, name, disk, sizeof disk)) {
     size_t l = strlen(how);
     snprintf(how + l, sizeof how - l, ", a partition of %s", disk);
-    ioq_copy(name, sizeof name, disk);
+    ioq_copy_trunc(name, sizeof name, disk); /* same size: fits */
   }
   if (ioq_blockdev_read(r->sysfs, name, &d->dev, e) < 0)
     return -1;
@@ -136,7 +142,7 @@ int ioq_disk_resolve(const struct ioq_roots *r, const char *sel, struct ioq_disk
     ioq_err_prefix(e, "walk the device stack under %s", name);
     return -1;
   }
-  ioq_copy(d->resolution, sizeof d->resolution, how);
+  ioq_copy_trunc(d->resolution, sizeof d->resolution, how); /* shown to the operator */
   if (ioq_blockdev_is_stacked(r->sysfs, name)) {
     char leaves[200] = "";
     for (size_t i = 0; i < d->n_leaves; i++) {

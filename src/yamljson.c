@@ -127,7 +127,8 @@ static int resolve_plain(struct builder *b, const char *s, unsigned line, json_o
   *out = json_object_new_string(s);
 made:
   if (!*out)
-    return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+    return ioq_fail(b->e, ENOMEM, "%s: out of memory for a JSON value (line %u)", b->src,
+                    line);
   return 0;
 }
 
@@ -144,7 +145,8 @@ static int attach(struct builder *b, json_object *v, unsigned line) {
     set_line(v, line);
     if (json_object_array_add(f->node, v) < 0) {
       json_object_put(v);
-      return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+      return ioq_fail(b->e, ENOMEM, "%s: out of memory for an array item (line %u)", b->src,
+                      line);
     }
     return 0;
   }
@@ -154,7 +156,7 @@ static int attach(struct builder *b, json_object *v, unsigned line) {
   f->key = NULL;
   if (rc < 0) {
     json_object_put(v);
-    return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+    return ioq_fail(b->e, ENOMEM, "%s: out of memory for a mapping entry", b->src);
   }
   return 0;
 }
@@ -222,7 +224,7 @@ static int on_event(struct builder *b, yaml_event_t *ev) {
       if (json_object_object_get_ex(f->node, s, NULL))
         return fail_at(b, line, "duplicate key: ", s);
       if (!(f->key = strdup(s)))
-        return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+        return ioq_fail(b->e, ENOMEM, "%s: out of memory for a key (line %u)", b->src, line);
       f->key_line = line;
       return 0;
     }
@@ -231,7 +233,7 @@ static int on_event(struct builder *b, yaml_event_t *ev) {
       if (resolve_plain(b, s, line, &v) < 0)
         return -1;
     } else if (!(v = json_object_new_string_len(s, (int)ev->data.scalar.length))) {
-      return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+      return ioq_fail(b->e, ENOMEM, "%s: out of memory for a string (line %u)", b->src, line);
     }
     return attach(b, v, line);
   }
@@ -242,7 +244,8 @@ static int on_event(struct builder *b, yaml_event_t *ev) {
   json_object *c = ev->type == YAML_MAPPING_START_EVENT ? json_object_new_object()
                                                          : json_object_new_array();
   if (!c)
-    return ioq_fail(b->e, ENOMEM, "%s: out of memory", b->src);
+    return ioq_fail(b->e, ENOMEM, "%s: out of memory for a mapping or list (line %u)", b->src,
+                    line);
   if (attach(b, c, line) < 0)
     return -1;
   b->stack[b->depth++] = (struct frame){.node = c};
@@ -254,7 +257,7 @@ int ioq_yaml_to_json(const char *text, size_t len, const char *source, size_t ma
   *out = NULL;
   yaml_parser_t p;
   if (!yaml_parser_initialize(&p))
-    return ioq_fail(e, ENOMEM, "%s: out of memory", source);
+    return ioq_fail(e, ENOMEM, "%s: out of memory for the YAML parser", source);
   yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
   struct builder b = {.src = source, .e = e, .max_nodes = max_nodes};
   int rc = 0;

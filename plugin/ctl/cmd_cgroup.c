@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "ioqos/cglayout.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/podcg.h"

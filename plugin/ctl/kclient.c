@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
-#include "kubeconfig.h"
+#include "ioqos/kube/kubeconfig.h"
 
 int ctl_kube_open(const struct ctl_kflags *f, struct ioq_kube **out, char *source, size_t n,
                   ioq_err *e) {

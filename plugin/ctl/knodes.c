@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/jsonfield.h"
 #include "kfmt.h"
 
 const char *const ctl_nodes_headers[CTL_NODES_COLS] = {
@@ -19,17 +20,9 @@ static const struct ioq_jf_rule R_META[] = {
     {"name", IOQ_JF_ICASE, NULL}, {"annotations", IOQ_JF_ICASE, R_ANNO}, {NULL, 0, NULL}};
 const struct ioq_jf_rule ctl_node_rules[] = {{"metadata", IOQ_JF_ICASE, R_META}, {NULL, 0, NULL}};
 
-static const char *str_at(json_object *o, const char *a, const char *b) {
-  json_object *x, *y;
-  if (!json_object_object_get_ex(o, a, &x) || !json_object_object_get_ex(x, b, &y) ||
-      !json_object_is_type(y, json_type_string))
-    return NULL;
-  return json_object_get_string(y);
-}
-
 int ctl_node_from_json(json_object *node, bool truncated, struct ctl_node *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
-  const char *name = str_at(node, "metadata", "name");
+  const char *name = ioq_json_str_at(node, "metadata", "name");
   if (!name || !ioq_copy(out->name, sizeof out->name, name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "a Node without a valid metadata.name");
   json_object *meta, *ann, *v;

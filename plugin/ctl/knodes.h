@@ -15,7 +15,7 @@
 
 #include "ioqos/error.h"
 #include "ioqos/nodeanno.h"
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 #include "ktable.h"
 
 #define CTL_ANNO_STALE_S 900

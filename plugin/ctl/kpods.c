@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/jsonfield.h"
 #include "kfmt.h"
 
 const char *const ctl_pods_headers[CTL_PODS_COLS] = {"NAMESPACE", "NAME",  "NODE", "PHASE", "BANDWIDTH",
@@ -33,15 +34,10 @@ const struct ioq_jf_rule ctl_pod_rules[] = {{"metadata", IOQ_JF_ICASE, R_META},
                                             {"status", IOQ_JF_ICASE, R_STATUS},
                                             {NULL, 0, NULL}};
 
-static const char *str_field(json_object *o, const char *a, const char *b) {
-  json_object *y = ioq_json_field(ioq_json_field(o, a), b);
-  return y && json_object_is_type(y, json_type_string) ? json_object_get_string(y) : NULL;
-}
-
 int ctl_pod_from_json(json_object *pod, bool truncated, struct ctl_pod *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
-  const char *name = str_field(pod, "metadata", "name");
-  const char *ns = str_field(pod, "metadata", "namespace");
+  const char *name = ioq_json_str_at(pod, "metadata", "name");
+  const char *ns = ioq_json_str_at(pod, "metadata", "namespace");
   if (!name)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "a Pod without metadata.name");
   ioq_err pe = {0};
@@ -58,11 +54,11 @@ int ctl_pod_from_json(json_object *pod, bool truncated, struct ctl_pod *out, ioq
   if (rc < 0 || truncated) { /* the identity still comes from the object */
     ioq_copy(out->need.name, sizeof out->need.name, name);
     ioq_copy(out->need.ns, sizeof out->need.ns, ns ? ns : "");
-    const char *uid = str_field(pod, "metadata", "uid");
+    const char *uid = ioq_json_str_at(pod, "metadata", "uid");
     ioq_copy(out->need.uid, sizeof out->need.uid, uid ? uid : "");
   }
-  const char *node = str_field(pod, "spec", "nodeName");
-  const char *phase = str_field(pod, "status", "phase");
+  const char *node = ioq_json_str_at(pod, "spec", "nodeName");
+  const char *phase = ioq_json_str_at(pod, "status", "phase");
   ioq_copy(out->node, sizeof out->node, node ? node : "");
   ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
   return 1;

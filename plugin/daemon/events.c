@@ -18,8 +18,9 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/podneed.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
+#include "ioqos/monoclock.h"
 #include "plugin.h"
 
 #define QUEUE_MAX 128
@@ -225,9 +226,7 @@ void events_post(struct events *ev, const char *ns, const char *name, const char
   vsnprintf(it.message, sizeof it.message, fmt, ap);
   va_end(ap);
   unsigned long h = hash_item(&it);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  double now = ioq_mono_s();
 
   pthread_mutex_lock(&ev->mu);
   bool repeat = false;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 /* How long a farewell may wait for a stalled stream peer before the server is
  * shut down anyway. */
@@ -77,12 +78,6 @@ struct grpcs {
   pthread_mutex_t orphan_lock;
   struct gcall *orphans;      /* blocking answers that could not start a batch */
 };
-
-double grpcs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int grpcs_reply_pack(struct grpcs_reply *out, const ProtobufCMessage *msg) {
   size_t n = protobuf_c_message_get_packed_size(msg);
@@ -199,7 +194,7 @@ static const char *method_path(const struct gcall *c) {
 
 static void observe(struct gcall *c, grpc_status_code code) {
   if (c->s->cfg.observe)
-    c->s->cfg.observe(c->s->cfg.ud, method_path(c), code, grpcs_now() - c->t_start);
+    c->s->cfg.observe(c->s->cfg.ud, method_path(c), code, ioq_mono_s() - c->t_start);
 }
 
 /* Starts the one batch that answers a unary call. Returns 0 or -1 if gRPC
@@ -400,7 +395,7 @@ static void on_new_call(struct grpcs *s, struct gcall *c, bool ok) {
     gcall_release(c);
     return;
   }
-  c->t_start = grpcs_now();
+  c->t_start = ioq_mono_s();
   if (s->phase == PH_RUNNING)
     request_call(s, c->method); /* re-arm first, so the next call never waits on us */
   if (c->method < 0) {
@@ -516,14 +511,14 @@ static void *loop_main(void *arg) {
     if (ev.type == GRPC_OP_COMPLETE)
       on_event(s, ev);
     drain_orphans(s);
-    s->last_tick = grpcs_now();
+    s->last_tick = ioq_mono_s();
 
     int stop = atomic_load(&s->stop_req);
     switch (s->phase) {
     case PH_RUNNING:
       if (stop == 2) {
         s->phase = PH_FAREWELL;
-        s->farewell_deadline = grpcs_now() + FAREWELL_MAX_S;
+        s->farewell_deadline = ioq_mono_s() + FAREWELL_MAX_S;
       } else if (stop == 1) {
         begin_shutdown(s);
       } else {
@@ -531,7 +526,7 @@ static void *loop_main(void *arg) {
       }
       break;
     case PH_FAREWELL:
-      if (streams_farewell(s) || grpcs_now() > s->farewell_deadline)
+      if (streams_farewell(s) || ioq_mono_s() > s->farewell_deadline)
         begin_shutdown(s);
       break;
     case PH_SHUTDOWN:
@@ -555,7 +550,7 @@ struct grpcs *grpcs_start(const struct grpcs_config *cfg, ioq_err *e) {
   s->registered = calloc(cfg->n_methods ? cfg->n_methods : 1, sizeof *s->registered);
   pthread_mutex_init(&s->orphan_lock, NULL);
   s->t_shutdown = (struct tag){NULL, TAG_DONE};
-  s->last_tick = grpcs_now();
+  s->last_tick = ioq_mono_s();
   if (!s->name || !s->path || !s->registered) {
     ioq_fail(e, ENOMEM, "grpc server: out of memory");
     goto fail;

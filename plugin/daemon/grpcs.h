@@ -88,7 +88,4 @@ unsigned grpcs_open_streams(struct grpcs *s);
  * live loop from a stuck one in /healthz. */
 double grpcs_last_tick(struct grpcs *s);
 
-/* CLOCK_MONOTONIC in seconds. */
-double grpcs_now(void);
-
 #endif

@@ -25,7 +25,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,8 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "metrics.h"
+#include "ioqos/listenaddr.h"
+#include "ioqos/monoclock.h"
 #include "plugin.h"
 
 
@@ -176,7 +177,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
       return;
     }
     k->c = c;
-    k->deadline = grpcs_now() + l->h->timeout_s;
+    k->deadline = ioq_mono_s() + l->h->timeout_s;
     k->next = l->live.next;
     k->prev = &l->live;
     k->next->prev = k;
@@ -203,11 +204,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
   const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   struct conn *k = i ? i->socket_context : NULL;
   if (k)
-    k->deadline = grpcs_now() + l->h->timeout_s;
+    k->deadline = ioq_mono_s() + l->h->timeout_s;
 }
 
 static void sweep(struct listener *l) {
-  double now = grpcs_now();
+  double now = ioq_mono_s();
   for (struct conn *k = l->live.next; k != &l->live; k = k->next) {
     if (k->cut || now < k->deadline)
       continue;
@@ -234,9 +235,8 @@ static void *serve(void *arg) {
 static int listener_start(struct httpd *h, struct listener *l, const char *name,
                           const char *address, bool probes_only, const struct plugin_opts *o,
                           ioq_err *e) {
-  char host[256];
-  unsigned port;
-  if (plugin_parse_listen_address(address, host, sizeof host, &port, e) < 0)
+  struct ioq_listen_addr la;
+  if (ioq_parse_listen(address, 0, &la, e) < 0)
     return -1;
   l->h = h;
   l->name = name;
@@ -244,31 +244,11 @@ static int listener_start(struct httpd *h, struct listener *l, const char *name,
   l->live.next = l->live.prev = &l->live;
   /* external polling (no MHD thread): our thread runs MHD and the deadline sweep */
   unsigned flags = MHD_USE_EPOLL;
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof ss);
-  if (!host[0]) {
-    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-    in->sin_family = AF_INET;
-    in->sin_addr.s_addr = htonl(INADDR_ANY);
-    in->sin_port = htons((uint16_t)port);
-  } else {
-    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &ai);
-    if (rc != 0)
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s address %s: host must be a numeric IP (%s)", name,
-                      address, gai_strerror(rc));
-    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(ai);
-    if (ss.ss_family == AF_INET6) {
-      ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
-      flags |= MHD_USE_IPv6;
-    } else {
-      ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
-    }
-  }
+  if (la.ss.ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
   l->d = MHD_start_daemon(
-      flags, (uint16_t)port, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      flags, (uint16_t)la.port, NULL, NULL, handle, l, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)&la.ss,
       MHD_OPTION_CONNECTION_TIMEOUT, o->http_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
       o->http_max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->http_max_conns_per_ip,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,

@@ -24,7 +24,7 @@
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "nodepool.h"
@@ -79,7 +79,7 @@ static int setup_endpoints(struct plugin *p, ioq_err *e) {
   return 0;
 }
 
-static int setup_enforcer(struct plugin *p, ioq_err *e) {
+static int setup_podtable(struct plugin *p, ioq_err *e) {
   struct podtable_opts eo = {0};
   if (ioq_cg_layout_detect(p->opts.cgroup_root, &eo.layout, e) < 0)
     return -1;
@@ -182,7 +182,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     goto fatal;
   }
   if (ioq_mkdir_p(p->opts.device_plugin_dir, &e) < 0 || setup_endpoints(p, &e) < 0 ||
-      setup_enforcer(p, &e) < 0 || setup_kube(p, &e) < 0)
+      setup_podtable(p, &e) < 0 || setup_kube(p, &e) < 0)
     goto fatal;
 
   p->events = events_start(p); /* before the first probe: it reports disk faults */

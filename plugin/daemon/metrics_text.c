@@ -17,7 +17,8 @@
 #include "grpcs.h"
 #include "httpd.h"
 #include "ioqos/buildinfo.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/placement.h"
 #include "ioqos/procstat.h"
 #include "metrics.h"
@@ -365,7 +366,7 @@ char *metrics_render(struct plugin *p) {
 }
 
 bool plugin_live(struct plugin *p, char *why, size_t whysz) {
-  double now = grpcs_now();
+  double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     double t = endpoint_last_tick(&p->ep[r]);
     if (t > 0 && now - t > 10) {

@@ -23,10 +23,11 @@
 #include "catalog.h"
 #include "podtable.h"
 #include "events.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/grantmon.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "monitor.h"
 #include "plugin.h"
 
@@ -128,12 +129,6 @@ const char *monitor_verdict_name(enum monitor_verdict v) {
   case MON_STARVED: return "starved";
   default: return "unknown";
   }
-}
-
-static double mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static double wall_now(void) {
@@ -278,7 +273,8 @@ static void not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, s
            r->wiops, (double)s->grant.rbps / MiBf, gi, stall_text(r->stall, st, sizeof st),
            d->cur.got.bps / MiBf, d->cur.got.iops, d->cur.cap_bps / MiBf, d->cur.cap_iops,
            ioq_gm_cause_text(d->cause));
-  bool allow = ioq_gm_ratelimit_allow(&pp->rl, mono_now(), (double)p->cfg.monitor.event_interval_s);
+  bool allow =
+      ioq_gm_ratelimit_allow(&pp->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
   ioq_warn("grant not met pod=%s/%s disk=%s verdict=starved window=%us rbps=%.0f wbps=%.0f "
            "riops=%.0f wiops=%.0f stall=%.2f disk_bps=%.0f disk_iops=%.0f cause=%s event=%s",
            pp->ns, pp->name, s->disk, p->cfg.monitor.starved_window_s, r->rbps, r->wbps, r->riops,
@@ -313,7 +309,8 @@ static void met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, doubl
 static void disk_under(struct monitor *m, struct mon_disk *d, double grants_wanting) {
   struct plugin *p = m->p;
   const double MiBf = 1048576.0;
-  bool allow = ioq_gm_ratelimit_allow(&d->rl, mono_now(), (double)p->cfg.monitor.event_interval_s);
+  bool allow =
+      ioq_gm_ratelimit_allow(&d->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
   ioq_warn("disk under-delivers disk=%s window=%us disk_bps=%.0f disk_iops=%.0f busy=%.2f "
            "inflight=%.1f cap_bps=%.0f grants_wanting_bps=%.0f event=%s",
            d->name, p->cfg.monitor.starved_window_s, d->cur.got.bps, d->cur.got.iops,
@@ -384,7 +381,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       devs[d] = pp->s[d].dev;
     struct ioq_cg cg;
     ioq_err e;
-    double t = mono_now();
+    double t = ioq_mono_s();
     if (ioq_cg_open(pp->cgroup, pp->version, &cg, &e) < 0 ||
         ioq_gm_read_counters(&cg, devs, pp->n, c, &e) < 0) {
       m->read_fail++;
@@ -426,7 +423,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
     }
     struct ioq_gm_dstat ds;
     ioq_err e;
-    double t = mono_now();
+    double t = ioq_mono_s();
     if (ioq_gm_dstat_read(p->opts.sysfs_root, d->name, &ds, &e) < 0) {
       m->read_fail++;
       if (strcmp(d->last_err, e.msg) != 0)
@@ -471,7 +468,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
     if (m->pods[i].seen)
       capsamp += m->pods[i].n;
   struct monitor_sample *samp = capsamp ? calloc(capsamp, sizeof *samp) : NULL;
-  double now = mono_now(), wall = wall_now();
+  double now = ioq_mono_s(), wall = wall_now();
   double wanting[MON_DISKS] = {0};
   bool starved_on[MON_DISKS] = {0};
   for (size_t i = 0; i < m->n; i++) {
@@ -566,7 +563,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
 void monitor_pass(struct monitor *m) {
   if (!m)
     return;
-  double c0 = thread_cpu(), t0 = mono_now();
+  double c0 = thread_cpu(), t0 = ioq_mono_s();
   struct monitor_sample *s = NULL;
   pthread_mutex_lock(&m->mu);
   size_t n = pass_locked(m, &s);
@@ -578,7 +575,7 @@ void monitor_pass(struct monitor *m) {
   free(s);
   pthread_mutex_lock(&m->mu);
   m->passes++;
-  m->last_pass_s = mono_now() - t0;
+  m->last_pass_s = ioq_mono_s() - t0;
   m->cpu_s += thread_cpu() - c0;
   pthread_mutex_unlock(&m->mu);
 }
@@ -616,7 +613,7 @@ struct json_object *monitor_pod_json(struct monitor *m, const char *uid, ioq_err
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s is not monitored (no grant in place on this node)",
                     uid), NULL;
   }
-  double now = mono_now(), wall = wall_now();
+  double now = ioq_mono_s(), wall = wall_now();
   json_object *o = json_object_new_object();
   json_object_object_add(o, "uid", json_object_new_string(pp->uid));
   json_object_object_add(o, "namespace", json_object_new_string(pp->ns));
@@ -699,14 +696,14 @@ struct json_object *monitor_pod_json(struct monitor *m, const char *uid, ioq_err
 static void *mon_main(void *arg) {
   struct monitor *m = arg;
   double interval = (double)m->p->cfg.monitor.interval_s;
-  double next = mono_now();
+  double next = ioq_mono_s();
   for (;;) {
-    double now = mono_now();
+    double now = ioq_mono_s();
     if (now >= next) {
       monitor_pass(m);
       next += interval;
-      if (next < mono_now()) /* a pass longer than the interval: do not catch up */
-        next = mono_now() + interval;
+      if (next < ioq_mono_s()) /* a pass longer than the interval: do not catch up */
+        next = ioq_mono_s() + interval;
       continue;
     }
     struct pollfd fd = {.fd = m->wake[0], .events = POLLIN};

@@ -3,7 +3,7 @@
 #define IOQOS_NODEPOOL_H
 
 #include "ioqos/config.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 
 /* When *cfg (loaded from config_path) has pools: GETs the Node and replaces
  * *cfg with the file loaded for its labels (the first matching pool, else

@@ -7,6 +7,7 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/k8sname.h"
+#include "ioqos/listenaddr.h"
 
 enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
@@ -157,34 +158,6 @@ static const char *pick(const struct flag *fl, const char *given, const char *gi
   return fl->def;
 }
 
-int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsigned *port,
-                                ioq_err *e) {
-  const char *colon;
-  size_t hl;
-  if (s[0] == '[') {
-    const char *close = strchr(s, ']');
-    if (!close || close[1] != ':')
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': expected [IPV6]:PORT", s);
-    hl = (size_t)(close - s - 1);
-    s++;
-    colon = close + 1;
-  } else {
-    colon = strrchr(s, ':');
-    if (!colon)
-      return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': expected [HOST]:PORT, e.g. :9464", s);
-    hl = (size_t)(colon - s);
-  }
-  if (hl >= hostsz)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': host too long", s);
-  memcpy(host, s, hl);
-  host[hl] = '\0';
-  uint64_t p;
-  if (ioq_parse_u64(colon + 1, &p) < 0 || p == 0 || p > 65535)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "address '%s': port must be 1-65535", s);
-  *port = (unsigned)p;
-  return 0;
-}
-
 int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) {
   struct option longopts[2 * NFLAGS + 1];
   const char *given[NFLAGS] = {0}, *given_old[NFLAGS] = {0};
@@ -328,10 +301,9 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     const char *name;
   } addrs[] = {{OPT_METRICS, "--metrics-address"}, {OPT_HEALTH, "--health-address"}};
   for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
-    char host[256];
-    unsigned port;
+    struct ioq_listen_addr la;
     const char *a = VAL(addrs[i].id);
-    if (*a && plugin_parse_listen_address(a, host, sizeof host, &port, e) < 0) {
+    if (*a && ioq_parse_listen(a, 0, &la, e) < 0) {
       ioq_err_prefix(e, addrs[i].name);
       return -1;
     }

@@ -47,11 +47,6 @@ struct plugin_opts {
  * Strings point into argv/environ or static defaults. */
 int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e);
 
-/* Splits "[HOST]:PORT" (":9464", "127.0.0.1:9464", "[::1]:9464"); host "" =
- * all addresses. */
-int plugin_parse_listen_address(const char *s, char *host, size_t hostsz, unsigned *port,
-                                ioq_err *e);
-
 void plugin_opts_usage(FILE *f);
 
 #endif

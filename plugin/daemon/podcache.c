@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ioqos/fsutil.h"
+#include "ioqos/jsonfield.h"
 #include "ioqos/k8sname.h"
 #include "ioqos/log.h"
 #include "ioqos/nodeanno.h"
@@ -67,11 +68,6 @@ struct podcache {
   atomic_ulong oversized; /* pod objects cut at their cost budget */
 };
 
-static const char *str_field(json_object *obj, const char *key) {
-  json_object *v = ioq_json_field(obj, key);
-  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* limit, else request, of resource r in a container ("0" when absent or not
  * a whole number: ioq_pod_need_from_json reports invalid specs) */
 static uint64_t ctr_amount(json_object *ctr, enum ioq_resource r) {
@@ -101,9 +97,9 @@ static void read_ctrs(json_object *spec, const char *key, bool init, struct pod_
   for (size_t i = 0; i < n && out->n_ctrs < POD_CTRS_MAX; i++) {
     json_object *c = json_object_array_get_idx(arr, i);
     struct pod_ctr *pc = &out->ctrs[out->n_ctrs++];
-    const char *name = str_field(c, "name");
+    const char *name = ioq_json_str(c, "name");
     ioq_copy(pc->name, sizeof pc->name, name ? name : "");
-    const char *rp = str_field(c, "restartPolicy");
+    const char *rp = ioq_json_str(c, "restartPolicy");
     pc->kind = !init ? IOQ_CTR_APP : (rp && strcmp(rp, "Always") == 0) ? IOQ_CTR_SIDECAR
                                                                        : IOQ_CTR_INIT;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
@@ -120,7 +116,7 @@ static void read_init_states(json_object *status, struct pod_info *out) {
   size_t n = json_object_array_length(arr);
   for (size_t i = 0; i < n && i < POD_CTRS_MAX; i++) {
     json_object *cs = json_object_array_get_idx(arr, i), *st = ioq_json_field(cs, "state");
-    const char *name = str_field(cs, "name");
+    const char *name = ioq_json_str(cs, "name");
     for (size_t k = 0; name && st && k < out->n_ctrs; k++)
       if (out->ctrs[k].kind != IOQ_CTR_APP && strcmp(out->ctrs[k].name, name) == 0)
         out->ctrs[k].state = ioq_json_field(st, "running")      ? PCS_RUNNING
@@ -135,8 +131,8 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
   json_object *meta = ioq_json_field(pod, "metadata");
   json_object *spec = ioq_json_field(pod, "spec");
   json_object *status = ioq_json_field(pod, "status");
-  const char *ns = str_field(meta, "namespace"), *name = str_field(meta, "name"),
-             *uid = str_field(meta, "uid");
+  const char *ns = ioq_json_str(meta, "namespace"), *name = ioq_json_str(meta, "name"),
+             *uid = ioq_json_str(meta, "uid");
   if (!ns || !name)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod object without metadata.namespace/name");
   if (!ioq_copy(out->ns, sizeof out->ns, ns) || !ioq_copy(out->name, sizeof out->name, name))
@@ -150,12 +146,12 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
              POD_COST_MAX / 1024, ns, name, out->uid);
     return 0;
   }
-  const char *created = str_field(meta, "creationTimestamp");
+  const char *created = ioq_json_str(meta, "creationTimestamp");
   ioq_copy(out->created, sizeof out->created, created ? created : "");
-  const char *phase = str_field(status, "phase");
+  const char *phase = ioq_json_str(status, "phase");
   ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
   out->terminating = ioq_json_field(meta, "deletionTimestamp") != NULL;
-  const char *qos = str_field(status, "qosClass");
+  const char *qos = ioq_json_str(status, "qosClass");
   out->has_qos = qos && ioq_qos_parse(qos, &out->qos, NULL) == 0;
   ioq_err ne;
   out->need_ok = ioq_pod_need_from_json(pod, &out->need, &ne) == 0;

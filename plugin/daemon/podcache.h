@@ -15,7 +15,7 @@
 #include "ioqos/grant.h"
 #include "ioqos/podcg.h"
 #include "ioqos/podneed.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "podres.h"
 
 #define POD_CTR_NAME_MAX 63

@@ -8,6 +8,7 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "podresources/v1/api.pb-c.h"
 #include "rpc_client.h"
 
@@ -68,9 +69,7 @@ static int copy_ctr(const V1__ContainerResources *src, struct podres_ctr *dst, i
 
 int podres_list(const char *socket, long timeout_ms, struct podres_list *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double asked_at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  double asked_at = ioq_mono_s();
   V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
   ProtobufCMessage *resp_msg = NULL;
   if (rpc_call_unary(socket, LIST_METHOD, &req.base, &v1__list_pod_resources_response__descriptor,

@@ -12,10 +12,11 @@
 #include "podgrant.h"
 #include "podtable_internal.h"
 #include "listview.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/dirsplit.h"
-#include "ioqos/enforce.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 
 void pt_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
@@ -649,9 +650,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   PT_COPY_FIELD(ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  ap->applied_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  ap->applied_at = ioq_mono_s();
   for (size_t i = 0; i < res->grant.n; i++) {
     ap->devs[i] = cds[i].dev;
     ap->split[i] = splits[i];

@@ -4,7 +4,7 @@
  * A grant is computed from the unit IDs kubelet lists for the pod's
  * containers (grant.h: per disk, pod-level totals); the pod cgroup is found
  * from UID + QoS class (podcg.h) and written with the one enforcement writer
- * (enforce.h), which reads every file back. The pod table remembers what it
+ * (ioqos/cgwrite.h), which reads every file back. The pod table remembers what it
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how

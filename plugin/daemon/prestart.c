@@ -23,6 +23,7 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "metrics.h"
+#include "ioqos/monoclock.h"
 #include "plugin.h"
 #include "podcache.h"
 #include "podres.h"
@@ -187,10 +188,10 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
   size_t missing = 0, n_cands = 0;
   const struct podres_pod **cands = NULL;
   char last_err[IOQ_ERR_MSG_MAX] = "";
-  double give_up = grpcs_now() + PRESTART_LIST_BUDGET_MS / 1000.0;
+  double give_up = ioq_mono_s() + PRESTART_LIST_BUDGET_MS / 1000.0;
   int attempt = 0;
   for (; attempt < PRESTART_LIST_TRIES && !atomic_load(&p->stopping); attempt++) {
-    double left_ms = (give_up - grpcs_now()) * 1000.0;
+    double left_ms = (give_up - ioq_mono_s()) * 1000.0;
     if (attempt && left_ms < PRESTART_LIST_RETRY_MS + 100)
       break;
     if (attempt)

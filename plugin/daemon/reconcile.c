@@ -24,8 +24,9 @@
 #include "ioqos/blockdev.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/nodeanno.h"
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "nodepolicy.h"
 #include "plugin.h"
@@ -285,7 +286,7 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
 static void publish(struct reconciler *rc) {
   struct plugin *p = rc->p;
   /* allocated units come from the List: publish nothing before one worked */
-  if (!p->kube || !listview_have_list(p->table) || grpcs_now() < rc->publish_due)
+  if (!p->kube || !listview_have_list(p->table) || ioq_mono_s() < rc->publish_due)
     return;
   char *content = annotation_text(p, 0);
   if (!content) {
@@ -331,7 +332,7 @@ static void publish(struct reconciler *rc) {
                           : rc->publish_backoff * 2 > PUBLISH_BACKOFF_MAX_S
                               ? PUBLISH_BACKOFF_MAX_S
                               : rc->publish_backoff * 2;
-    rc->publish_due = grpcs_now() + rc->publish_backoff;
+    rc->publish_due = ioq_mono_s() + rc->publish_backoff;
     ioq_warn("node annotation publish failed node=%s status=%ld retry_in=%.0fs error=\"%s\"",
              p->opts.node_name, status, rc->publish_backoff, e.msg);
     free(text);
@@ -352,20 +353,12 @@ static void *reconciler_main(void *arg) {
     pthread_mutex_lock(&rc->mu);
     double next = last + interval;
     while (!rc->stop && !rc->kicked) {
-      double now = grpcs_now();
+      double now = ioq_mono_s();
       if (now >= next)
         break;
       /* also wake when a publish retry falls due */
       double until = rc->publish_due > now && rc->publish_due < next ? rc->publish_due : next;
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      double wait = until - now;
-      ts.tv_sec += (time_t)wait;
-      ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-      if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-      }
+      struct timespec ts = ioq_mono_deadline(until - now);
       if (pthread_cond_timedwait(&rc->cv, &rc->mu, &ts) == ETIMEDOUT && until < next)
         break;
     }
@@ -374,17 +367,17 @@ static void *reconciler_main(void *arg) {
     pthread_mutex_unlock(&rc->mu);
     if (stop)
       break;
-    double now = grpcs_now();
+    double now = ioq_mono_s();
     if (now - last < MIN_PASS_GAP_S) {
       struct timespec ts = {0, (long)((MIN_PASS_GAP_S - (now - last)) * 1e9)};
       nanosleep(&ts, NULL);
     }
-    if (grpcs_now() >= next || last == 0) {
+    if (ioq_mono_s() >= next || last == 0) {
       inventory_refresh(p);
     }
     reconcile_pass(p);
     publish(rc);
-    last = grpcs_now();
+    last = ioq_mono_s();
   }
   return NULL;
 }

@@ -22,6 +22,7 @@
 #include "grpcs.h"
 #include "ioqos/log.h"
 #include "metrics.h"
+#include "ioqos/monoclock.h"
 #include "plugin.h"
 #include "registrar.h"
 #include "rpc_client.h"
@@ -71,7 +72,7 @@ static void check(struct registrar *rg) {
     rg->kubelet_dev = ks.st_dev;
     rg->kubelet_ino = ks.st_ino;
   }
-  double now = grpcs_now();
+  double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT && !atomic_load(&rg->stop); r++) {
     struct endpoint *ep = &p->ep[r];
     if (!endpoint_socket_intact(ep)) {
@@ -113,7 +114,7 @@ static void check(struct registrar *rg) {
       ep->backoff = ep->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S
                     : ep->backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S
                                                       : ep->backoff * 2;
-      ep->next_attempt = grpcs_now() + ep->backoff;
+      ep->next_attempt = ioq_mono_s() + ep->backoff;
       metrics_inc_res(p->metrics, C_REGISTER_FAIL, ep->res);
       ioq_warn("register with kubelet failed resource=%s retry_in=%.0fs error=\"%s\"",
                ioq_resource_name(ep->res), ep->backoff, e.msg);

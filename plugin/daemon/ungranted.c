@@ -33,9 +33,10 @@
 #include "listview.h"
 #include "podtable.h"
 #include "grpcs.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/podcg.h"
 #include "ioqos/ungranted.h"
 #include "metrics.h"
@@ -149,7 +150,9 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
         }
       } else if (!qos_dirs[q][0]) {
         char name[PATH_MAX] = "", m[PATH_MAX + 128];
-        ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name, sizeof name, NULL);
+        if (ioq_qos_cgroup_name(drv, p->opts.kubelet_cgroup_root, (enum ioq_qos_class)q, name,
+                                sizeof name, NULL) < 0)
+          ioq_copy_trunc(name, sizeof name, "(name too long)"); /* only for the note */
         snprintf(m, sizeof m, "the %s QoS cgroup %s%s does not exist (yet): no %s pods to bound",
                  ioq_qos_name((enum ioq_qos_class)q), p->layout.io_root, name,
                  ioq_qos_name((enum ioq_qos_class)q));
@@ -478,7 +481,7 @@ static void pass_locked(struct ungranted *u) {
     return;
   struct cat_disk *cd;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
-  double now = grpcs_now();
+  double now = ioq_mono_s();
   int idx[UG_DISKS_MAX];
   size_t nidx = 0;
   for (size_t i = 0; i < ncd && nidx < UG_DISKS_MAX; i++) {
@@ -637,10 +640,10 @@ static void *ug_main(void *arg) {
   double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
   double next = 0;
   for (;;) {
-    double now = grpcs_now();
+    double now = ioq_mono_s();
     if (now >= next) {
       ungranted_sync(u);
-      next = grpcs_now() + interval;
+      next = ioq_mono_s() + interval;
       continue;
     }
     struct pollfd fds[2] = {{.fd = u->wake[0], .events = POLLIN}, {.fd = u->ino, .events = POLLIN}};

@@ -14,13 +14,8 @@
 #include "extender.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/monoclock.h"
 #include "ioqos/podneed.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -47,7 +42,7 @@ int main(int argc, char **argv) {
   double *tparse = calloc((size_t)reps, sizeof *tparse), *tfilter = calloc((size_t)reps, sizeof *tfilter);
   size_t nodes = 0, reply = 0, tree = 0;
   for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
+    double t0 = ioq_mono_s();
     struct mallinfo2 m0 = mallinfo2();
     struct ext_body b;
     ext_body_init(&b, len + 1, NULL);
@@ -60,7 +55,7 @@ int main(int argc, char **argv) {
     }
     json_object *v = ext_body_take(&b);
     ext_body_free(&b);
-    double t1 = now_s();
+    double t1 = ioq_mono_s();
     tree = mallinfo2().uordblks - m0.uordblks;
     struct ext_reply r = {0};
     ext_filter(&x, v, &r);
@@ -73,7 +68,7 @@ int main(int argc, char **argv) {
     json_object *items = ioq_json_field(ioq_json_field(v, "Nodes"), "items");
     nodes = items ? json_object_array_length(items) : 0;
     json_object_put(v);
-    double t2 = now_s();
+    double t2 = ioq_mono_s();
     tparse[i] = t1 - t0;
     tfilter[i] = t2 - t1;
   }

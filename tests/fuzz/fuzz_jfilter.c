@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Fuzzes the streaming JSON filter (plugin/kube/kube_jfilter.c) with rules
+/* Fuzzes the streaming JSON filter (src/kube/kube_jfilter.c) with rules
  * shaped like the pod cache's, a small cost budget and the input split in
  * two chunks at a point the input chooses (chunk boundaries anywhere). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 
 static const struct ioq_jf_rule RES[] = {{"ioqos/bandwidth", 0, NULL}, {NULL, 0, NULL}};
 static const struct ioq_jf_rule RESOURCES[] = {{"limits", IOQ_JF_ICASE, RES},

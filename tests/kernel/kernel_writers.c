@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/iocost.h"
 

@@ -12,7 +12,7 @@
 
 #include "ioqos/fsutil.h"
 
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 
 static pid_t g_srv;
 static char g_url[64];

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The streaming JSON filter (plugin/kube/kube_jfilter.c): what it keeps,
+/* The streaming JSON filter (src/kube/kube_jfilter.c): what it keeps,
  * units one at a time, the per-unit cost budget. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 
 static const struct ioq_jf_rule LIMITS[] = {{"ioqos/iops", 0, NULL}, {NULL, 0, NULL}};
 static const struct ioq_jf_rule CTR[] = {{"name", IOQ_JF_ICASE, NULL},

@@ -69,7 +69,7 @@ USER_SOURCES = {"kubectl ioqos": ["plugin/ctl"]}
 USER_RBAC_EXPECTED = {"kubectl ioqos": _grants([("", "nodes", ["list"]), ("", "pods", ["list"])])}
 USER_RBAC_DOC = ("docs/operations.md", "ioqos-viewer")
 # the client library: paths come from its callers (the informer's, the Event's)
-LIBRARY_SOURCES = ["plugin/kube"]
+LIBRARY_SOURCES = ["src/kube"]
 # The second kube-scheduler: the built-in roles of a kube-scheduler, plus at
 # most its own leader-election lease.
 SCHEDULER_SA = "ioqos-scheduler"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/grantmon.h"
 
 #define MiB (1024.0 * 1024.0)

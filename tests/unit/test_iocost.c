@@ -34,13 +34,13 @@ Test(iocost, format) {
   cr_assert_eq(ioq_iocost_qos_format(l, sizeof l, D, &w, NULL), 0);
   cr_assert_str_eq(l, "8:16 enable=1 ctrl=user min=100.00 max=100.00");
   w.latency_us = 5000;
-  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_eq(ioq_iocost_qos_format(l, sizeof l, D, &w, NULL), 0);
   cr_assert_str_eq(l, "8:16 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=100.00 max=100.00");
   w.ctrl_user = false;
-  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_eq(ioq_iocost_qos_format(l, sizeof l, D, &w, NULL), 0);
   cr_assert_str_eq(l, "8:16 enable=1 ctrl=auto");
   w.enable = false;
-  ioq_iocost_qos_format(l, sizeof l, D, &w, NULL);
+  cr_assert_eq(ioq_iocost_qos_format(l, sizeof l, D, &w, NULL), 0);
   cr_assert_str_eq(l, "8:16 enable=0");
 }
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "ioqos/enforce.h"
+#include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 
 static char *g_root;

@@ -103,7 +103,13 @@ Test(placement, balanced) {
   cr_assert_eq(ioq_place(d, 2, NULL, &need, IOQ_POLICY_BALANCED, &c), 1);
   cr_assert_eq(c.disk, 1);
   cr_assert_eq(c.score, 10);
-  cr_assert_eq(ioq_disk_score(&d[0], NULL, &need, IOQ_POLICY_BALANCED), 2); /* |0.1-0.9| */
+  int s = -1;
+  cr_assert(ioq_disk_score(&d[0], NULL, &need, IOQ_POLICY_BALANCED, &s));
+  cr_assert_eq(s, 2); /* |0.1-0.9| */
+  struct ioq_need big = {.units = {1000, 0}};
+  s = -1;
+  cr_assert_not(ioq_disk_score(&d[0], NULL, &big, IOQ_POLICY_BALANCED, &s), "does not fit");
+  cr_assert_eq(s, -1, "no score for a disk that does not fit");
 }
 
 Test(placement, stable_tie_break) {

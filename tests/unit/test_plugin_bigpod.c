@@ -12,16 +12,11 @@
 
 #include "catalog.h"
 #include "ioqos/grant.h"
+#include "ioqos/monoclock.h"
 #include "podres.h"
 
 #define PER_RES 50000u /* 2 x 50000 = 100 k units */
 #define OTHER_PODS 20u
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static char **make_ids(const char *disk, enum ioq_resource r, size_t from, size_t n) {
   char **ids = calloc(n, sizeof *ids);
@@ -90,22 +85,22 @@ Test(bigpod, hundred_thousand_units) {
   /* what PreStart gets for the bandwidth container: its IDs, in another order */
   char **asked = make_ids("nvme0n1", IOQ_RES_BANDWIDTH, 0, PER_RES);
 
-  double t0 = now_s();
+  double t0 = ioq_mono_s();
   struct id_tally t;
   ioq_err e = {0};
   cr_assert_eq(catalog_check_ids(cat, IOQ_RES_BANDWIDTH, asked, PER_RES, &t, &e), 0, "%s", e.msg);
-  double t1 = now_s();
+  double t1 = ioq_mono_s();
   size_t missing = 99;
   const struct podres_pod *found = podres_find_ids(&l, asked, PER_RES, &missing);
-  double t2 = now_s();
+  double t2 = ioq_mono_s();
   size_t held_bw = podres_pod_count(big, IOQ_RES_BANDWIDTH), held_iops = podres_pod_count(big, IOQ_RES_IOPS);
-  double t3 = now_s();
+  double t3 = ioq_mono_s();
   struct ioq_ctr_units u[2] = {
       {"bw", IOQ_CTR_APP, (const char *const *)big->ctrs[0].ids, PER_RES},
       {"iops", IOQ_CTR_APP, (const char *const *)big->ctrs[1].ids, PER_RES}};
   struct ioq_pod_grant g;
   cr_assert_eq(ioq_grant_compute(u, 2, &g, &e), 0, "%s", e.msg);
-  double t4 = now_s();
+  double t4 = ioq_mono_s();
 
   cr_assert_eq(t.n, 1);
   cr_assert_eq(t.d[0].count, PER_RES);

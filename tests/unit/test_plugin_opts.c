@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/listenaddr.h"
 #include "opts.h"
 
 static int parse(struct plugin_opts *o, ioq_err *e, int argc, char **argv) {
@@ -223,17 +224,18 @@ ParameterizedTest(struct bad *c, opts, errors) {
   cr_assert(strstr(e.msg, c->want), "'%s' lacks '%s'", e.msg, c->want);
 }
 
+/* the daemon's addresses go through the shared parser (ioqos/listenaddr.h,
+ * tested in full by test_listenaddr.c) without IOQ_LISTEN_PORT0 */
 Test(opts, listen_address_forms) {
-  char host[64];
-  unsigned port;
+  struct ioq_listen_addr la;
   ioq_err e;
-  cr_assert_eq(plugin_parse_listen_address(":9464", host, sizeof host, &port, &e), 0);
-  cr_assert_str_eq(host, "");
-  cr_assert_eq(port, 9464);
-  cr_assert_eq(plugin_parse_listen_address("127.0.0.1:80", host, sizeof host, &port, &e), 0);
-  cr_assert_str_eq(host, "127.0.0.1");
-  cr_assert_eq(plugin_parse_listen_address("[::1]:8080", host, sizeof host, &port, &e), 0);
-  cr_assert_str_eq(host, "::1");
-  cr_assert_eq(port, 8080);
-  cr_assert_eq(plugin_parse_listen_address("[::1]8080", host, sizeof host, &port, &e), -1);
+  cr_assert_eq(ioq_parse_listen(":9464", 0, &la, &e), 0);
+  cr_assert_str_eq(la.host, "");
+  cr_assert_eq(la.port, 9464);
+  cr_assert_eq(ioq_parse_listen("127.0.0.1:80", 0, &la, &e), 0);
+  cr_assert_str_eq(la.host, "127.0.0.1");
+  cr_assert_eq(ioq_parse_listen("[::1]:8080", 0, &la, &e), 0);
+  cr_assert_str_eq(la.host, "::1");
+  cr_assert_eq(la.port, 8080);
+  cr_assert_eq(ioq_parse_listen("[::1]8080", 0, &la, &e), -1);
 }

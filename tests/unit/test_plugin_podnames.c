@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 #include "opts.h"
 #include "podcache.h"
 

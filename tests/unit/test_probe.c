@@ -438,3 +438,18 @@ Test(probe, disk_name_too_long_for_unit_ids) {
   ioq_inventory_free(&inv);
   ioq_config_free(&c);
 }
+
+/* issue 13 item 5: a calibration string field longer than its buffer is an
+ * error naming the field (it was cut silently: a cut "dev" then read as
+ * "disk changed") */
+Test(probe, calibration_field_too_long) {
+  hybrid_tree(false);
+  fx_write(g_root, "state/calibration.json",
+           "{\"version\":1,\"disks\":{\"sda\":{\"dev\":\"8:0000000000000000000000000000\","
+           "\"seqReadBytesPerSec\":1,\"seqWriteBytesPerSec\":1,\"randReadIops\":1,"
+           "\"randWriteIops\":1}}}");
+  struct ioq_calibration cal;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_calibration_load(g_cal, "sda", &cal, &e), -1);
+  cr_assert(strstr(e.msg, "disks.sda.dev: longer than 23 characters"), "%s", e.msg);
+}

@@ -16,7 +16,12 @@
 #include "ioqos/capacity.h"
 #include "ioqos/error.h"
 
-enum ioq_cal_phase { IOQ_CAL_SEQ_WRITE = 0, IOQ_CAL_SEQ_READ, IOQ_CAL_RAND_READ, IOQ_CAL_RAND_WRITE };
+enum ioq_cal_phase {
+  IOQ_CAL_SEQ_WRITE = 0,
+  IOQ_CAL_SEQ_READ,
+  IOQ_CAL_RAND_READ,
+  IOQ_CAL_RAND_WRITE
+};
 const char *ioq_cal_phase_name(enum ioq_cal_phase p);
 
 /* progress: called about once a second from the calling thread */
@@ -34,6 +39,7 @@ struct ioq_cal_opts {
 
 /* Measures into *out (seq_*_bps, rand_*_iops, seconds, dir, measured_at;
  * disk/dev are left for the caller). Aborted runs fail with ECANCELED. */
+IOQ_MUST_CHECK
 int ioq_calibrate(const struct ioq_cal_opts *o, struct ioq_calibration *out, ioq_err *e);
 
 #endif

@@ -33,14 +33,18 @@ struct ioq_calibration {
 /* Loads the entry for `disk` from a calibration file. Returns 0 and fills
  * *out if present, 1 if the file or the entry does not exist, -1 on errors
  * (unreadable, malformed: the message names the file and field). */
-int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out, ioq_err *e);
+IOQ_MUST_CHECK
+int ioq_calibration_load(const char *file, const char *disk, struct ioq_calibration *out,
+                         ioq_err *e);
 /* Adds/replaces the entry for c->disk in the file (created if missing),
  * keeping other disks' entries; atomic replace. */
+IOQ_MUST_CHECK
 int ioq_calibration_save(const char *file, const struct ioq_calibration *c, ioq_err *e);
 
 /* Parses the io.cost.model line for MAJ:MIN from the file's content.
  * Returns 0 with bandwidth/IOPS if a ctrl=user model exists, 1 if there is
  * no line or the model is automatic, -1 if the line is malformed. */
+IOQ_MUST_CHECK
 int ioq_cost_model_parse(const char *content, unsigned major, unsigned minor, uint64_t *bw,
                          uint64_t *iops, ioq_err *e);
 
@@ -48,6 +52,7 @@ int ioq_cost_model_parse(const char *content, unsigned major, unsigned minor, ui
  * from the sources above. `devcfg` may be NULL (default disk); `cost_model`
  * is the path of the root io.cost.model ("" if none). A disk without any
  * capacity source gets 0 units and capacity_source saying what to do. */
+IOQ_MUST_CHECK
 int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_config *devcfg,
                          const char *cost_model, struct ioq_disk *d, ioq_err *e);
 

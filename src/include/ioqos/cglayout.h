@@ -30,10 +30,12 @@ struct ioq_cg_layout {
 };
 
 /* Fails with IOQ_EUNSUPPORTED if no io/blkio hierarchy is found. */
+IOQ_MUST_CHECK
 int ioq_cg_layout_detect(const char *cgroupfs_root, struct ioq_cg_layout *out, ioq_err *e);
 
 /* Builds a layout from explicit values (for callers that know, e.g. tests or
  * `ioqosctl cgroup-path --cgroup-version`). */
+IOQ_MUST_CHECK
 int ioq_cg_layout_for(const char *cgroupfs_root, enum ioq_cg_version v, struct ioq_cg_layout *out,
                       ioq_err *e);
 

@@ -124,22 +124,27 @@ struct ioq_config {
 bool ioq_class_name_valid(const char *s);
 
 /* Fills *c with defaults (no devices). */
+IOQ_MUST_CHECK
 int ioq_config_defaults(struct ioq_config *c, ioq_err *e);
 /* Loads and validates a file. path NULL = defaults only. The top level
  * only: a file with pools (n_pools > 0) is loaded again with the node's
  * labels by ioq_config_load_node. Warns (log) when the file has no
  * apiVersion/kind. */
+IOQ_MUST_CHECK
 int ioq_config_load(const char *path, struct ioq_config *c, ioq_err *e);
 /* The same for a node with these labels (a JSON object of strings, NULL =
  * none): the first pool whose nodeSelector.matchLabels all match replaces the
  * top-level sections it sets; no match = the top level. Every pool is
  * validated either way. */
+IOQ_MUST_CHECK
 int ioq_config_load_node(const char *path, json_object *node_labels, struct ioq_config *c,
                          ioq_err *e);
 /* Parses text, YAML or JSON: by the extension of `source` (.yaml/.yml,
  * .json), else by content (JSON starts with '{'). `source` names it in error
  * messages ("SOURCE: line N: FIELD.PATH: what", in both syntaxes). */
+IOQ_MUST_CHECK
 int ioq_config_parse(const char *text, const char *source, struct ioq_config *c, ioq_err *e);
+IOQ_MUST_CHECK
 int ioq_config_parse_node(const char *text, const char *source, json_object *node_labels,
                           struct ioq_config *c, ioq_err *e);
 void ioq_config_free(struct ioq_config *c);

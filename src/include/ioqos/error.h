@@ -27,6 +27,10 @@ enum {
   IOQ_ECONFLICT,           /* state conflicts with the request */
 };
 
+/* On the fallible functions of the public headers (those that take an
+ * ioq_err and return int): ignoring their result does not compile. */
+#define IOQ_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Sets *e (if non-NULL) and returns -1, so `return ioq_fail(...)` reads well. */
 int ioq_fail(ioq_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -67,6 +67,7 @@ struct ioq_pod_grant {
  * containers and sidecars in their spec order). Errors: a malformed ID, the
  * same ID twice in one container, an ID held by two concurrent containers,
  * more than IOQ_POD_DISKS_MAX disks. */
+IOQ_MUST_CHECK
 int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod_grant *out,
                       ioq_err *e);
 
@@ -74,12 +75,14 @@ int ioq_grant_compute(const struct ioq_ctr_units *ctrs, size_t n, struct ioq_pod
 const struct ioq_disk_grant *ioq_grant_find(const struct ioq_pod_grant *g, const char *disk);
 
 /* io.max values for a disk grant (0 = no limit for resources without units). */
+IOQ_MUST_CHECK
 int ioq_grant_limits(const struct ioq_disk_grant *g, const struct ioq_unit_sizes *u,
                      struct ioq_io_limits *out, ioq_err *e);
 
 /* Weights from the share of the disk (formula above); 0 if nothing is
  * granted. disk_units: the units the disk advertises per resource. Fails if
  * a granted resource has no units on the disk. */
+IOQ_MUST_CHECK
 int ioq_grant_weights(const struct ioq_disk_grant *g, const uint64_t disk_units[IOQ_RES_COUNT],
                       unsigned *io_weight, unsigned *bfq_weight, ioq_err *e);
 

@@ -26,10 +26,12 @@ struct ioq_iocost_qos {
 
 /* Parses the disk's line of io.cost.qos content; *present=false if the disk
  * has no line (iocost never configured for it). */
+IOQ_MUST_CHECK
 int ioq_iocost_qos_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_qos *out,
                          bool *present, ioq_err *e);
 
 /* The line to write for `want` (without newline). */
+IOQ_MUST_CHECK
 int ioq_iocost_qos_format(char *out, size_t outsz, struct ioq_devno dev,
                           const struct ioq_iocost_qos *want, ioq_err *e);
 
@@ -37,6 +39,7 @@ int ioq_iocost_qos_format(char *out, size_t outsz, struct ioq_devno dev,
  * differs, reads it back and compares (IOQ_EMISMATCH naming what was written
  * and read). *changed tells whether a write happened; `written` (may be
  * NULL) gets the line written. */
+IOQ_MUST_CHECK
 int ioq_iocost_qos_apply(const char *root, struct ioq_devno dev, const struct ioq_iocost_qos *want,
                          bool *changed, char *written, size_t writtensz, ioq_err *e);
 
@@ -71,20 +74,24 @@ struct ioq_iocost_coefs {
 /* Parses the disk's line of io.cost.model content (the one parser of that
  * format: the pace writer and the capacity source both use it);
  * *present=false without a line; -1 on a malformed value. */
+IOQ_MUST_CHECK
 int ioq_iocost_coefs_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_coefs *out,
                            bool *present, ioq_err *e);
 
 /* The disk's line of io.cost.model content: *user = ctrl=user with all six
  * linear coefficients equal to out's two values (else out is zeroed);
  * *present=false without a line. */
+IOQ_MUST_CHECK
 int ioq_iocost_model_parse(const char *content, struct ioq_devno dev, struct ioq_iocost_model *out,
                            bool *user, bool *present, ioq_err *e);
 
 /* The line to write (without newline); bps and iops must be > 0. */
+IOQ_MUST_CHECK
 int ioq_iocost_model_format(char *out, size_t outsz, struct ioq_devno dev,
                             const struct ioq_iocost_model *want, ioq_err *e);
 
 /* Makes root/io.cost.model hold `want` for dev, like ioq_iocost_qos_apply. */
+IOQ_MUST_CHECK
 int ioq_iocost_model_apply(const char *root, struct ioq_devno dev,
                            const struct ioq_iocost_model *want, bool *changed, char *written,
                            size_t writtensz, ioq_err *e);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* I/O limits of one cgroup on one disk, and the text formats of the kernel
  * files that hold them. Pure functions, no filesystem access (the writers in
- * enforce.h use them to compare what they wrote with what the kernel reads
+ * cgwrite.h use them to compare what they wrote with what the kernel reads
  * back: the kernel reformats lines, so the comparison is on parsed values).
  *
  *   v2 io.max          "8:16 rbps=2097152 wbps=max riops=max wiops=120"
@@ -39,6 +39,7 @@ struct ioq_devno {
 };
 
 /* Parses "MAJ:MIN" (decimal, nothing else). */
+IOQ_MUST_CHECK
 int ioq_devno_parse(const char *s, struct ioq_devno *out, ioq_err *e);
 /* "MAJ:MIN" into buf (>= IOQ_DEVNO_STR_MAX); returns buf. */
 const char *ioq_devno_str(struct ioq_devno d, char *buf, size_t bufsz);
@@ -59,17 +60,21 @@ bool ioq_limits_unlimited(const struct ioq_io_limits *l);
 
 /* Checks every non-zero value against the kernel range (IOQ_LIMIT_MIN..
  * IOQ_BPS_LIMIT_MAX for bytes/s, ..IOQ_IOPS_LIMIT_MAX for IOPS). */
+IOQ_MUST_CHECK
 int ioq_limits_check(const struct ioq_io_limits *l, ioq_err *e);
 
 /* io.max line for the device with all four keys ("max" for 0). */
+IOQ_MUST_CHECK
 int ioq_iomax_format(char *out, size_t outsz, struct ioq_devno d, const struct ioq_io_limits *l,
                      ioq_err *e);
 /* Finds the device's line in io.max content. No line = all unlimited
  * (*present = false). Unknown keys are ignored; malformed lines are errors. */
+IOQ_MUST_CHECK
 int ioq_iomax_parse(const char *content, struct ioq_devno d, struct ioq_io_limits *out,
                     bool *present, ioq_err *e);
 
 /* Value of the device in a v1 blkio.throttle.*_device file; 0 if no line. */
+IOQ_MUST_CHECK
 int ioq_blkio_parse(const char *content, struct ioq_devno d, uint64_t *out, bool *present,
                     ioq_err *e);
 
@@ -79,6 +84,7 @@ struct ioq_weights {
   unsigned dflt;   /* 0 if the file has no default line */
   unsigned device; /* 0 if the device has no line of its own */
 };
+IOQ_MUST_CHECK
 int ioq_weights_parse(const char *content, struct ioq_devno d, struct ioq_weights *out,
                       ioq_err *e);
 

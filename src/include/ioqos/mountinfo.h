@@ -18,6 +18,7 @@ struct ioq_mount {
 /* Finds the mount whose mount point is the longest path-component prefix of
  * `path` (later entries win on equal mount points: stacked mounts). `path`
  * must be absolute and normalised (no "..", no "//"). */
+IOQ_MUST_CHECK
 int ioq_mount_for_path(const char *mountinfo_file, const char *path, struct ioq_mount *out,
                        ioq_err *e);
 

@@ -24,12 +24,12 @@
  * before it do not write it) is when the plugin built the value, UTC to the
  * second; the plugin refreshes it at least every IOQ_NODE_ANNO_REFRESH_S, so
  * a reader can tell a stale annotation (the plugin is gone) from a fresh one.
- * reason (only on an unhealthy
- * disk) and faults (configured selectors that give no disk; optional) are
- * for people reading the node: the parser never fails on them, so extenders
- * of any version read the annotation as before; it keeps a string reason of
- * an unhealthy disk (cut to fit, for kubectl ioqos nodes) and skips faults. Unknown fields and unknown capability
- * names are ignored (forward compatible); missing or mistyped known fields are
+ * reason (only on an unhealthy disk) and faults (configured selectors that
+ * give no disk; optional) are for people reading the node: the parser never
+ * fails on them, so extenders of any version read the annotation as before;
+ * it keeps a string reason of an unhealthy disk (cut to fit, for kubectl
+ * ioqos nodes) and skips faults. Unknown fields and unknown capability names
+ * are ignored (forward compatible); missing or mistyped known fields are
  * errors that name the field.
  */
 #ifndef IOQOS_NODEANNO_H
@@ -66,6 +66,7 @@ struct ioq_node_state {
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */
+IOQ_MUST_CHECK
 int ioq_node_anno_parse(const char *text, size_t len, struct ioq_node_state *out, ioq_err *e);
 /* Serialises to compact JSON (malloc'd, caller frees); NULL on OOM. */
 char *ioq_node_anno_format(const struct ioq_node_state *s);

@@ -12,6 +12,7 @@
 
 /* *out = v truncated toward zero, as a cast would, when 0 <= v < 2^64 (and
  * -0.0). Otherwise fails (ERANGE) naming `what` and the value, *out untouched. */
+IOQ_MUST_CHECK
 int ioq_u64_from_double(double v, const char *what, uint64_t *out, ioq_err *e);
 
 /* Clamped: NaN and v < 0 give 0, v >= 2^64 (and +inf) gives UINT64_MAX, else

@@ -78,8 +78,8 @@ struct ioq_choice {
 int ioq_place(const struct ioq_disk_state *disks, size_t n, const uint64_t *extra,
               const struct ioq_need *need, enum ioq_policy policy, struct ioq_choice *out);
 
-/* Score of one disk for `need` (0..10), or -1 if it does not fit. */
-int ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra_units,
-                   const struct ioq_need *need, enum ioq_policy policy);
+/* Whether one disk fits `need`; when it does, *score gets its score (0..10). */
+bool ioq_disk_score(const struct ioq_disk_state *d, const uint64_t *extra_units,
+                    const struct ioq_need *need, enum ioq_policy policy, int *score);
 
 #endif

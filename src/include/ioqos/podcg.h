@@ -36,28 +36,34 @@ enum ioq_qos_class { IOQ_QOS_GUARANTEED = 0, IOQ_QOS_BURSTABLE, IOQ_QOS_BESTEFFO
 #define IOQ_PODCG_SEARCH_MAX_DIRS 20000
 
 /* "auto" | "cgroupfs" | "systemd" */
+IOQ_MUST_CHECK
 int ioq_cg_driver_parse(const char *s, enum ioq_cg_driver *out, ioq_err *e);
 const char *ioq_cg_driver_name(enum ioq_cg_driver d);
 
 /* Kubernetes status.qosClass names: "Guaranteed" | "Burstable" | "BestEffort"
  * (case-insensitive). */
+IOQ_MUST_CHECK
 int ioq_qos_parse(const char *s, enum ioq_qos_class *out, ioq_err *e);
 const char *ioq_qos_name(enum ioq_qos_class q);
 
 /* A pod UID as kubelet uses it in cgroup names: 36 characters, lowercase hex
  * digits with dashes at positions 8, 13, 18 and 23. Checked before a UID
  * ever becomes part of a path. */
+IOQ_MUST_CHECK
 int ioq_pod_uid_check(const char *uid, ioq_err *e);
 
 /* kubelet's cgroup name (relative to the hierarchy root, starting with '/')
  * of the kubepods cgroup, of a QoS class cgroup and of a pod. `driver` must be
  * cgroupfs or systemd; `cgroup_root` is kubelet's --cgroup-root (NULL = "/"). */
+IOQ_MUST_CHECK
 int ioq_kubepods_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, char *out,
                              size_t outsz, ioq_err *e);
+IOQ_MUST_CHECK
 int ioq_pod_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
                         const char *uid, char *out, size_t outsz, ioq_err *e);
 /* The parent cgroup of a QoS class's pods: kubepods[-burstable|-besteffort]
  * (Guaranteed: kubepods itself). */
+IOQ_MUST_CHECK
 int ioq_qos_cgroup_name(enum ioq_cg_driver driver, const char *cgroup_root, enum ioq_qos_class qos,
                         char *out, size_t outsz, ioq_err *e);
 
@@ -73,6 +79,7 @@ struct ioq_pod_cgroup {
  * IOQ_PODCG_SEARCH_DEPTH, at most IOQ_PODCG_SEARCH_MAX_DIRS directories) of
  * the kubepods subtree looks for the UID, and logs what it found. Not found:
  * IOQ_ENOTFOUND with every path tried in the message. */
+IOQ_MUST_CHECK
 int ioq_pod_cgroup_resolve(const struct ioq_cg_layout *l, enum ioq_cg_driver driver,
                            const char *cgroup_root, enum ioq_qos_class qos, const char *uid,
                            struct ioq_pod_cgroup *out, ioq_err *e);
@@ -101,12 +108,14 @@ struct ioq_pod_cgroup_entry {
  * listed as "" and contributes nothing. *out is malloc'd (caller frees),
  * sorted by directory. Fails only on out of memory, a name that does not fit,
  * or an unreadable parent (with the path and errno). */
+IOQ_MUST_CHECK
 int ioq_pod_cgroups_list(const struct ioq_cg_layout *l, enum ioq_cg_driver driver,
                          const char *cgroup_root, struct ioq_pod_cgroup_entry **out, size_t *n,
                          char qos_dirs[3][PATH_MAX], ioq_err *e);
 
 /* Which driver's kubepods cgroup exists under the io hierarchy: exactly one
  * must (IOQ_ENOTFOUND if neither, IOQ_ECONFLICT if both). */
+IOQ_MUST_CHECK
 int ioq_cg_driver_detect(const struct ioq_cg_layout *l, const char *cgroup_root,
                          enum ioq_cg_driver *out, ioq_err *e);
 

@@ -32,6 +32,7 @@
 
 #include "ioqos/config.h"
 #include "ioqos/error.h"
+#include "ioqos/jsonfield.h" /* ioq_json_field, which the pod-need readers use */
 #include "ioqos/placement.h"
 #include "ioqos/units.h"
 
@@ -50,9 +51,11 @@ struct ioq_pod_need {
 
 /* Reads the needs of `pod` (a JSON object). Errors name the field:
  * "spec.containers[1] (db): resources.limits[\"ioqos/bandwidth\"]: quantity 'x' ...". */
+IOQ_MUST_CHECK
 int ioq_pod_need_from_json(json_object *pod, struct ioq_pod_need *out, ioq_err *e);
 
 /* Same from JSON text (len bytes, need not be NUL-terminated). */
+IOQ_MUST_CHECK
 int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, ioq_err *e);
 
 /* True if the pod requests any ioqos resource. */
@@ -60,10 +63,5 @@ bool ioq_pod_need_any(const struct ioq_pod_need *n);
 
 /* The placement view of the need (class_name points into n). */
 void ioq_pod_need_placement(const struct ioq_pod_need *n, struct ioq_need *out);
-
-/* Go encoding/json field lookup: exact key, else the first key that matches
- * ignoring ASCII case. NULL if obj is not an object or has no such field. A
- * JSON null value is returned as NULL too (Go treats it as absent). */
-json_object *ioq_json_field(json_object *obj, const char *key);
 
 #endif

@@ -22,11 +22,13 @@ void ioq_probe_opts_default(struct ioq_probe_opts *o);
 /* Resolves one selector (disk name, /dev path, mount point or directory,
  * MAJ:MIN) to a managed disk: d->dev, d->leaves, d->resolution,
  * d->throttle_note. */
+IOQ_MUST_CHECK
 int ioq_disk_resolve(const struct ioq_roots *roots, const char *selector, struct ioq_disk *d,
                      ioq_err *e);
 
 /* Probes capabilities for every disk of the inventory (inv->layout must be
  * set). */
+IOQ_MUST_CHECK
 int ioq_probe_capabilities(const struct ioq_probe_opts *o, struct ioq_inventory *inv, ioq_err *e);
 
 /* Builds the inventory: layout detection, disk resolution (config devices,
@@ -37,6 +39,7 @@ int ioq_probe_capabilities(const struct ioq_probe_opts *o, struct ioq_inventory 
  * io.cost.model line) gets d->fault and no units; the other disks are
  * unaffected. Only node-wide failures (no cgroup io hierarchy, OOM) fail the
  * whole build. */
+IOQ_MUST_CHECK
 int ioq_inventory_build(const struct ioq_config *cfg, const struct ioq_probe_opts *o,
                         struct ioq_inventory *inv, ioq_err *e);
 void ioq_inventory_free(struct ioq_inventory *inv);

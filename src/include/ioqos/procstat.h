@@ -22,6 +22,7 @@ struct ioq_procstat {
 /* Reads PROC/self/stat, PROC/self/limits, PROC/self/fd and the btime line of
  * PROC/stat (proc is "/proc" outside tests). Every file is read with a bound;
  * a file that is missing or malformed fails with its path in the message. */
+IOQ_MUST_CHECK
 int ioq_procstat_read(const char *proc, struct ioq_procstat *out, ioq_err *e);
 
 /* Writes the six families with HELP and TYPE (text format 0.0.4):

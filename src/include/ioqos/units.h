@@ -62,6 +62,7 @@ void ioq_unit_sizes_default(struct ioq_unit_sizes *u);
 /* Parses a Kubernetes quantity that must be a whole number ("200", "2k",
  * "1Ki", "3M"; "1.5k" = 1500 is fine, "0.5" is not). Extended resources are
  * integers, so fractional results are rejected. */
+IOQ_MUST_CHECK
 int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e);
 
 /* True if `name` is a valid disk name for unit IDs: 1..IOQ_DISK_NAME_MAX chars
@@ -69,6 +70,7 @@ int ioq_parse_quantity_int(const char *s, uint64_t *out, ioq_err *e);
 bool ioq_disk_name_valid(const char *name);
 
 /* Formats a unit ID into out (size >= IOQ_UNIT_ID_MAX + 1). */
+IOQ_MUST_CHECK
 int ioq_unit_id_format(char *out, size_t outsz, const char *disk, enum ioq_resource r,
                        uint32_t index, ioq_err *e);
 
@@ -79,6 +81,7 @@ struct ioq_unit_id {
 };
 /* Parses an ID; anything not produced by ioq_unit_id_format is rejected with
  * a message saying what is wrong (never guessed). */
+IOQ_MUST_CHECK
 int ioq_unit_id_parse(const char *id, struct ioq_unit_id *out, ioq_err *e);
 
 /* Sets of unit IDs (a pod may hold tens of thousands): sorted in strcmp

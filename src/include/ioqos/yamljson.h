@@ -27,6 +27,7 @@
  * max_nodes keys and values in all is an error (memory: a json-c node takes
  * 100-600 bytes, so a few MiB of text could take hundreds of MiB). Errors:
  * IOQ_EINVAL_INPUT "SOURCE: line N: ...". */
+IOQ_MUST_CHECK
 int ioq_yaml_to_json(const char *text, size_t len, const char *source, size_t max_nodes,
                      json_object **out, ioq_err *e);
 /* The line a node of such a tree starts on; 0 = unknown (JSON trees, null). */

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforce_internal.h"
+#include "cgfile.h"
+#include "cgweight.h"
+#include "cgwrite_ops.h"
 #include "ioqos/log.h"
 
-const struct ioq_weight_file ioq_wf_v1_bfq = {
+static const struct ioq_weight_file ioq_wf_v1_bfq = {
     .file = "blkio.bfq.weight_device",
     .dflt_file = "blkio.bfq.weight",
     .dflt_bare = true,
@@ -81,8 +83,8 @@ static int set_one(const struct ioq_cg *cg, enum ioq_limit_key k, struct ioq_dev
   return 0;
 }
 
-int ioq_v1_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
-                 const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
+static int v1_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
+                    const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
   if (check_files(cg, e) < 0)
     return -1;
   for (int k = 0; k < IOQ_LIMIT_KEYS && !s->weights_only; k++)
@@ -95,17 +97,14 @@ int ioq_v1_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
              "not written",
              s->weight);
   }
-  if (s->bfq_weight) {
-    int r = ioq_bfq_applicable(o->sysfs_root, ioq_wf_v1_bfq.file, s->dev, rep, e);
-    if (r < 0 ||
-        (r == 1 && ioq_weight_apply(cg, &ioq_wf_v1_bfq, s->dev, s->bfq_weight, o, rep, e) < 0))
-      return -1;
-  }
+  if (s->bfq_weight && ioq_bfq_applicable(o->sysfs_root, ioq_wf_v1_bfq.file, s->dev, rep) &&
+      ioq_weight_apply(cg, &ioq_wf_v1_bfq, s->dev, s->bfq_weight, o, rep, e) < 0)
+    return -1;
   return 0;
 }
 
-int ioq_v1_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
-                 struct ioq_apply_report *rep, ioq_err *e) {
+static int v1_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
+                    struct ioq_apply_report *rep, ioq_err *e) {
   if (check_files(cg, e) < 0)
     return -1;
   for (int k = 0; k < IOQ_LIMIT_KEYS; k++)
@@ -114,8 +113,8 @@ int ioq_v1_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq
   return ioq_weight_clear(cg, &ioq_wf_v1_bfq, dev, o, rep, e);
 }
 
-int ioq_v1_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
-                ioq_err *e) {
+static int v1_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
+                   ioq_err *e) {
   if (check_files(cg, e) < 0)
     return -1;
   for (int k = 0; k < IOQ_LIMIT_KEYS; k++) {
@@ -126,3 +125,10 @@ int ioq_v1_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_s
   }
   return ioq_weight_read(cg, &ioq_wf_v1_bfq, dev, &out->bfq_weight, &out->has_bfq_file, e);
 }
+
+const struct ioq_cgwrite_ops ioq_cgwrite_v1 = {
+    .name = "cgroup v1 blkio",
+    .apply = v1_apply,
+    .clear = v1_clear,
+    .read = v1_read,
+};

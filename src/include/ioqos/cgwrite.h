@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The one enforcement writer: puts a disk's limits and weights into a cgroup
- * and proves the kernel holds them.
+/* The cgroup writer, the one enforcement writer: puts a disk's limits and
+ * weights into a cgroup and proves the kernel holds them. Also the cgroup's
+ * I/O statistics and pressure (cgstat.c) and the controllers along its path
+ * (cgcontrollers.c).
+ *
+ * Implemented in layers (docs/architecture.md, "The cgroup writer"):
+ * cgwrite.c dispatches by version to the operations tables of cgwrite_v1.c
+ * and cgwrite_v2.c, which build on cgweight.c and cgfile.c.
  *
  * cgroup v2: io.max, io.weight (per-device "MAJ:MIN W"; where the kernel
  *            rejects that form, e.g. iocost never enabled on the disk, the
@@ -18,8 +24,8 @@
  * ENODEV). Clearing restores "max" / no limit and the default weight for that
  * one disk.
  */
-#ifndef IOQOS_ENFORCE_H
-#define IOQOS_ENFORCE_H
+#ifndef IOQOS_CGWRITE_H
+#define IOQOS_CGWRITE_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -40,6 +46,7 @@ struct ioq_cg {
 /* Opens a cgroup directory; version NONE detects it from the files present
  * (io.max / cgroup.controllers = v2, blkio.throttle.* = v1) and explains what
  * is missing when neither fits. */
+IOQ_MUST_CHECK
 int ioq_cg_open(const char *dir, enum ioq_cg_version version, struct ioq_cg *out, ioq_err *e);
 
 /* What a cgroup should hold on one disk. */
@@ -73,10 +80,12 @@ struct ioq_apply_report {
 };
 
 /* Puts the setting in place. The report (may be NULL) lists each file. */
+IOQ_MUST_CHECK
 int ioq_cg_apply_disk(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
                       const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e);
 
 /* Removes this cgroup's limits and device weights for one disk. */
+IOQ_MUST_CHECK
 int ioq_cg_clear_disk(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
                       struct ioq_apply_report *rep, ioq_err *e);
 
@@ -88,6 +97,7 @@ struct ioq_disk_state_cg {
   struct ioq_weights bfq_weight; /* io.bfq.weight / blkio.bfq.weight(_device) */
   bool has_weight_file, has_bfq_file;
 };
+IOQ_MUST_CHECK
 int ioq_cg_read_disk(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
                      ioq_err *e);
 
@@ -105,6 +115,7 @@ enum { IOQ_CTRL_IO = 1u << 0, IOQ_CTRL_MEMORY = 1u << 1 };
  * controller is missing and cannot be enabled, and why (not offered by the
  * parent, the kernel refused: EBUSY when that cgroup holds processes itself,
  * EROFS, ...). `enabled` (may be NULL) gets the number of writes made. */
+IOQ_MUST_CHECK
 int ioq_cg_ensure_controllers(const char *root, const char *dir, unsigned mask, bool enable,
                               unsigned *enabled, ioq_err *e);
 
@@ -116,9 +127,11 @@ struct ioq_iostat {
 };
 /* v2 io.stat, or v1 blkio.throttle.io_service_bytes_recursive +
  * io_serviced_recursive (pod cgroups hold their I/O in child cgroups). */
+IOQ_MUST_CHECK
 int ioq_cg_read_iostat(const struct ioq_cg *cg, struct ioq_iostat *out, size_t max, size_t *n,
                        ioq_err *e);
 /* io.stat content parser (unknown keys ignored). */
+IOQ_MUST_CHECK
 int ioq_iostat_parse_v2(const char *content, struct ioq_iostat *out, size_t max, size_t *n,
                         ioq_err *e);
 
@@ -131,7 +144,9 @@ struct ioq_pressure {
   bool has_full;
 };
 /* io.pressure (v2, PSI). IOQ_EUNSUPPORTED on v1 or without PSI. */
+IOQ_MUST_CHECK
 int ioq_cg_read_pressure(const struct ioq_cg *cg, struct ioq_pressure *out, ioq_err *e);
+IOQ_MUST_CHECK
 int ioq_pressure_parse(const char *content, struct ioq_pressure *out, ioq_err *e);
 
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubeconfig reader (kubeconfig.h): YAML through the config's YAML reader. */
-#include "kubeconfig.h"
+#include "ioqos/kube/kubeconfig.h"
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -70,7 +70,7 @@ static int kc_path(struct kc_ctx *x, const char *p, char **out) {
   int n = p[0] == '/' ? asprintf(out, "%s", p) : asprintf(out, "%s/%s", x->dir, p);
   if (n < 0) {
     *out = NULL;
-    return ioq_fail(x->e, ENOMEM, "out of memory");
+    return ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory building the path of '%s'", p);
   }
   return 0;
 }
@@ -84,7 +84,7 @@ static int kc_base64(struct kc_ctx *x, json_object *at, const char *field, const
   out->data = malloc(dec.size + 1);
   if (!out->data) {
     gnutls_free(dec.data);
-    return ioq_fail(x->e, ENOMEM, "out of memory");
+    return ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory decoding %s", field);
   }
   memcpy(out->data, dec.data, dec.size);
   out->data[dec.size] = '\0';
@@ -124,7 +124,7 @@ static int kc_cluster(struct kc_ctx *x, json_object *c, const char *field,
   if (!server)
     return kc_bad(x, c, f, "is required");
   if (!(kc->server = strdup(server)))
-    return ioq_fail(x->e, ENOMEM, "out of memory");
+    return ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory keeping %s", f);
   snprintf(f, sizeof f, "%s.certificate-authority", field);
   if (kc_string(x, c, "certificate-authority", f, &ca) < 0 || (ca && kc_path(x, ca, &kc->ca_file) < 0))
     return -1;
@@ -186,7 +186,7 @@ static int kc_user(struct kc_ctx *x, json_object *u, const char *field, struct i
     else if (fields[i].path)
       rc = kc_path(x, v, str_out[i]);
     else if (!(*str_out[i] = strdup(v)))
-      rc = ioq_fail(x->e, ENOMEM, "out of memory");
+      rc = ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory keeping %s", f);
     if (rc < 0)
       return -1;
   }
@@ -208,7 +208,7 @@ static int kc_parse(struct kc_ctx *x, json_object *root, const char *context,
     return kc_bad(x, root, "current-context",
                   "is not set (kubectl config use-context NAME, or pass --context)");
   if (!(kc->context = strdup(cur)))
-    return ioq_fail(x->e, ENOMEM, "out of memory");
+    return ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory keeping current-context");
   json_object *ctx, *cl, *us;
   if (kc_find(x, root, "contexts", "context", cur, &ctx) < 0 ||
       kc_string(x, ctx, "cluster", "context.cluster", &cluster) < 0 ||
@@ -220,7 +220,7 @@ static int kc_parse(struct kc_ctx *x, json_object *root, const char *context,
   if (kc_string(x, ctx, "namespace", "context.namespace", &ns) < 0)
     return -1;
   if (ns && !(kc->namespace = strdup(ns)))
-    return ioq_fail(x->e, ENOMEM, "out of memory");
+    return ioq_fail(x->e, ENOMEM, "kubeconfig: out of memory keeping context.namespace");
   if (kc_find(x, root, "clusters", "cluster", cluster, &cl) < 0)
     return -1;
   char field[200];

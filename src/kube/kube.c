@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Kubernetes API client: credentials and single requests. */
-#include "kube.h"
+#include "ioqos/kube/kube.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -12,8 +12,9 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-#include "kube_jfilter.h"
-#include "kubeconfig.h"
+#include "ioqos/kube/kube_jfilter.h"
+#include "ioqos/kube/kubeconfig.h"
+#include "kube_internal.h"
 
 struct ioq_kube {
   char *server;
@@ -44,7 +45,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   pthread_once(&g_curl_once, curl_init_once);
   struct ioq_kube *k = calloc(1, sizeof *k);
   if (!k) {
-    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the kube client");
     return NULL;
   }
   pthread_mutex_init(&k->lock, NULL);
@@ -103,7 +104,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
     k->context = kc.context;
     k->ns = kc.namespace;
     if (!k->kubeconfig) {
-      ioq_fail(e, ENOMEM, "kube client: out of memory");
+      ioq_fail(e, ENOMEM, "out of memory keeping the kubeconfig path");
       ioq_kube_free(k);
       return NULL;
     }
@@ -146,7 +147,7 @@ struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e) {
   while (l > 0 && k->server[l - 1] == '/')
     k->server[--l] = '\0';
   if (!k->server || !k->user_agent) {
-    ioq_fail(e, ENOMEM, "kube client: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory keeping the API server URL and User-Agent");
     ioq_kube_free(k);
     return NULL;
   }
@@ -219,7 +220,7 @@ static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
   if (k->static_token) {
     if (asprintf(out, "Authorization: Bearer %s", k->static_token) < 0) {
       *out = NULL;
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory building the Authorization header");
     }
     return 0;
   }
@@ -245,7 +246,7 @@ static int auth_header(struct ioq_kube *k, char **out, ioq_err *e) {
   pthread_mutex_unlock(&k->lock);
   if (n < 0) {
     *out = NULL;
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the Authorization header");
   }
   return 0;
 }
@@ -279,9 +280,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
   return n;
 }
 
-/* Shared handle set-up for requests and watches. */
-CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
-                           const char *content_type, ioq_err *e);
+/* Shared handle set-up for requests and watches (kube_internal.h). */
 CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
                            const char *content_type, ioq_err *e) {
   char *auth;
@@ -297,7 +296,7 @@ CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_sli
   if (asprintf(&url, "%s%s", k->server, path) < 0) {
     free(auth);
     curl_easy_cleanup(c);
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the request URL");
     return NULL;
   }
   curl_easy_setopt(c, CURLOPT_URL, url);
@@ -505,9 +504,7 @@ int ioq_kube_merge_patch(struct ioq_kube *k, const char *path, json_object *patc
 struct fsink {
   CURL *c;
   struct ioq_jf *jf;
-  int http; /* 0 unknown yet, 1 a 2xx reply, -1 an error reply */
-  char err_body[1024]; /* the start of an error reply (a Status) */
-  size_t err_len;
+  struct ioq_kube_errbody err; /* an error reply's start */
   ioq_err jerr;
   bool jfailed;
 };
@@ -515,19 +512,8 @@ struct fsink {
 static size_t on_filtered(char *ptr, size_t size, size_t nmemb, void *ud) {
   struct fsink *s = ud;
   size_t n = size * nmemb;
-  if (s->http == 0) {
-    long st = 0;
-    curl_easy_getinfo(s->c, CURLINFO_RESPONSE_CODE, &st);
-    s->http = st >= 200 && st <= 299 ? 1 : -1;
-  }
-  if (s->http < 0) {
-    size_t room = sizeof s->err_body - 1 - s->err_len;
-    size_t take = n < room ? n : room;
-    memcpy(s->err_body + s->err_len, ptr, take);
-    s->err_len += take;
-    s->err_body[s->err_len] = '\0';
+  if (ioq_kube_errbody_take(&s->err, s->c, ptr, n))
     return n;
-  }
   if (ioq_jf_feed(s->jf, ptr, n, &s->jerr) < 0) {
     s->jfailed = true;
     return 0; /* aborts the transfer */
@@ -571,11 +557,8 @@ int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *sto
       ret = ioq_fail(e, EIO, "GET %s%s: %s", k->server, path,
                      errbuf[0] ? errbuf : curl_easy_strerror(rc));
   } else if (st < 200 || st > 299) {
-    json_object *j = s.err_len ? json_tokener_parse(s.err_body) : NULL, *m;
-    const char *msg = j && json_object_object_get_ex(j, "message", &m) &&
-                              json_object_is_type(m, json_type_string)
-                          ? json_object_get_string(m)
-                          : (s.err_len ? s.err_body : "(empty reply)");
+    json_object *j;
+    const char *msg = ioq_kube_errbody_message(&s.err, &j);
     ioq_fail(e, st == 404 ? IOQ_ENOTFOUND : st == 409 ? IOQ_ECONFLICT : EIO,
              "GET %s: HTTP %ld: %.300s", path, st, msg);
     json_object_put(j);

@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforce_internal.h"
+#include "cgfile.h"
+#include "cgweight.h"
+#include "cgwrite_ops.h"
 #include "ioqos/log.h"
 
-const struct ioq_weight_file ioq_wf_v2_iocost = {
+static const struct ioq_weight_file ioq_wf_v2_iocost = {
     .file = "io.weight",
     .dflt_file = "io.weight",
     .lo = IOQ_IO_WEIGHT_MIN,
@@ -19,7 +21,7 @@ const struct ioq_weight_file ioq_wf_v2_iocost = {
                        "enabled (io.cost.qos)",
 };
 
-const struct ioq_weight_file ioq_wf_v2_bfq = {
+static const struct ioq_weight_file ioq_wf_v2_bfq = {
     .file = "io.bfq.weight",
     .dflt_file = "io.bfq.weight",
     .lo = IOQ_BFQ_WEIGHT_MIN,
@@ -43,8 +45,9 @@ static int read_iomax(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_
   return rc;
 }
 
-static int iomax_set(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_io_limits *want,
-                     const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
+static int iomax_set(const struct ioq_cg *cg, struct ioq_devno dev,
+                     const struct ioq_io_limits *want, const struct ioq_apply_opts *o,
+                     struct ioq_apply_report *rep, ioq_err *e) {
   struct ioq_apply_step *st = ioq_step_new(rep, "io.max");
   if (!ioq_cg_has(cg, "io.max"))
     return ioq_fail(e, IOQ_EUNSUPPORTED,
@@ -77,22 +80,20 @@ static int iomax_set(const struct ioq_cg *cg, struct ioq_devno dev, const struct
   return 0;
 }
 
-int ioq_v2_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
-                 const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
+static int v2_apply(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
+                    const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
   if (!s->weights_only && iomax_set(cg, s->dev, &s->max, o, rep, e) < 0)
     return -1;
   if (s->weight && ioq_weight_apply(cg, &ioq_wf_v2_iocost, s->dev, s->weight, o, rep, e) < 0)
     return -1;
-  if (s->bfq_weight) {
-    int r = ioq_bfq_applicable(o->sysfs_root, "io.bfq.weight", s->dev, rep, e);
-    if (r < 0 || (r == 1 && ioq_weight_apply(cg, &ioq_wf_v2_bfq, s->dev, s->bfq_weight, o, rep, e) < 0))
-      return -1;
-  }
+  if (s->bfq_weight && ioq_bfq_applicable(o->sysfs_root, ioq_wf_v2_bfq.file, s->dev, rep) &&
+      ioq_weight_apply(cg, &ioq_wf_v2_bfq, s->dev, s->bfq_weight, o, rep, e) < 0)
+    return -1;
   return 0;
 }
 
-int ioq_v2_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
-                 struct ioq_apply_report *rep, ioq_err *e) {
+static int v2_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
+                    struct ioq_apply_report *rep, ioq_err *e) {
   if (ioq_cg_has(cg, "io.max")) {
     const struct ioq_io_limits none = {0};
     if (iomax_set(cg, dev, &none, o, rep, e) < 0)
@@ -107,8 +108,8 @@ int ioq_v2_clear(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq
   return 0;
 }
 
-int ioq_v2_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
-                ioq_err *e) {
+static int v2_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
+                   ioq_err *e) {
   char line[256];
   if (!ioq_cg_has(cg, "io.max"))
     return ioq_fail(e, IOQ_EUNSUPPORTED,
@@ -121,3 +122,10 @@ int ioq_v2_read(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_s
     return -1;
   return 0;
 }
+
+const struct ioq_cgwrite_ops ioq_cgwrite_v2 = {
+    .name = "cgroup v2",
+    .apply = v2_apply,
+    .clear = v2_clear,
+    .read = v2_read,
+};

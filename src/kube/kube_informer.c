@@ -12,10 +12,9 @@
 
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
-#include "kube.h"
-
-CURL *ioq_kube_curl_handle(struct ioq_kube *k, const char *path, struct curl_slist **hdrs,
-                           const char *content_type, ioq_err *e);
+#include "ioqos/kube/kube.h"
+#include "ioqos/monoclock.h"
+#include "kube_internal.h"
 
 struct ioq_kube_informer {
   struct ioq_kube *k;
@@ -33,14 +32,12 @@ struct ioq_kube_informer {
   bool need_list;
   /* watch stream line assembly */
   CURL *watch; /* the transfer in progress, for its status */
-  int watch_http; /* 0 unknown yet, 1 a 2xx stream, -1 an error reply */
   char *line;
   size_t line_len, line_cap;
   bool stream_failed;
   unsigned watch_events; /* events (bookmarks too) the current watch brought */
   char watch_err[256]; /* why the stream failed, when that calls for a backoff */
-  char err_body[1024]; /* the start of an error reply's body (a Status) */
-  size_t err_len;
+  struct ioq_kube_errbody err; /* the start of an error reply (a Status) */
   /* with cb.filter: the rules for a list page and for a watch event */
   struct ioq_jf_rule list_root, list_kids[3], ev_root, ev_kids[3];
   struct ioq_jf_rule *obj_kids; /* cb.filter + a Status's code and message */
@@ -141,7 +138,7 @@ static int do_list(struct ioq_kube_informer *inf, ioq_err *e) {
     free(cesc);
     if (n < 0) {
       inf->cb.list_end(inf->ud, false);
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory building the list URL");
     }
     json_object *page = NULL;
     int rc = inf->cb.filter
@@ -188,7 +185,9 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
   bool have_obj;
   ioq_err je = {0};
   if (inf->cb.filter) {
-    ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je);
+    /* refused (je says why): ev stays NULL, the event is reported below */
+    if (ioq_jf_parse(&inf->ev_root, inf->cb.item_cost_max, line, len, event_unit, inf, &ev, &je) < 0)
+      ev = NULL;
     have_obj = inf->ev_obj != NULL;
     obj = inf->ev_obj;
     inf->ev_obj = NULL;
@@ -238,21 +237,10 @@ static void handle_event_line(struct ioq_kube_informer *inf, const char *line, s
 static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *ud) {
   struct ioq_kube_informer *inf = ud;
   size_t n = size * nmemb;
-  if (inf->watch_http == 0) {
-    long status = 0;
-    curl_easy_getinfo(inf->watch, CURLINFO_RESPONSE_CODE, &status);
-    inf->watch_http = status >= 200 && status <= 299 ? 1 : -1;
-  }
-  if (inf->watch_http < 0) {
-    /* an error reply (403, 429, 500...) is one Status, not a stream of
-     * events: keep its start for the message */
-    size_t room = sizeof inf->err_body - 1 - inf->err_len;
-    size_t take = n < room ? n : room;
-    memcpy(inf->err_body + inf->err_len, ptr, take);
-    inf->err_len += take;
-    inf->err_body[inf->err_len] = '\0';
+  /* an error reply (403, 429, 500...) is one Status, not a stream of
+   * events: keep its start for the message */
+  if (ioq_kube_errbody_take(&inf->err, inf->watch, ptr, n))
     return n;
-  }
   for (size_t i = 0; i < n; i++) {
     if (ptr[i] == '\n') {
       if (inf->line_len) {
@@ -295,7 +283,7 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   char *path;
   if (asprintf(&path, "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%ld%s",
                inf->path, inf->rv, server_timeout, inf->selector_q) < 0)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory building the watch URL");
   struct curl_slist *hdrs = NULL;
   CURL *c = ioq_kube_curl_handle(inf->k, path, &hdrs, NULL, e);
   if (!c) {
@@ -306,11 +294,9 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   inf->line_len = 0;
   inf->stream_failed = false;
   inf->watch = c;
-  inf->watch_http = 0;
   inf->watch_events = 0;
   inf->watch_err[0] = '\0';
-  inf->err_len = 0;
-  inf->err_body[0] = '\0';
+  ioq_kube_errbody_reset(&inf->err);
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, inf);
@@ -323,10 +309,9 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, silence);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = ioq_mono_s();
   CURLcode rc = curl_easy_perform(c);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double t1 = ioq_mono_s();
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_cleanup(c);
@@ -347,16 +332,13 @@ static int do_watch(struct ioq_kube_informer *inf, ioq_err *e) {
   }
   if (status != 0 && (status < 200 || status > 299)) {
     inf->need_list = true;
-    json_object *st = inf->err_len ? json_tokener_parse(inf->err_body) : NULL, *m;
-    const char *msg = st && json_object_object_get_ex(st, "message", &m) &&
-                              json_object_is_type(m, json_type_string)
-                          ? json_object_get_string(m)
-                          : ioq_trim(inf->err_body);
-    ioq_fail(e, EIO, "watch %s: HTTP %ld: %.200s", inf->path, status, *msg ? msg : "(empty reply)");
+    json_object *st;
+    const char *msg = ioq_kube_errbody_message(&inf->err, &st);
+    ioq_fail(e, EIO, "watch %s: HTTP %ld: %.200s", inf->path, status, msg);
     json_object_put(st);
     return -1;
   }
-  double lasted = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  double lasted = t1 - t0;
   if (rc == CURLE_OPERATION_TIMEDOUT && status >= 200 && status <= 299 &&
       lasted < (double)server_timeout + 29.0) {
     /* the low-speed limit, not the overall timeout: the stream went silent;
@@ -411,7 +393,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
   }
   struct ioq_kube_informer *inf = calloc(1, sizeof *inf);
   if (!inf) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the informer");
     return NULL;
   }
   inf->k = k;
@@ -426,7 +408,7 @@ struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char
   pthread_mutex_init(&inf->lock, NULL);
   pthread_cond_init(&inf->cond, NULL);
   if (!inf->path || !inf->selector_q || build_rules(inf) < 0) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the informer's path, selector and filter rules");
     goto fail;
   }
   int rc = pthread_create(&inf->thread, NULL, informer_main, inf);

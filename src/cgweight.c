@@ -1,178 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Entry points of the enforcement writer, the whole-disk check and the
- * weight-file logic shared by both cgroup versions. */
-#include "ioqos/enforce.h"
+/* Bottom layer of the cgroup writer: weight files and the BFQ check
+ * (contract in cgweight.h). */
+#include "cgweight.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforce_internal.h"
-#include "ioqos/fsutil.h"
+#include "ioqos/blockdev.h"
 #include "ioqos/log.h"
-
-#define DEFAULT_SYSFS "/sys"
-
-/* ---- small helpers ------------------------------------------------------ */
-
-struct ioq_apply_step *ioq_step_new(struct ioq_apply_report *rep, const char *file) {
-  static __thread struct ioq_apply_step scratch;
-  struct ioq_apply_step *s = &scratch;
-  if (rep && rep->n < IOQ_APPLY_MAX_STEPS)
-    s = &rep->steps[rep->n++];
-  memset(s, 0, sizeof *s);
-  snprintf(s->file, sizeof s->file, "%s", file);
-  return s;
-}
-
-int ioq_cg_file(const struct ioq_cg *cg, const char *name, char *out, ioq_err *e) {
-  return ioq_path_join(out, PATH_MAX, e, cg->dir, name, NULL);
-}
-
-bool ioq_cg_has(const struct ioq_cg *cg, const char *name) {
-  char p[PATH_MAX];
-  return ioq_cg_file(cg, name, p, NULL) == 0 && ioq_path_exists(p);
-}
-
-int ioq_cg_read(const struct ioq_cg *cg, const char *name, char **content, ioq_err *e) {
-  char p[PATH_MAX];
-  if (ioq_cg_file(cg, name, p, e) < 0)
-    return -1;
-  return ioq_read_file(p, content, NULL, 0, e);
-}
-
-int ioq_cg_write(const struct ioq_cg *cg, const char *name, const char *data, ioq_err *e) {
-  char p[PATH_MAX];
-  if (ioq_cg_file(cg, name, p, e) < 0)
-    return -1;
-  if (ioq_write_file(p, data, e) == 0)
-    return 0;
-  /* Say what the kernel's errno means for these files. */
-  const char *hint = NULL;
-  switch (e ? e->code : 0) {
-  case ENODEV: hint = "the kernel accepts whole disks only, and the device must exist"; break;
-  case EROFS: hint = "the cgroup filesystem is mounted read-only"; break;
-  case ERANGE: hint = "value out of the kernel's range"; break;
-  case ENOENT: hint = "the cgroup or the file is gone"; break;
-  case EACCES:
-  case EPERM: hint = "not permitted (needs root / CAP_SYS_ADMIN over the cgroup)"; break;
-  default: break;
-  }
-  if (hint && e) {
-    size_t l = strlen(e->msg);
-    snprintf(e->msg + l, sizeof e->msg - l, " (%s)", hint);
-  }
-  return -1;
-}
 
 /* ---- BFQ --------------------------------------------------------------- */
 
-int ioq_bfq_applicable(const char *sysfs_root, const char *file, struct ioq_devno dev,
-                       struct ioq_apply_report *rep, ioq_err *e) {
+bool ioq_bfq_applicable(const char *sysfs_root, const char *file, struct ioq_devno dev,
+                        struct ioq_apply_report *rep) {
   char sched[64];
   ioq_err se = {0};
   if (ioq_blockdev_scheduler(sysfs_root, dev, sched, sizeof sched, &se) < 0)
     snprintf(sched, sizeof sched, "unknown (%s)", se.msg);
   if (strcmp(sched, "bfq") == 0)
-    return 1;
-  (void)e;
+    return true;
   struct ioq_apply_step *st = ioq_step_new(rep, file);
   snprintf(st->note, sizeof st->note,
-           "skipped: the disk's I/O scheduler is %s, not bfq, so a BFQ weight has no effect", sched);
-  return 0;
-}
-
-/* ---- opening a cgroup --------------------------------------------------- */
-
-int ioq_cg_open(const char *dir, enum ioq_cg_version version, struct ioq_cg *out, ioq_err *e) {
-  memset(out, 0, sizeof *out);
-  if (!dir || !*dir)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "cgroup directory missing");
-  if (snprintf(out->dir, sizeof out->dir, "%s", dir) >= (int)sizeof out->dir)
-    return ioq_fail(e, ENAMETOOLONG, "cgroup directory %.200s...: path too long", dir);
-  if (!ioq_is_dir(dir))
-    return ioq_fail(e, ENOENT, "cgroup %s does not exist (or is not a directory)", dir);
-  if (version == IOQ_CGV1 || version == IOQ_CGV2) {
-    out->version = version;
-    return 0;
-  }
-  if (version != IOQ_CGV_NONE)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "cgroup version must be 1 or 2");
-  if (ioq_cg_has(out, "io.max") || ioq_cg_has(out, "cgroup.controllers"))
-    out->version = IOQ_CGV2;
-  else if (ioq_cg_has(out, "blkio.throttle.read_bps_device"))
-    out->version = IOQ_CGV1;
-  else
-    return ioq_fail(e, IOQ_EUNSUPPORTED,
-                    "%s is not a cgroup with I/O control: it has neither io.max / "
-                    "cgroup.controllers (cgroup v2) nor blkio.throttle.read_bps_device (cgroup v1 "
-                    "blkio)",
-                    dir);
-  return 0;
-}
-
-/* ---- entry points ------------------------------------------------------- */
-
-static const struct ioq_apply_opts g_default_opts;
-
-int ioq_cg_apply_disk(const struct ioq_cg *cg, const struct ioq_disk_setting *s,
-                      const struct ioq_apply_opts *o, struct ioq_apply_report *rep, ioq_err *e) {
-  if (!o)
-    o = &g_default_opts;
-  if (rep)
-    memset(rep, 0, sizeof *rep);
-  char d[IOQ_DEVNO_STR_MAX], name[64];
-  ioq_devno_str(s->dev, d, sizeof d);
-  if (ioq_limits_check(&s->max, e) < 0) {
-    ioq_err_prefix(e, "%s: device %s", cg->dir, d);
-    return -1;
-  }
-  if (s->weight && (s->weight < IOQ_IO_WEIGHT_MIN || s->weight > IOQ_IO_WEIGHT_MAX))
-    return ioq_fail(e, ERANGE, "%s: device %s: io.weight %u out of range (%u..%u)", cg->dir, d,
-                    s->weight, IOQ_IO_WEIGHT_MIN, IOQ_IO_WEIGHT_MAX);
-  if (s->bfq_weight && (s->bfq_weight < IOQ_BFQ_WEIGHT_MIN || s->bfq_weight > IOQ_BFQ_WEIGHT_MAX))
-    return ioq_fail(e, ERANGE, "%s: device %s: BFQ weight %u out of range (%u..%u)", cg->dir, d,
-                    s->bfq_weight, IOQ_BFQ_WEIGHT_MIN, IOQ_BFQ_WEIGHT_MAX);
-  if (ioq_blockdev_whole(o->sysfs_root, s->dev, name, sizeof name, e) < 0)
-    return -1;
-  if (rep)
-    snprintf(rep->disk, sizeof rep->disk, "%s", name);
-  int rc = cg->version == IOQ_CGV2   ? ioq_v2_apply(cg, s, o, rep, e)
-           : cg->version == IOQ_CGV1 ? ioq_v1_apply(cg, s, o, rep, e)
-                                     : ioq_fail(e, IOQ_EINVAL_INPUT, "cgroup version not set");
-  if (rc < 0)
-    ioq_err_prefix(e, "apply %s (%s) to %s", d, name, cg->dir);
-  return rc;
-}
-
-int ioq_cg_clear_disk(const struct ioq_cg *cg, struct ioq_devno dev, const struct ioq_apply_opts *o,
-                      struct ioq_apply_report *rep, ioq_err *e) {
-  if (!o)
-    o = &g_default_opts;
-  if (rep)
-    memset(rep, 0, sizeof *rep);
-  char d[IOQ_DEVNO_STR_MAX];
-  ioq_devno_str(dev, d, sizeof d);
-  if (!ioq_is_dir(cg->dir))
-    return ioq_fail(e, ENOENT, "clear %s in %s: the cgroup does not exist", d, cg->dir);
-  int rc = cg->version == IOQ_CGV2   ? ioq_v2_clear(cg, dev, o, rep, e)
-           : cg->version == IOQ_CGV1 ? ioq_v1_clear(cg, dev, o, rep, e)
-                                     : ioq_fail(e, IOQ_EINVAL_INPUT, "cgroup version not set");
-  if (rc < 0)
-    ioq_err_prefix(e, "clear %s in %s", d, cg->dir);
-  return rc;
-}
-
-int ioq_cg_read_disk(const struct ioq_cg *cg, struct ioq_devno dev, struct ioq_disk_state_cg *out,
-                     ioq_err *e) {
-  memset(out, 0, sizeof *out);
-  if (cg->version == IOQ_CGV2)
-    return ioq_v2_read(cg, dev, out, e);
-  if (cg->version == IOQ_CGV1)
-    return ioq_v1_read(cg, dev, out, e);
-  return ioq_fail(e, IOQ_EINVAL_INPUT, "cgroup version not set");
+           "skipped: the disk's I/O scheduler is %s, not bfq, so a BFQ weight has no effect",
+           sched);
+  return false;
 }
 
 /* ---- weight files ------------------------------------------------------- */
@@ -191,8 +44,8 @@ static void fmt_default(char *out, size_t sz, const struct ioq_weight_file *wf, 
     snprintf(out, sz, "default %u", w);
 }
 
-int ioq_weight_read(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
-                    struct ioq_devno dev, struct ioq_weights *out, bool *has, ioq_err *e) {
+int ioq_weight_read(const struct ioq_cg *cg, const struct ioq_weight_file *wf, struct ioq_devno dev,
+                    struct ioq_weights *out, bool *has, ioq_err *e) {
   memset(out, 0, sizeof *out);
   *has = ioq_cg_has(cg, wf->file);
   char *c = NULL;
@@ -300,7 +153,7 @@ int ioq_weight_apply(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
      * enabled, BFQ running); the cgroup-wide default is always accepted. */
     ioq_debug("per-device weight rejected, using the cgroup-wide default cgroup=%s file=%s "
               "tried='%s' error='%s'",
-             cg->dir, wf->file, st->written, strerror(we.code));
+              cg->dir, wf->file, st->written, strerror(we.code));
     snprintf(st->note, sizeof st->note,
              "per-device form '%s' rejected by the kernel (%s); using the cgroup-wide default "
              "instead (raised to %u if lower), %s",
@@ -314,7 +167,8 @@ int ioq_weight_apply(const struct ioq_cg *cg, const struct ioq_weight_file *wf,
   fmt_weight(st->readback, sizeof st->readback, dv, cur.device);
   if (cur.device != w)
     return ioq_fail(e, IOQ_EMISMATCH, "%s/%s: wrote '%s', kernel reads back '%s'", cg->dir,
-                    wf->file, st->written, st->readback[0] ? st->readback : "(no line for the device)");
+                    wf->file, st->written,
+                    st->readback[0] ? st->readback : "(no line for the device)");
   ioq_info("cgroup weight written cgroup=%s file=%s wrote='%s' readback='%s'", cg->dir, wf->file,
            st->written, st->readback);
   return 0;

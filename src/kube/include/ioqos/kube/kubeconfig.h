@@ -36,12 +36,14 @@ struct ioq_kubeconfig {
 };
 
 /* Errors: "kubeconfig PATH: line N: FIELD: what". */
-int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e);
+int ioq_kubeconfig_load(const char *path, struct ioq_kubeconfig *kc, ioq_err *e)
+    __attribute__((warn_unused_result));
 /* The same with the context called `context` instead of current-context
  * (kubectl --context); NULL or "" = current-context. A context the file
  * does not have is an error naming it. */
 int ioq_kubeconfig_load_context(const char *path, const char *context, struct ioq_kubeconfig *kc,
-                                ioq_err *e);
+                                ioq_err *e)
+    __attribute__((warn_unused_result));
 void ioq_kubeconfig_free(struct ioq_kubeconfig *kc);
 
 #endif

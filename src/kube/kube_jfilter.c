@@ -3,7 +3,7 @@
  * out (see kube_jfilter.h). Only kept containers take a frame, so memory is
  * the kept tree (bounded by the cost budget) plus yajl's own state (one
  * token and one byte per nesting level). */
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -114,11 +114,11 @@ static int attach(struct ioq_jf *f, json_object *v, bool unit_root) {
     drop_key(top);
     if (rc != 0) {
       json_object_put(v);
-      return fail(f, ENOMEM, "JSON: out of memory");
+      return fail(f, ENOMEM, "JSON: out of memory adding a member to an object");
     }
   } else if (json_object_array_add(top->v, v) != 0) {
     json_object_put(v);
-    return fail(f, ENOMEM, "JSON: out of memory");
+    return fail(f, ENOMEM, "JSON: out of memory adding an element to an array");
   }
   return 1;
 }
@@ -140,7 +140,7 @@ static int scalar(struct ioq_jf *f, json_object *(*make)(const void *, size_t), 
   }
   json_object *v = make ? make(p, len) : NULL; /* a JSON null is a NULL json_object */
   if (!v && make)
-    return fail(f, ENOMEM, "JSON: out of memory");
+    return fail(f, ENOMEM, "JSON: out of memory building a scalar value");
   return attach(f, v, unit_root);
 }
 
@@ -192,13 +192,13 @@ static int start(struct ioq_jf *f, bool is_array) {
     size_t nc = f->st_cap ? f->st_cap * 2 : 16;
     struct frame *ns = realloc(f->st, nc * sizeof *ns);
     if (!ns)
-      return fail(f, ENOMEM, "JSON: out of memory");
+      return fail(f, ENOMEM, "JSON: out of memory growing the nesting stack");
     f->st = ns;
     f->st_cap = nc;
   }
   json_object *v = is_array ? json_object_new_array() : json_object_new_object();
   if (!v)
-    return fail(f, ENOMEM, "JSON: out of memory");
+    return fail(f, ENOMEM, "JSON: out of memory building an object or array");
   f->st[f->depth++] = (struct frame){.v = v, .rule = r, .unit_root = unit_root};
   return 1;
 }
@@ -242,7 +242,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t len) {
     return f->failed ? 0 : 1;
   top->key = strndup((const char *)k, len);
   if (!top->key)
-    return fail(f, ENOMEM, "JSON: out of memory");
+    return fail(f, ENOMEM, "JSON: out of memory keeping a member name");
   top->key_rule = r;
   return 1;
 }
@@ -263,7 +263,7 @@ struct ioq_jf *ioq_jf_new(const struct ioq_jf_rule *root, size_t unit_cost_max,
                           ioq_jf_unit_fn on_unit, void *ud, ioq_err *e) {
   struct ioq_jf *f = calloc(1, sizeof *f);
   if (!f) {
-    ioq_fail(e, ENOMEM, "JSON filter: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the JSON filter");
     return NULL;
   }
   f->root_rule = *root;
@@ -274,7 +274,7 @@ struct ioq_jf *ioq_jf_new(const struct ioq_jf_rule *root, size_t unit_cost_max,
   f->h = yajl_alloc(&callbacks, NULL, f);
   if (!f->h) {
     free(f);
-    ioq_fail(e, ENOMEM, "JSON filter: out of memory");
+    ioq_fail(e, ENOMEM, "out of memory building the JSON filter's parser");
     return NULL;
   }
   return f;

@@ -48,16 +48,20 @@ struct ioq_jf;
 typedef void (*ioq_jf_unit_fn)(void *ud, json_object *unit, bool truncated);
 
 struct ioq_jf *ioq_jf_new(const struct ioq_jf_rule *root, size_t unit_cost_max,
-                          ioq_jf_unit_fn on_unit, void *ud, ioq_err *e);
+                          ioq_jf_unit_fn on_unit, void *ud, ioq_err *e)
+    __attribute__((warn_unused_result));
 /* Feeds len bytes; -1 on a JSON error, an over-budget root or OOM. */
-int ioq_jf_feed(struct ioq_jf *f, const char *buf, size_t len, ioq_err *e);
+int ioq_jf_feed(struct ioq_jf *f, const char *buf, size_t len, ioq_err *e)
+    __attribute__((warn_unused_result));
 /* Ends the input; *root (may be NULL) receives the kept root value (NULL if
  * the root was a unit). */
-int ioq_jf_finish(struct ioq_jf *f, json_object **root, ioq_err *e);
+int ioq_jf_finish(struct ioq_jf *f, json_object **root, ioq_err *e)
+    __attribute__((warn_unused_result));
 void ioq_jf_free(struct ioq_jf *f);
 
 /* One whole text at once. */
 int ioq_jf_parse(const struct ioq_jf_rule *root, size_t unit_cost_max, const char *text,
-                 size_t len, ioq_jf_unit_fn on_unit, void *ud, json_object **out, ioq_err *e);
+                 size_t len, ioq_jf_unit_fn on_unit, void *ud, json_object **out, ioq_err *e)
+    __attribute__((warn_unused_result));
 
 #endif

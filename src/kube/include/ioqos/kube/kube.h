@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "ioqos/error.h"
-#include "kube_jfilter.h"
+#include "ioqos/kube/kube_jfilter.h"
 
 #define IOQ_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -61,7 +61,8 @@ struct ioq_kube_opts {
 
 struct ioq_kube;
 
-struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e);
+struct ioq_kube *ioq_kube_new(const struct ioq_kube_opts *o, ioq_err *e)
+    __attribute__((warn_unused_result));
 void ioq_kube_free(struct ioq_kube *k);
 const char *ioq_kube_server(const struct ioq_kube *k);
 /* the kubeconfig context in use (NULL without a kubeconfig) */
@@ -81,34 +82,42 @@ void ioq_kube_resp_free(struct ioq_kube_resp *r);
  * timeout); any HTTP status is returned in resp->status. `path` starts with
  * '/' and may carry a query string. body may be NULL. */
 int ioq_kube_do(struct ioq_kube *k, const char *method, const char *path,
-                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e);
+                const char *content_type, const char *body, struct ioq_kube_resp *resp, ioq_err *e)
+    __attribute__((warn_unused_result));
 
 /* JSON convenience wrappers: -1 on transport failure, non-2xx status (the
  * message carries the status and the API's Status.message) or unparsable
  * JSON. *status (may be NULL) receives the HTTP status in all cases where
  * one was received (0 otherwise). *out (may be NULL) gets the parsed reply. */
 int ioq_kube_get_json(struct ioq_kube *k, const char *path, json_object **out, long *status,
-                      ioq_err *e);
+                      ioq_err *e)
+    __attribute__((warn_unused_result));
 /* The same, abandoned (ECANCELED) as soon as *stop turns true: a thread
  * being stopped does not wait out the request timeout. */
 int ioq_kube_get_json_until(struct ioq_kube *k, const char *path, atomic_bool *stop,
-                            json_object **out, long *status, ioq_err *e);
+                            json_object **out, long *status, ioq_err *e)
+    __attribute__((warn_unused_result));
 /* GET whose reply goes through the streaming JSON filter (kube_jfilter.h)
  * as it arrives, never held whole: units go to on_unit, the rest to *out
  * (may be NULL). Errors as ioq_kube_get_json. */
 int ioq_kube_get_filtered(struct ioq_kube *k, const char *path, atomic_bool *stop,
                           const struct ioq_jf_rule *root, size_t unit_cost_max,
                           void (*on_unit)(void *ud, json_object *unit, bool truncated), void *ud,
-                          json_object **out, long *status, ioq_err *e);
+                          json_object **out, long *status, ioq_err *e)
+    __attribute__((warn_unused_result));
 int ioq_kube_send_json(struct ioq_kube *k, const char *method, const char *path,
                        const char *content_type, json_object *body, json_object **out,
-                       long *status, ioq_err *e);
+                       long *status, ioq_err *e)
+    __attribute__((warn_unused_result));
 /* PATCH with application/merge-patch+json. */
 int ioq_kube_merge_patch(struct ioq_kube *k, const char *path, json_object *patch,
-                         json_object **out, long *status, ioq_err *e);
+                         json_object **out, long *status, ioq_err *e)
+    __attribute__((warn_unused_result));
 
-/* Percent-encodes a query value (field selectors contain '=' and ','). */
-char *ioq_kube_escape(const char *s);
+/* Percent-encodes a query value (field selectors contain '=' and ','):
+ * a string to free, NULL when out of memory. */
+char *ioq_kube_escape(const char *s)
+    __attribute__((warn_unused_result));
 
 /* Event on an object (core/v1 Event). */
 struct ioq_kube_event {
@@ -122,7 +131,8 @@ struct ioq_kube_event {
   const char *component;   /* reporting component, e.g. "ioqos-plugin" */
   const char *host;        /* node name, may be NULL */
 };
-int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e);
+int ioq_kube_post_event(struct ioq_kube *k, const struct ioq_kube_event *ev, ioq_err *e)
+    __attribute__((warn_unused_result));
 
 /* ---- list + watch ----
  * A background thread lists `path` (paginated, 500 per page unless
@@ -165,7 +175,8 @@ struct ioq_kube_informer;
 struct ioq_kube_informer *ioq_kube_informer_start(struct ioq_kube *k, const char *path,
                                                   const char *field_selector,
                                                   const struct ioq_kube_informer_cb *cb, void *ud,
-                                                  ioq_err *e);
+                                                  ioq_err *e)
+    __attribute__((warn_unused_result));
 /* true once the first list has been delivered */
 bool ioq_kube_informer_synced(struct ioq_kube_informer *inf);
 /* number of (re)lists done, for metrics and tests */
