@@ -221,7 +221,8 @@ Test(podtable, unknown_disk_fails_with_reason_grant) {
   struct pod_info pi = info("db-0", UID_A, "Running");
   struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
+  cr_assert_eq(
+      podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
                -1);
   cr_assert_eq(res.fail, FAIL_GRANT);
   cr_assert_str_eq(fail_reason_name(res.fail), "grant");
@@ -234,7 +235,8 @@ Test(podtable, missing_cgroup_fails_with_reason_cgroup) {
   struct pod_info pi = info("web-0", "99999999-2222-3333-4444-555555555555", "Running");
   struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
+  cr_assert_eq(
+      podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e),
                -1);
   cr_assert_eq(res.fail, FAIL_CGROUP);
   cr_assert_str_eq(fail_reason_name(fail_reason_counted(res.fail)), "cgroup-not-found");
@@ -297,7 +299,8 @@ Test(podtable, init_only_pod_holds_its_init_container_grant) {
   char *ids[] = {"sdb-bw-10", "sdb-bw-11"};
   struct podtable_result res;
   ioq_err e;
-  cr_assert_eq(podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, ids, 2, PODTABLE_PRESTART, &res, &e), 0,
+  cr_assert_eq(
+      podtable_apply(g_f, &pr, &pi, IOQ_RES_BANDWIDTH, ids, 2, PODTABLE_PRESTART, &res, &e), 0,
                "%s", e.msg);
   cr_assert_eq(granted(UID_A), 2);
   cr_assert_eq(podtable_init_held(g_f, "default", "job-0", UID_A, IOQ_RES_BANDWIDTH, ids, 2), 1);
@@ -356,7 +359,8 @@ static void *apply_thread(void *p) {
   struct apply_arg *a = p;
   struct podtable_result res;
   ioq_err e;
-  a->rc = podtable_apply(g_f, &a->pr, &a->pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res, &e);
+  a->rc = podtable_apply(g_f, &a->pr, &a->pi, IOQ_RES_BANDWIDTH, NULL, 0, PODTABLE_PRESTART, &res,
+                         &e);
   a->done = 1;
   return NULL;
 }
