@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Combined-direction grants: the monitor hook (combined.h). */
 #include "combined.h"
-
+#include "podtable.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/log.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "plugin.h"
+
 
 static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
   struct ioq_io_limits grant, cur, out;
-  if (!enforcer_get_split(p->enf, s->uid, s->disk, &grant, &cur))
+  if (!podtable_get_split(p->table, s->uid, s->disk, &grant, &cur))
     return; /* released, or its init containers are unknown: not ours to split */
   /* no rates for the first interval of a pod: leave it as it is */
   bool known = s->verdict != MON_UNKNOWN && s->interval_s > 0;
@@ -20,7 +23,7 @@ static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
       [IOQ_RES_BANDWIDTH] = out.rbps != cur.rbps || out.wbps != cur.wbps,
       [IOQ_RES_IOPS] = out.riops != cur.riops || out.wiops != cur.wiops};
   ioq_err e;
-  int rc = enforcer_set_split(p->enf, s->uid, s->disk, &grant, &out, &e);
+  int rc = podtable_set_split(p->table, s->uid, s->disk, &grant, &out, &e);
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (res[r] && rc != 0)
       metrics_inc_res(p->metrics, rc > 0 ? C_RESPLITS : C_RESPLIT_FAIL, (enum ioq_resource)r);

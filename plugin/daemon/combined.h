@@ -3,7 +3,7 @@
  * grant monitor interval, re-splits every granted pod's rbps/wbps and
  * riops/wiops from the interval's achieved rates (ioqos/dirsplit.h) so that
  * read + write stays within the grant, and writes the new split through the
- * enforcer (enforcer_set_split: the one writer, read back, under the write
+ * pod table (podtable_set_split: the one writer, read back, under the write
  * lock; reconcile keeps it). Counted in ioqos_direction_resplits_total and
  * ioqos_direction_resplit_errors_total. */
 #ifndef IOQOS_PLUGIN_COMBINED_H

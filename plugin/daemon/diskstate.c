@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The node's disks as placement sees them: catalog (units, health, caps) plus
- * what the enforcer has allocated. One builder for GetPreferredAllocation and
+ * what the pod table has allocated. One builder for GetPreferredAllocation and
  * the node annotation, so both describe the disks the same way. And the
  * report of their health changes (log + Event on the node). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
+#include "diskstate.h"
+#include "listview.h"
+#include "podtable.h"
+#include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/ungranted.h"
@@ -27,11 +32,11 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
     d->healthy = cd[i].healthy;
     if (!d->healthy)
-      ioq_copy(d->reason, sizeof d->reason, cd[i].why);
+      ioq_copy_trunc(d->reason, sizeof d->reason, cd[i].why);
     d->caps = cd[i].disk.caps;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       d->capacity[r] = cd[i].units[r];
-    enforcer_allocated(p->enf, d->name, d->allocated);
+    listview_allocated(p->table, d->name, d->allocated);
     /* the pool the ungranted pass uses: bounds apply while units are held */
     if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
       ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, d->allocated,
@@ -75,7 +80,7 @@ void disks_report_health(struct plugin *p) {
   for (size_t i = 0; i < n; i++, m++) {
     ioq_copy(now[m].name, sizeof now[m].name, cd[i].disk.dev.name);
     if (!cd[i].healthy)
-      ioq_copy(now[m].why, sizeof now[m].why, cd[i].why[0] ? cd[i].why : "unhealthy");
+      ioq_copy_trunc(now[m].why, sizeof now[m].why, cd[i].why[0] ? cd[i].why : "unhealthy");
     const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
     if (!cd[i].healthy && (!was || strcmp(was->why, now[m].why) != 0))
       events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosDiskUnhealthy",
@@ -89,7 +94,7 @@ void disks_report_health(struct plugin *p) {
   for (size_t i = 0; i < nf; i++, m++) {
     /* selector names are kept apart from disk names by a prefix */
     snprintf(now[m].name, sizeof now[m].name, "select:%s", f[i].select);
-    ioq_copy(now[m].why, sizeof now[m].why, f[i].reason);
+    ioq_copy_trunc(now[m].why, sizeof now[m].why, f[i].reason);
     const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
     if (!was || strcmp(was->why, now[m].why) != 0) {
       ioq_warn("disk selector gave no disk select=\"%s\" error=\"%s\"", f[i].select, f[i].reason);

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The drift report (drift.h). */
 #include "drift.h"
+#include "podtable.h"
+#include "events.h"
+#include "ioqos/log.h"
+#include "metrics.h"
+#include "plugin.h"
+#include "podres.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/log.h"
-#include "plugin.h"
 
 /* "" (no line: the kernel's defaults) shown as such */
 static const char *shown(const char *v) { return v[0] ? v : "(none: no limit)"; }
 
 void drift_report(struct plugin *p, const struct podres_pod *pr, const char *uid,
-                  const struct enforce_result *res) {
+                  const struct podtable_result *res) {
   char msg[900];
   size_t off = 0;
   msg[0] = 0;

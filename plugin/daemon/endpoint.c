@@ -12,13 +12,23 @@
 #include <unistd.h>
 
 #include "allocate.h"
+#include "catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "diskstate.h"
+#include "endpoint.h"
+#include "listview.h"
+#include "podtable.h"
+#include "explain.h"
+#include "grpcs.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/nodeanno.h"
+#include "metrics.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
 #include "prefer.h"
+#include "prestart.h"
 
 #define MAX_CANDIDATES 8
 
@@ -44,7 +54,8 @@ static void s_build(void *ud, struct grpcs_reply *out, uint64_t *gen) {
   struct endpoint *ep = ud;
   if (catalog_list_packed(ep->p->catalog, ep->res, &out->data, &out->len, gen) < 0) {
     /* nothing better to send than the previous list: retry next tick */
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (ListAndWatch device list)");
     *gen = 0;
     ioq_error("device list build failed resource=%s reason=out-of-memory",
               ioq_resource_name(ep->res));
@@ -71,7 +82,7 @@ static void s_final(void *ud, struct grpcs_reply *out) {
  * may hold its bandwidth units while it asks for IOPS). */
 static bool skip_satisfied(void *ud, const struct pod_info *pi, enum ioq_resource r) {
   uint64_t held[IOQ_RES_COUNT];
-  if (!enforcer_pod_held(ud, pi->ns, pi->name, held))
+  if (!listview_pod_held(ud, pi->ns, pi->name, held))
     return false;
   uint64_t need = pi->need_ok ? pi->need.units[r] : 0;
   return need ? held[r] >= need : held[r] > 0;
@@ -88,10 +99,10 @@ static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllo
   /* Which pending pod could be asking? Only an unambiguous one counts. */
   struct pod_info *cand = calloc(MAX_CANDIDATES, sizeof *cand);
   if (!cand)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory (candidate pods of a PreStart)");
   size_t nc = 0;
   if (p->pods && cr->allocation_size > 0)
-    nc = podcache_candidates(p->pods, ep->res, (uint64_t)cr->allocation_size, skip_satisfied, p->enf,
+    nc = podcache_candidates(p->pods, ep->res, (uint64_t)cr->allocation_size, skip_satisfied, p->table,
                              cand, MAX_CANDIDATES);
   struct ioq_need need = {0}, *needp = NULL;
   const char *hint = NULL;
@@ -143,7 +154,7 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
   ioq_err le;
   if (podres_list(ep->p->opts.pod_resources_socket, PREFER_LIST_TIMEOUT_MS, &list, &le) == 0) {
     podcache_drop_terminal(ep->p->pods, &list);
-    enforcer_note_list(ep->p->enf, &list);
+    listview_note(ep->p->table, &list);
     podres_list_free(&list);
   } else {
     ioq_debug("preferred allocation without a fresh pod resources List error=\"%s\"", le.msg);
@@ -155,7 +166,8 @@ static void h_preferred(void *ud, const ProtobufCMessage *msg, struct grpcs_repl
   V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n, sizeof *ptrs);
   struct prefer_result *res = calloc(n, sizeof *res);
   if (!crs || !ptrs || !res || !ds) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (GetPreferredAllocation response)");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -202,7 +214,7 @@ static void h_allocate(void *ud, const ProtobufCMessage *msg, struct grpcs_reply
   V1beta1__ContainerAllocateResponse__EnvsEntry(*entries)[2] = calloc(n, sizeof *entries);
   V1beta1__ContainerAllocateResponse__EnvsEntry *(*eptrs)[2] = calloc(n, sizeof *eptrs);
   if (!crs || !ptrs || !envs || !entries || !eptrs) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory (Allocate response)");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {

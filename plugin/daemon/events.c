@@ -14,8 +14,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/podneed.h"
+#include "ioqos/kube/kube.h"
+#include "metrics.h"
 #include "ioqos/monoclock.h"
 #include "plugin.h"
 
@@ -87,7 +91,7 @@ static void remember_locked(struct events *ev, const struct ev_item *it, bool qu
   ioq_copy(h->name, sizeof h->name, it->name);
   ioq_copy(h->type, sizeof h->type, it->type);
   ioq_copy(h->reason, sizeof h->reason, it->reason);
-  ioq_copy(h->message, sizeof h->message, it->message);
+  ioq_copy_trunc(h->message, sizeof h->message, it->message);
   h->first = h->last = now;
   h->count = 1;
   h->queued = queued;

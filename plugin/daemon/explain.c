@@ -1,8 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The explain document (explain.h). Read-only: lookups in the pod cache, the
- * enforcer, the ungranted bounds, the events history and one pod resources
+ * pod table, the ungranted bounds, the events history and one pod resources
  * List; the cgroup resolver is run again (it only looks). */
+#include "catalog.h"
+#include "podtable.h"
+#include "events.h"
 #include "explain.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/k8sname.h"
+#include "ioqos/log.h"
+#include "ioqos/podcg.h"
+#include "monitor.h"
+#include "plugin.h"
+#include "podcache.h"
+#include "podres.h"
+#include "ungranted.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,11 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/k8sname.h"
-#include "ioqos/log.h"
-#include "ioqos/podcg.h"
-#include "plugin.h"
 
 /* The pod resources List of one explain request: kubelet answers in
  * milliseconds; the request has --http-request-timeout in all. */
@@ -374,8 +381,8 @@ static json_object *files_section(struct plugin *p, const struct applied_pod *ap
   json_object *arr = json_object_new_array();
   if (!ap)
     return arr;
-  struct enf_file *fs = NULL;
-  int n = enforcer_pod_files(p->enf, ap->uid, &fs);
+  struct podtable_file *fs = NULL;
+  int n = podtable_pod_files(p->table, ap->uid, &fs);
   for (int i = 0; i < n; i++) {
     json_object *o = json_object_new_object();
     char path[PATH_MAX + 48];
@@ -482,7 +489,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
 
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi)
-    return error_body(500, body, "out of memory");
+    return error_body(500, body, "out of memory (pod info)");
   bool found;
   char what[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 8];
   /* The pod cache only: it holds this node's pods (list+watch). A GET on a
@@ -508,7 +515,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
                       what, p->opts.node_name);
   }
   struct applied_pod *aps = NULL, *ap = NULL;
-  size_t na = enforcer_snapshot(p->enf, &aps);
+  size_t na = podtable_snapshot(p->table, &aps);
   for (size_t i = 0; i < na && !ap; i++)
     if (strcmp(aps[i].uid, pi->uid) == 0)
       ap = &aps[i];
@@ -516,7 +523,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   json_object *doc = json_object_new_object();
   unsigned status = 200;
   if (!doc) {
-    status = error_body(500, body, "out of memory");
+    status = error_body(500, body, "out of memory (explanation document)");
     goto out;
   }
   put_str(doc, "apiVersion", "ioqos.io/v1alpha1");
@@ -544,7 +551,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   if (rc == -2)
     status = error_body(500, body, "explanation of %s larger than %d bytes", what, EXPLAIN_BODY_MAX);
   else if (rc < 0)
-    status = error_body(500, body, "out of memory");
+    status = error_body(500, body, "out of memory (explanation body)");
   json_object_put(doc);
 out:
   free(aps);

@@ -9,7 +9,7 @@
  * preferred-allocation decision when this plugin made one for the pod), the
  * pod cgroup and how it is found (QoS class, driver, derived path or search),
  * each kernel file of the grant with the value written, read back and when
- * (the enforcer's record), the grant monitor's view, the pod's recent Events
+ * (the pod table's record), the grant monitor's view, the pod's recent Events
  * (events.c), and the node policy that holds a pod without a grant
  * (nodePolicy weights, the ungranted pool and the pod's bound on each disk).
  * Field reference: docs/operations.md "Explaining a pod". */

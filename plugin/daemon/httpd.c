@@ -34,11 +34,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "explain.h"
+#include "grpcs.h"
+#include "httpd.h"
 #include "ioqos/fsutil.h"
-#include "ioqos/listenaddr.h"
 #include "ioqos/log.h"
+#include "metrics.h"
+#include "ioqos/listenaddr.h"
 #include "ioqos/monoclock.h"
 #include "plugin.h"
+
 
 /* Longest MHD_run_wait(): how late a deadline or a stop request is noticed. */
 #define TICK_MS 200
@@ -381,7 +386,7 @@ struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e) {
   const struct plugin_opts *o = &p->opts;
   struct httpd *h = calloc(1, sizeof *h);
   if (!h)
-    return ioq_fail(e, ENOMEM, "out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "out of memory (http listener state)"), NULL;
   h->p = p;
   h->timeout_s = o->http_timeout_s;
   atomic_init(&h->stop, false);

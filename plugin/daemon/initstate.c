@@ -145,7 +145,7 @@ static int parse_ids(json_object *o, struct init_record *r, size_t i, ioq_err *e
       return ioq_fail(e, IOQ_EINVAL_INPUT, "pods[%zu].initUnits.%s: not an array", i, rn);
     size_t n = json_object_array_length(a);
     if (!(r->ids[k] = calloc(n ? n : 1, sizeof *r->ids[k])))
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory (init unit IDs of pods[%zu])", i);
     for (size_t j = 0; j < n; j++) {
       json_object *v = json_object_array_get_idx(a, j);
       struct ioq_unit_id u;
@@ -154,7 +154,8 @@ static int parse_ids(json_object *o, struct init_record *r, size_t i, ioq_err *e
         return ioq_fail(e, IOQ_EINVAL_INPUT, "pods[%zu].initUnits.%s[%zu]: not a unit ID of %s", i,
                         rn, j, rn);
       if (!(r->ids[k][j] = strdup(json_object_get_string(v))))
-        return ioq_fail(e, ENOMEM, "out of memory");
+        return ioq_fail(e, ENOMEM,
+                        "out of memory (init unit ID pods[%zu].initUnits.%s[%zu])", i, rn, j);
       r->n_ids[k]++;
     }
     total += n;
@@ -215,7 +216,7 @@ int initstate_parse(const char *text, size_t len, struct init_record **out, size
     return ioq_fail(e, IOQ_EINVAL_INPUT, "larger than %u bytes", INITSTATE_MAX_BYTES);
   json_tokener *tok = json_tokener_new();
   if (!tok)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory (JSON parser of the state file)");
   json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
   json_object *root = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error jerr = json_tokener_get_error(tok);
@@ -240,7 +241,7 @@ int initstate_parse(const char *text, size_t len, struct init_record **out, size
     size_t np = json_object_array_length(pods);
     struct init_record *r = calloc(np ? np : 1, sizeof *r);
     if (!r) {
-      ioq_fail(e, ENOMEM, "out of memory");
+      ioq_fail(e, ENOMEM, "out of memory (%zu init records)", np);
     } else {
       size_t i = 0;
       for (; i < np; i++)

@@ -5,7 +5,7 @@
  * shows app containers and sidecars only); the plugin learns them from the
  * init container's PreStart alone. A restarted plugin that forgot them would
  * lower a running init container's io.max to the app containers' grant, and
- * never clear an init-only pod's limit. So the enforcer saves, before
+ * never clear an init-only pod's limit. So the pod table saves, before
  * PreStart answers, every pod that holds such units: a JSON file (json-c)
  * written atomically (temp file, fsync, rename) under the state directory:
  *
@@ -17,11 +17,11 @@
  *
  * initGuess: resources whose initUnits are a guess (an ambiguous PreStart,
  * prestart.c). initUnknown: the pod may hold an init container grant the
- * plugin lost (enforcer.h); such a pod has no initUnits.
+ * plugin lost (podtable.h); such a pod has no initUnits.
  *
  * Loading validates every field; a file that does not parse, has another
  * version or a bad field is refused as a whole (the caller logs it and
- * rebuilds from the pod status, see enforcer.h). */
+ * rebuilds from the pod status, see podtable.h). */
 #ifndef IOQOS_PLUGIN_INITSTATE_H
 #define IOQOS_PLUGIN_INITSTATE_H
 

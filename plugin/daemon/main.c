@@ -15,12 +15,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "catalog.h"
 #include "combined.h"
+#include "podtable.h"
+#include "events.h"
+#include "explain.h"
+#include "httpd.h"
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/kube/kube.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "nodepool.h"
 #include "plugin.h"
+#include "podcache.h"
+#include "reconcile.h"
+#include "registrar.h"
+#include "ungranted.h"
 
 static void on_pods_changed(void *ud) {
   struct plugin *p = ud;
@@ -67,8 +79,8 @@ static int setup_endpoints(struct plugin *p, ioq_err *e) {
   return 0;
 }
 
-static int setup_enforcer(struct plugin *p, ioq_err *e) {
-  struct enforcer_opts eo = {0};
+static int setup_podtable(struct plugin *p, ioq_err *e) {
+  struct podtable_opts eo = {0};
   if (ioq_cg_layout_detect(p->opts.cgroup_root, &eo.layout, e) < 0)
     return -1;
   ioq_info("cgroup layout %s driver=%s kubelet_cgroup_root=%s", eo.layout.description,
@@ -105,9 +117,9 @@ static int setup_enforcer(struct plugin *p, ioq_err *e) {
   if (ioq_path_join(state_file, sizeof state_file, e, p->opts.state_dir, INITSTATE_FILE, NULL) < 0)
     return -1;
   eo.state_file = state_file;
-  if (!(p->enf = enforcer_new(&eo)))
-    return ioq_fail(e, ENOMEM, "out of memory");
-  enforcer_restore(p->enf);
+  if (!(p->table = podtable_new(&eo)))
+    return ioq_fail(e, ENOMEM, "out of memory (pod table)");
+  podtable_restore(p->table);
   return 0;
 }
 
@@ -139,7 +151,7 @@ static void teardown(struct plugin *p) {
   p->ug = NULL;
   monitor_free(p->mon);
   p->mon = NULL;
-  enforcer_free(p->enf);
+  podtable_free(p->table);
   explain_free(p->explain);
   p->explain = NULL;
   catalog_free(p->catalog);
@@ -166,11 +178,11 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
   if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
       !(p->explain = explain_new())) {
-    ioq_fail(&e, ENOMEM, "out of memory");
+    ioq_fail(&e, ENOMEM, "out of memory (catalog, metrics or explain notes)");
     goto fatal;
   }
   if (ioq_mkdir_p(p->opts.device_plugin_dir, &e) < 0 || setup_endpoints(p, &e) < 0 ||
-      setup_enforcer(p, &e) < 0 || setup_kube(p, &e) < 0)
+      setup_podtable(p, &e) < 0 || setup_kube(p, &e) < 0)
     goto fatal;
 
   p->events = events_start(p); /* before the first probe: it reports disk faults */

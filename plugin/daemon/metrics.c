@@ -31,13 +31,6 @@ enum rpc_method rpc_method_from_path(const char *path) {
   return RPC_UNKNOWN;
 }
 
-const char *err_reason_name(enum err_reason r) {
-  static const char *const names[ER_COUNT_] = {
-      "invalid-ids", "pod-not-listed", "pod-resources-api", "pod-lookup", "grant",
-      "uid",         "cgroup-not-found", "controller",      "write",      "verify"};
-  return (unsigned)r < ER_COUNT_ ? names[r] : "?";
-}
-
 struct metrics *metrics_new(void) {
   struct metrics *m = calloc(1, sizeof *m);
   if (m)
@@ -63,8 +56,8 @@ void metrics_rpc(struct metrics *m, enum ioq_resource r, enum rpc_method meth, g
   pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_err(struct metrics *m, enum err_reason r) {
-  if (!m || (unsigned)r >= ER_COUNT_)
+void metrics_err(struct metrics *m, enum fail_reason r) {
+  if (!m || r == FAIL_NONE || (unsigned)r >= FAIL_COUNT_)
     return;
   pthread_mutex_lock(&m->lock);
   m->s.errors[r]++;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ioqos/histogram.h"
+#include "failreason.h"
 #include "ioqos/units.h"
 
 /* RPC methods, per resource endpoint */
@@ -25,16 +26,6 @@ enum rpc_method rpc_method_from_path(const char *path);
 #define RPC_BUCKETS 15
 extern const double rpc_bucket_bounds[RPC_BUCKETS];
 
-/* Reasons enforcement can fail (Events and ioqos_enforcement_errors_total). */
-enum err_reason {
-  ER_INVALID_IDS = 0, /* PreStart IDs fail validation */
-  ER_NOT_LISTED,      /* no pod holds the IDs in the pod resources List */
-  ER_PODRES,          /* pod resources API call failed */
-  ER_POD_LOOKUP,      /* API server lookup of the pod failed */
-  ER_GRANT, ER_UID, ER_CGROUP, ER_CONTROLLER, ER_WRITE, ER_VERIFY,
-  ER_COUNT_
-};
-const char *err_reason_name(enum err_reason r);
 
 enum counter {
   C_REGISTER_OK = 0, C_REGISTER_FAIL, C_KUBELET_RESTARTS, C_RESERVES,
@@ -58,7 +49,8 @@ void metrics_free(struct metrics *m);
 
 void metrics_rpc(struct metrics *m, enum ioq_resource r, enum rpc_method meth, grpc_status_code c,
                  double seconds);
-void metrics_err(struct metrics *m, enum err_reason r);
+/* counts a failure (FAIL_NONE and out of range are ignored) */
+void metrics_err(struct metrics *m, enum fail_reason r);
 void metrics_inc(struct metrics *m, enum counter c);
 void metrics_inc_res(struct metrics *m, enum counter c, enum ioq_resource r);
 
@@ -68,7 +60,7 @@ struct rpc_hist {
 };
 struct metrics_snapshot {
   struct rpc_hist rpc[IOQ_RES_COUNT][RPC_METHOD_COUNT_];
-  uint64_t errors[ER_COUNT_];
+  uint64_t errors[FAIL_COUNT_]; /* [FAIL_NONE] stays 0 */
   uint64_t counters[C_COUNT_];
   uint64_t per_res[C_COUNT_][IOQ_RES_COUNT];
 };

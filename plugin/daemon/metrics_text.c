@@ -11,12 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
+#include "listview.h"
+#include "podtable.h"
+#include "grpcs.h"
+#include "httpd.h"
 #include "ioqos/buildinfo.h"
 #include "ioqos/cgwrite.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/placement.h"
 #include "ioqos/procstat.h"
+#include "metrics.h"
+#include "monitor.h"
 #include "plugin.h"
+#include "podcache.h"
+#include "ungranted.h"
 
 /* label values: escape backslash, double quote and newline */
 static void lv(FILE *f, const char *s) {
@@ -88,7 +97,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
       uint64_t al[IOQ_RES_COUNT];
-      enforcer_allocated(p->enf, cd[i].disk.dev.name, al);
+      listview_allocated(p->table, cd[i].disk.dev.name, al);
       open_disk(f, name, p, &cd[i]);
       val(f, al[r] * p->cfg.units.size[r]);
     }
@@ -131,7 +140,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
  * the node's pod count x IOQ_POD_DISKS_MAX). */
 static void pods(FILE *f, struct plugin *p) {
   struct applied_pod *ap;
-  size_t n = enforcer_snapshot(p->enf, &ap);
+  size_t n = podtable_snapshot(p->table, &ap);
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     char name[64], help[128];
     snprintf(name, sizeof name, "ioqos_pod_grant_%s", g_res_suffix[r]);
@@ -218,9 +227,9 @@ static void counters(FILE *f, struct plugin *p) {
     }
   head(f, "ioqos_enforcement_errors_total", "counter",
        "Failures to put a pod's grant in place, by reason.");
-  for (int r = 0; r < ER_COUNT_; r++) {
+  for (int r = FAIL_FIRST_; r < FAIL_COUNT_; r++) {
     open_s(f, "ioqos_enforcement_errors_total", p);
-    lbl(f, "reason", err_reason_name(r));
+    lbl(f, "reason", fail_reason_name(r));
     val(f, s->errors[r]);
   }
 

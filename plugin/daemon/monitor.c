@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The grant monitor thread (monitor.h; the rule is in ioqos/grantmon.h).
  *
- * One pass per monitor.intervalSeconds: the applied pods from the enforcer,
+ * One pass per monitor.intervalSeconds: the applied pods from the pod table,
  * one io.stat + io.pressure read per granted pod, one block stat read per
  * granted disk, then per pod and disk the rates, the verdict, the window
  * state machine and, when it says so, an Event (rate-limited per pod, and
  * per disk for the Node Warning) and one log line. State is kept only for
- * pods the enforcer holds a grant for: a pod that goes is forgotten (its
+ * pods the pod table holds a grant for: a pod that goes is forgotten (its
  * series disappear). Everything is bounded: pods by the node's granted pods,
  * disks per pod by IOQ_POD_DISKS_MAX, history and Events per pod by the
  * rings below. */
@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "podtable.h"
+#include "events.h"
 #include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/grantmon.h"
@@ -239,7 +242,7 @@ static void remember_event(struct mon_pod *pp, const char *type, const char *rea
   ev->wall = wall_now();
   ioq_copy(ev->type, sizeof ev->type, type);
   ioq_copy(ev->reason, sizeof ev->reason, reason);
-  ioq_copy(ev->message, sizeof ev->message, msg);
+  ioq_copy_trunc(ev->message, sizeof ev->message, msg);
   pp->evnext = (pp->evnext + 1) % MON_EVENTS;
   if (pp->nev < MON_EVENTS)
     pp->nev++;
@@ -352,7 +355,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
   double window = (double)p->cfg.monitor.starved_window_s;
   double recover = 3.0 * (double)p->cfg.monitor.interval_s;
   struct applied_pod *ap = NULL;
-  size_t nap = enforcer_snapshot(p->enf, &ap);
+  size_t nap = podtable_snapshot(p->table, &ap);
   struct cat_disk *cd = NULL;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
 
@@ -384,7 +387,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       m->read_fail++;
       if (strcmp(pp->last_err, e.msg) != 0)
         ioq_info("grant monitor: pod %s/%s not measured: %s", pp->ns, pp->name, e.msg);
-      ioq_copy(pp->last_err, sizeof pp->last_err, e.msg);
+      ioq_copy_trunc(pp->last_err, sizeof pp->last_err, e.msg);
       for (size_t d = 0; d < pp->n; d++) {
         pp->s[d].have_prev = pp->s[d].have_rates = false;
         pp->s[d].verdict = MON_UNKNOWN;
@@ -425,7 +428,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       m->read_fail++;
       if (strcmp(d->last_err, e.msg) != 0)
         ioq_info("grant monitor: disk %s not measured: %s", d->name, e.msg);
-      ioq_copy(d->last_err, sizeof d->last_err, e.msg);
+      ioq_copy_trunc(d->last_err, sizeof d->last_err, e.msg);
       d->have_prev = false;
       continue;
     }
@@ -479,7 +482,7 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
       /* combined directions: "at its cap" is against the read/write split in place */
       struct ioq_io_limits lim = s->grant, full;
       if (m->p->cfg.enforcement.combined_directions)
-        enforcer_get_split(m->p->enf, pp->uid, s->disk, &full, &lim);
+        podtable_get_split(m->p->table, pp->uid, s->disk, &full, &lim);
       s->verdict = (enum monitor_verdict)ioq_gm_classify(&lim, s->have_rates ? &s->rates : NULL, cont);
       if (!s->have_rates)
         s->verdict = MON_UNKNOWN;

@@ -2,7 +2,7 @@
 /* The grant monitor: is every grant being kept?
  *
  * A thread that, every monitor.intervalSeconds, takes the applied pods
- * (enforcer_snapshot), reads ONE io.stat and ONE io.pressure per granted pod
+ * (podtable_snapshot), reads ONE io.stat and ONE io.pressure per granted pod
  * (v1: blkio.throttle.io_service_bytes/io_serviced_recursive, stall unknown)
  * and one /sys/class/block/DEV/stat per granted disk, and classifies each pod
  * x disk interval as idle / within / at-cap / starved (the rule and its

@@ -18,6 +18,8 @@
 #include "ioqos/log.h"
 #include "ioqos/numconv.h"
 #include "ioqos/podcg.h"
+#include "metrics.h"
+#include "nodepolicy.h"
 #include "plugin.h"
 
 /* only the reconcile thread (and startup, before it runs) calls in */
@@ -28,7 +30,7 @@ static void failed(struct plugin *p, const ioq_err *e) {
   metrics_inc(p->metrics, C_POLICY_FAIL);
   if (strcmp(g_last_err, e->msg) != 0)
     ioq_warn("node policy not applied error=\"%s\"", e->msg);
-  ioq_copy(g_last_err, sizeof g_last_err, e->msg);
+  ioq_copy_trunc(g_last_err, sizeof g_last_err, e->msg);
 }
 
 /* nodePolicy.iocost.pace: iocost's model at pace x the disk's capacity, so

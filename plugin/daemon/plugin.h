@@ -1,27 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The daemon's shared state: one struct plugin owns every component. Each
- * component has its own file; this header ties them together. */
+ * component has its own file and header (endpoint.h, podtable.h, events.h,
+ * ...); this header holds only the struct that ties them together and the
+ * time bounds several of them share. */
 #ifndef IOQOS_PLUGIN_PLUGIN_H
 #define IOQOS_PLUGIN_PLUGIN_H
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdbool.h>
-#include <sys/types.h>
 
-#include "catalog.h"
-#include "enforcer.h"
-#include "explain.h"
-#include "grpcs.h"
+#include "endpoint.h"
 #include "ioqos/config.h"
+#include "ioqos/podcg.h"
 #include "ioqos/probe.h"
-#include "ioqos/kube/kube.h"
-#include "metrics.h"
-#include "monitor.h"
 #include "opts.h"
-#include "podcache.h"
-#include "ungranted.h"
+
+/* the components, each with its own header (endpoint.h, podtable.h, ...):
+ * a file includes the headers of those it calls */
+struct catalog;
+struct podtable;
+struct events;
+struct explain;
+struct httpd;
+struct ioq_kube;
+struct metrics;
+struct monitor;
+struct podcache;
+struct reconciler;
+struct registrar;
+struct ungranted;
 
 #define KUBELET_SOCKET_NAME "kubelet.sock"
 #define DP_API_VERSION "v1beta1"
@@ -36,25 +43,6 @@
 #define KUBE_TIMEOUT_MS 10000      /* informer, annotation, events */
 #define REGISTER_TIMEOUT_MS 15000  /* kubelet dials us with a 10 s timeout inside Register */
 
-struct plugin;
-
-/* One DevicePlugin endpoint: a socket serving one resource. */
-struct endpoint {
-  struct plugin *p;
-  enum ioq_resource res;
-  char sock_name[64]; /* bare file name, the Register endpoint */
-  char sock_path[PATH_MAX];
-  pthread_mutex_t lock; /* guards srv and the socket identity */
-  struct grpcs *srv;
-  dev_t sock_dev; /* identity of the socket file we bound */
-  ino_t sock_ino;
-  /* registration (registrar thread only, except the atomics) */
-  atomic_bool registered;
-  dev_t kubelet_dev; /* kubelet.sock identity at the last Register */
-  ino_t kubelet_ino;
-  double next_attempt, backoff;
-};
-
 struct plugin {
   struct plugin_opts opts;
   struct ioq_config cfg;
@@ -65,7 +53,7 @@ struct plugin {
   char kubelet_sock[PATH_MAX];
 
   struct catalog *catalog;
-  struct enforcer *enf;
+  struct podtable *table; /* the applied pods (podtable.h) */
   struct metrics *metrics;
   struct endpoint ep[IOQ_RES_COUNT];
 
@@ -84,80 +72,5 @@ struct plugin {
   atomic_bool inventory_ok; /* a probe has succeeded since start */
   atomic_bool first_reconcile_done;
 };
-
-/* ---- endpoint.c: the DevicePlugin service on one socket ---- */
-/* Fails if another live process serves the socket (refuses to take it over). */
-int endpoint_check_free(const char *sock_path, ioq_err *e);
-int endpoint_start(struct endpoint *ep, ioq_err *e);
-/* Stops serving; farewell = empty list + UNAVAILABLE to ListAndWatch streams. */
-void endpoint_stop(struct endpoint *ep, bool farewell);
-/* true if our socket file is still the one we bound */
-bool endpoint_socket_intact(struct endpoint *ep);
-unsigned endpoint_streams(struct endpoint *ep);
-double endpoint_last_tick(struct endpoint *ep);
-
-/* ---- nodepolicy.c: config nodePolicy (iocost, QoS-class weights) ---- */
-/* Applies the policy to the disks of `inv`; returns how many kernel files it
- * changed (the probe then sees e.g. iocost enabled). Failures are logged and
- * counted, never fatal: the policy is an opt-in extra. */
-unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv);
-
-/* ---- diskstate.c ---- */
-struct ioq_disk_state;
-/* The disks with units, health, capabilities and allocated units, for the
- * placement function and the node annotation. *out is malloc'd (NULL and 0
- * when out of memory). */
-size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out);
-/* After a probe: tells each change of a disk's health or reason, and each
- * configured selector that gives no disk, once (log + Event on the node). */
-void disks_report_health(struct plugin *p);
-
-/* ---- prestart.c ---- */
-struct grpcs_reply;
-void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, size_t n,
-                     struct grpcs_reply *out);
-
-/* ---- registrar.c: Register with kubelet, re-register after its restarts ---- */
-struct registrar *registrar_start(struct plugin *p, ioq_err *e);
-void registrar_stop(struct registrar *r);
-
-/* ---- reconcile.c: periodic + triggered passes ---- */
-struct reconciler *reconciler_start(struct plugin *p, ioq_err *e);
-void reconciler_kick(struct reconciler *r);
-/* Ends the thread; kicks are still safe until reconciler_free. */
-void reconciler_stop(struct reconciler *r);
-void reconciler_free(struct reconciler *r);
-/* One pass now, on the caller's thread (also used at start). */
-void reconcile_pass(struct plugin *p);
-/* Re-probes the disks and updates the catalog (health, units). */
-void inventory_refresh(struct plugin *p);
-
-/* ---- events.c: Kubernetes Events, posted off the RPC path ---- */
-struct events *events_start(struct plugin *p);
-void events_stop(struct events *ev);
-/* Queues a Warning (or Normal) event on a pod (uid may be "") or, with ns
- * NULL, on the node. Never blocks; drops (and counts) when the queue is full. */
-void events_post(struct events *ev, const char *ns, const char *name, const char *uid,
-                 const char *type, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-/* The pod's recent events (at most max, newest first) as a JSON array of
- * {type, reason, message, count, first, last (CLOCK_REALTIME seconds),
- * dropped}; a repeat inside the minute it is not posted again is counted.
- * An empty array for NULL ev; NULL only when out of memory. */
-struct json_object *events_recent_json(struct events *ev, const char *ns, const char *name,
-                                       size_t max);
-
-/* ---- httpd.c + metrics_text.c ---- */
-/* Listeners: /metrics etc. on `address` (TCP, "" = none) and, with
- * opts.explain_socket set, /v1/explain on that unix socket (root only:
- * mode 0600; a path owned by another user or served by a live process is
- * refused, a stale socket replaced, the socket removed by httpd_stop). */
-struct httpd *httpd_start(struct plugin *p, const char *address, ioq_err *e);
-void httpd_stop(struct httpd *h);
-/* Prometheus text exposition (malloc'd). */
-char *metrics_render(struct plugin *p);
-/* /readyz: true when serving and registered; why says what is missing */
-bool plugin_ready(struct plugin *p, char *why, size_t whysz);
-bool plugin_live(struct plugin *p, char *why, size_t whysz);
 
 #endif

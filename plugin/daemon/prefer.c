@@ -98,7 +98,7 @@ static int place(const struct prefer_req *req, const struct prefer_ctx *ctx, con
                  uint64_t remaining, struct ioq_choice *best, ioq_err *e) {
   struct ioq_disk_state *ds = calloc(ctx->n_disks ? ctx->n_disks : 1, sizeof *ds);
   if (!ds)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory (disk states for placement)");
   for (size_t i = 0; i < ctx->n_disks; i++) {
     ds[i] = ctx->disks[i];
     int g = group_by_name(w, ds[i].name);
@@ -159,7 +159,7 @@ int prefer_choose(const struct prefer_req *req, const struct prefer_ctx *ctx,
     goto done;
   out->ids = calloc(req->n_must + (size_t)req->size + 1, sizeof *out->ids);
   if (!out->ids) {
-    ioq_fail(e, ENOMEM, "out of memory");
+    ioq_fail(e, ENOMEM, "out of memory (preferred unit IDs)");
     goto done;
   }
   /* must_include first, always */

@@ -14,23 +14,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "podtable.h"
+#include "events.h"
+#include "grpcs.h"
+#include "initpick.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "metrics.h"
 #include "ioqos/monoclock.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
-
-static enum err_reason reason_of(enum enforce_fail f) {
-  switch (f) {
-  case EF_GRANT: return ER_GRANT;
-  case EF_UID: return ER_UID;
-  case EF_CGROUP: return ER_CGROUP;
-  case EF_CONTROLLER: return ER_CONTROLLER;
-  case EF_VERIFY: return ER_VERIFY;
-  default: return ER_WRITE;
-  }
-}
+#include "prestart.h"
+#include "reconcile.h"
+#include "ungranted.h"
 
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -40,23 +39,23 @@ static void sleep_ms(long ms) {
 
 /* Answers OK (fail-open) or with the error; logs and counts either way. */
 static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
-                 grpc_status_code code, enum err_reason why, const char *pod_ns,
+                 grpc_status_code code, enum fail_reason why, const char *pod_ns,
                  const char *pod_name, const char *uid, const char *msg) {
   metrics_err(p->metrics, why);
-  bool open = p->cfg.enforcement.fail_open && why != ER_INVALID_IDS;
+  bool open = p->cfg.enforcement.fail_open && why != FAIL_INVALID_IDS;
   ioq_error("prestart failed resource=%s pod=%s/%s reason=%s fail_open=%s error=\"%s\"",
             ioq_resource_name(r), pod_ns ? pod_ns : "?", pod_name ? pod_name : "?",
-            err_reason_name(why), open ? "true" : "false", msg);
+            fail_reason_name(why), open ? "true" : "false", msg);
   if (pod_ns && pod_name)
     events_post(p->events, pod_ns, pod_name, uid ? uid : "", "Warning",
                 open ? "IoqosEnforceFailedOpen" : "IoqosEnforceFailed",
-                "%s limits not applied (%s): %s%s", ioq_resource_name(r), err_reason_name(why),
+                "%s limits not applied (%s): %s%s", ioq_resource_name(r), fail_reason_name(why),
                 msg,
                 open ? "; failOpen is set, so the container starts WITHOUT I/O limits"
                      : "; the container will not start until this is fixed (kubelet retries)");
   else
     events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosEnforceFailed",
-                "%s limits not applied (%s): %s", ioq_resource_name(r), err_reason_name(why), msg);
+                "%s limits not applied (%s): %s", ioq_resource_name(r), fail_reason_name(why), msg);
   if (open) {
     metrics_inc(p->metrics, C_FAIL_OPEN);
     V1beta1__PreStartContainerResponse ok = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
@@ -72,12 +71,8 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
 #define INIT_ONLY_AFTER_TRIES 2
 
 /* The pods whose regular init container may be asking for these n units of
- * r when no listed container holds any of them: listed pods with no units of
- * r whose API object is Pending with a regular init container asking for
- * exactly n, placed (annotation ioqos.io/disk) on the IDs' disk if placed at
- * all. A pod whose init container already started on these very units is the
- * asker (a restart, the next init container), alone; one that started on
- * other units is not a candidate, unless those were a guess too. Nothing
+ * r when no listed container holds any of them (initpick.h judges each
+ * listed pod): the asker alone when one is certain. Nothing
  * kubelet says tells the others apart, and guessing one would leave the
  * asker unthrottled whenever the guess is wrong (a decoy pod whose init image
  * never pulls is never corrected by its own PreStart): the caller writes the
@@ -101,23 +96,18 @@ static size_t init_only_pods(struct plugin *p, const struct podres_list *l, enum
   size_t nc = 0;
   for (size_t i = 0; i < l->n; i++) {
     const struct podres_pod *pr = &l->pods[i];
-    if (podres_pod_count(pr, r) || !podcache_peek(p->pods, pr->ns, pr->name, pi))
+    uint64_t listed = podres_pod_count(pr, r);
+    if (listed || !podcache_peek(p->pods, pr->ns, pr->name, pi) ||
+        !initpick_may_ask(pi, listed, u.disk, r, n))
       continue;
-    if (strcmp(pi->phase, "Pending") != 0 || pi->terminating ||
-        (pi->need.disk[0] && strcmp(pi->need.disk, u.disk) != 0))
-      continue;
-    bool asks = false;
-    for (size_t k = 0; k < pi->n_ctrs && !asks; k++)
-      asks = pi->ctrs[k].kind == IOQ_CTR_INIT && pi->ctrs[k].units[r] == n;
-    if (!asks)
-      continue;
-    int held = enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, (int)r, ids, n);
-    if (held == 1) {
+    int held = podtable_init_held(p->table, pr->ns, pr->name, pi->uid, (int)r, ids, n);
+    enum initpick j = initpick_judge(pi, listed, u.disk, r, n, held);
+    if (j == INITPICK_ASKER) {
       c[0] = pr;
       nc = 1;
       break;
     }
-    if (held != 0)
+    if (j == INITPICK_MAYBE)
       c[nc++] = pr;
   }
   free(pi);
@@ -135,28 +125,30 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
                                 const struct podres_pod **c, size_t nc, struct grpcs_reply *out) {
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (pod info of init container candidates)");
     return;
   }
   size_t applied = 0;
   for (size_t i = 0; i < nc; i++) {
     ioq_err e;
-    struct enforce_result res;
+    struct podtable_result res;
     if (podcache_get(p->pods, c[i]->ns, c[i]->name, pi, &e) < 0) {
       fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
-           ER_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
+           FAIL_POD_LOOKUP, c[i]->ns, c[i]->name, NULL, e.msg);
       free(pi);
       return;
     }
-    if (enforcer_apply(p->enf, c[i], pi, r, ids, n, ENF_PRESTART | ENF_GUESS, &res, &e) < 0) {
-      if (res.fail == EF_CGROUP) {
+    if (podtable_apply(p->table, c[i], pi, r, ids, n, PODTABLE_PRESTART | PODTABLE_GUESS, &res,
+                      &e) < 0) {
+      if (res.fail == FAIL_CGROUP) {
         ioq_info("ambiguous init container start: candidate without a pod cgroup skipped "
                  "pod=%s/%s error=\"%s\"",
                  c[i]->ns, c[i]->name, e.msg);
         continue;
       }
-      fail(p, r, out, GRPC_STATUS_INTERNAL, reason_of(res.fail), c[i]->ns, c[i]->name, pi->uid,
-           e.msg);
+      fail(p, r, out, GRPC_STATUS_INTERNAL, fail_reason_counted(res.fail), c[i]->ns, c[i]->name,
+           pi->uid, e.msg);
       free(pi);
       return;
     }
@@ -168,7 +160,7 @@ static void apply_to_candidates(struct plugin *p, enum ioq_resource r, char *con
   }
   free(pi);
   if (!applied) {
-    fail(p, r, out, GRPC_STATUS_FAILED_PRECONDITION, ER_CGROUP, NULL, NULL, NULL,
+    fail(p, r, out, GRPC_STATUS_FAILED_PRECONDITION, FAIL_CGROUP, NULL, NULL, NULL,
          "no candidate pod of an init container start has a pod cgroup");
     return;
   }
@@ -184,7 +176,7 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
   ioq_err e;
   struct id_tally t;
   if (catalog_check_ids(p->catalog, r, ids, n, &t, &e) < 0) {
-    fail(p, r, out, GRPC_STATUS_INVALID_ARGUMENT, ER_INVALID_IDS, NULL, NULL, NULL, e.msg);
+    fail(p, r, out, GRPC_STATUS_INVALID_ARGUMENT, FAIL_INVALID_IDS, NULL, NULL, NULL, e.msg);
     return;
   }
   id_tally_free(&t);
@@ -237,12 +229,12 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
     char msg[IOQ_ERR_MSG_MAX];
     if (last_err[0]) {
       snprintf(msg, sizeof msg, "pod resources API: %s", last_err);
-      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_PODRES, NULL, NULL, NULL, msg);
+      fail(p, r, out, GRPC_STATUS_UNAVAILABLE, FAIL_PODRES, NULL, NULL, NULL, msg);
     } else {
       snprintf(msg, sizeof msg,
                "no pod holds units %s%s (%zu IDs) in kubelet's pod resources List after %d tries",
                ids[0], n > 1 ? ",..." : "", n, attempt);
-      fail(p, r, out, GRPC_STATUS_NOT_FOUND, ER_NOT_LISTED, NULL, NULL, NULL, msg);
+      fail(p, r, out, GRPC_STATUS_NOT_FOUND, FAIL_NOT_LISTED, NULL, NULL, NULL, msg);
     }
     podres_list_free(&list);
     return;
@@ -250,16 +242,17 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
 
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi) {
-    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                      "out of memory (pod info of the PreStart)");
     podres_list_free(&list);
     return;
   }
   if (!p->pods) {
-    fail(p, r, out, GRPC_STATUS_UNAVAILABLE, ER_POD_LOOKUP, pr->ns, pr->name, NULL,
+    fail(p, r, out, GRPC_STATUS_UNAVAILABLE, FAIL_POD_LOOKUP, pr->ns, pr->name, NULL,
          "no Kubernetes API client: cannot learn the pod's UID and QoS class");
   } else if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
     fail(p, r, out, e.code == IOQ_ENOTFOUND ? GRPC_STATUS_NOT_FOUND : GRPC_STATUS_UNAVAILABLE,
-         ER_POD_LOOKUP, pr->ns, pr->name, NULL, e.msg);
+         FAIL_POD_LOOKUP, pr->ns, pr->name, NULL, e.msg);
   } else {
     /* Some IDs the pod holds but no listed container does: this is a
      * regular init container (kubelet lists sidecars and app containers
@@ -270,11 +263,11 @@ void prestart_handle(struct plugin *p, enum ioq_resource r, char *const *ids, si
       ioq_info("prestart of a container kubelet does not list (init container) resource=%s "
                "pod=%s/%s units=%zu",
                ioq_resource_name(r), pr->ns, pr->name, n_init);
-    struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, r, init_ids, n_init, ENF_PRESTART, &res, &e) < 0) {
-      fail(p, r, out, res.fail == EF_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
+    struct podtable_result res;
+    if (podtable_apply(p->table, pr, pi, r, init_ids, n_init, PODTABLE_PRESTART, &res, &e) < 0) {
+      fail(p, r, out, res.fail == FAIL_CGROUP ? GRPC_STATUS_FAILED_PRECONDITION
                                             : GRPC_STATUS_INTERNAL,
-           reason_of(res.fail), pr->ns, pr->name, pi->uid, e.msg);
+           fail_reason_counted(res.fail), pr->ns, pr->name, pi->uid, e.msg);
     } else {
       metrics_inc(p->metrics, C_ENFORCE_OK);
       /* the held units grew: shrink the pool of the pods without a grant

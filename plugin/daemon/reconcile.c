@@ -15,14 +15,24 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
+#include "diskstate.h"
+#include "drift.h"
+#include "listview.h"
+#include "podtable.h"
+#include "grpcs.h"
 #include "ioqos/blockdev.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/nodeanno.h"
-#include "drift.h"
+#include "ioqos/kube/kube.h"
+#include "metrics.h"
+#include "nodepolicy.h"
 #include "plugin.h"
+#include "podcache.h"
 #include "podres.h"
+#include "reconcile.h"
 
 #define MIN_PASS_GAP_S 0.5 /* coalesce bursts of pod events */
 #define PUBLISH_BACKOFF_MAX_S 60.0
@@ -114,7 +124,7 @@ static bool ran_init(const struct pod_info *pi, enum ioq_resource r) {
  * applied again, which lowers their limit back to their own grant. */
 static void settle_guesses(struct plugin *p, const struct podres_list *l) {
   struct init_guess *g;
-  size_t n = enforcer_guesses(p->enf, &g);
+  size_t n = podtable_guesses(p->table, &g);
   bool *ran = calloc(n ? n : 1, sizeof *ran), *seen = calloc(n ? n : 1, sizeof *seen);
   struct pod_info *pi = malloc(sizeof *pi);
   if (!g || !ran || !seen || !pi || !p->pods) {
@@ -142,18 +152,18 @@ static void settle_guesses(struct plugin *p, const struct podres_list *l) {
     ioq_info("ambiguous init container start settled: the pod status shows which ran "
              "resource=%s pod=%s/%s uid=%s",
              ioq_resource_name(g[i].r), g[asker].ns, g[asker].name, g[asker].uid);
-    enforcer_settle_guess(p->enf, g[asker].uid, g[asker].r, true);
+    podtable_settle_guess(p->table, g[asker].uid, g[asker].r, true);
     for (size_t j = i; j < n; j++) {
       if (j == asker || g[j].r != g[i].r || strcmp(g[j].first, g[i].first) != 0)
         continue;
-      enforcer_settle_guess(p->enf, g[j].uid, g[j].r, false);
+      podtable_settle_guess(p->table, g[j].uid, g[j].r, false);
       const struct podres_pod *pr = podres_find_pod(l, g[j].ns, g[j].name);
       ioq_err e;
-      struct enforce_result res;
+      struct podtable_result res;
       if (!pr) /* no longer listed: the release pass takes it */
         continue;
       if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0 ||
-          enforcer_apply(p->enf, pr, pi, g[j].r, NULL, 0, 0, &res, &e) < 0)
+          podtable_apply(p->table, pr, pi, g[j].r, NULL, 0, 0, &res, &e) < 0)
         ioq_warn("lowering the limit of a pod that did not ask failed pod=%s/%s error=\"%s\"",
                  pr->ns, pr->name, e.msg);
       else
@@ -186,18 +196,19 @@ void reconcile_pass(struct plugin *p) {
     ioq_info("pod resources List works again");
   last_err[0] = '\0';
   podcache_drop_terminal(p->pods, &list); /* done pods: not counted, not re-applied */
-  enforcer_note_list(p->enf, &list);
+  listview_note(p->table, &list);
   settle_guesses(p, &list);
   size_t ok = 0, failed = 0, considered = 0;
   /* the state file was lost: init-only pods may hold a grant nobody knows */
-  bool lost = enforcer_state_lost(p->enf);
+  bool lost = podtable_state_lost(p->table);
   struct pod_info *pi = malloc(sizeof *pi);
   for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
     const struct podres_pod *pr = &list.pods[i];
     /* a pod without listed units matters only if it has a grant in place:
      * its regular init container's, which kubelet does not list */
     bool init_only = !pr->n_ctrs;
-    if (init_only && !lost && enforcer_init_held(p->enf, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
+    if (init_only && !lost &&
+        podtable_init_held(p->table, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;
     if (!p->pods) {
       considered++;
@@ -205,24 +216,22 @@ void reconcile_pass(struct plugin *p) {
       continue;
     }
     if (podcache_get(p->pods, pr->ns, pr->name, pi, &e) < 0) {
-      metrics_err(p->metrics, ER_POD_LOOKUP);
+      metrics_err(p->metrics, FAIL_POD_LOOKUP);
       ioq_warn("reconcile: pod lookup failed pod=%s/%s error=\"%s\"", pr->ns, pr->name, e.msg);
       considered++;
       failed++;
       continue;
     }
     if (init_only && lost &&
-        enforcer_init_held(p->enf, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
-        !enforcer_unknown(p->enf, pi))
+        podtable_init_held(p->table, pr->ns, pr->name, pi->uid, -1, NULL, 0) != 1 &&
+        !podtable_unknown(p->table, pi))
       continue;
     considered++;
-    struct enforce_result res;
-    if (enforcer_apply(p->enf, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, 0, &res, &e) < 0) {
-      static const enum err_reason map[EF_COUNT_] = {ER_WRITE, ER_GRANT,      ER_UID,    ER_CGROUP,
-                                                     ER_CONTROLLER, ER_WRITE, ER_VERIFY};
-      metrics_err(p->metrics, map[res.fail]);
+    struct podtable_result res;
+    if (podtable_apply(p->table, pr, pi, IOQ_RES_BANDWIDTH, NULL, 0, 0, &res, &e) < 0) {
+      metrics_err(p->metrics, fail_reason_counted(res.fail));
       ioq_warn("reconcile: grant not in place pod=%s/%s reason=%s error=\"%s\"", pr->ns, pr->name,
-               enforce_fail_name(res.fail), e.msg);
+               fail_reason_name(res.fail), e.msg);
       failed++;
       continue;
     }
@@ -239,7 +248,7 @@ void reconcile_pass(struct plugin *p) {
     ok++;
   }
   free(pi);
-  size_t released = enforcer_release_gone(p->enf, &list, p->pods);
+  size_t released = podtable_release_gone(p->table, &list, p->pods);
   for (size_t i = 0; i < released; i++)
     metrics_inc(p->metrics, C_PODS_RELEASED);
   metrics_inc(p->metrics, failed ? C_RECONCILE_FAIL : C_RECONCILE_OK);
@@ -262,7 +271,7 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
   char *text = NULL;
   if (st.disks) {
     /* which pods `allocated` counts: lets the extender drop its assumptions */
-    st.n_pods = enforcer_listed_uids(p->enf, p->pods, &st.pods);
+    st.n_pods = listview_listed_uids(p->table, p->pods, &st.pods);
     struct ioq_select_fault *f;
     st.n_faults = catalog_faults(p->catalog, &f);
     st.faults = f;
@@ -277,7 +286,7 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
 static void publish(struct reconciler *rc) {
   struct plugin *p = rc->p;
   /* allocated units come from the List: publish nothing before one worked */
-  if (!p->kube || !enforcer_have_list(p->enf) || ioq_mono_s() < rc->publish_due)
+  if (!p->kube || !listview_have_list(p->table) || ioq_mono_s() < rc->publish_due)
     return;
   char *content = annotation_text(p, 0);
   if (!content) {

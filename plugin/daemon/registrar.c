@@ -19,9 +19,12 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "grpcs.h"
 #include "ioqos/log.h"
+#include "metrics.h"
 #include "ioqos/monoclock.h"
 #include "plugin.h"
+#include "registrar.h"
 #include "rpc_client.h"
 
 #define CHECK_EVERY_MS 1000

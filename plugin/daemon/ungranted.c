@@ -17,7 +17,7 @@
  * on a pod seen for the first time (after a plugin restart) is taken over
  * as that pod's cap, so a restart changes nothing until the first
  * measurement. Writes go through the one writer (read back, verified) with
- * grant writes held off (enforcer_writes_lock): a bound is never written
+ * grant writes held off (podtable_writes_lock): a bound is never written
  * over a grant being put in place. */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,12 +29,17 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "listview.h"
+#include "podtable.h"
+#include "grpcs.h"
 #include "ioqos/cgwrite.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/podcg.h"
 #include "ioqos/ungranted.h"
+#include "metrics.h"
 #include "plugin.h"
 #include "ungranted.h"
 
@@ -90,14 +95,14 @@ static void failed(struct ungranted *u, const ioq_err *e) {
   metrics_inc(u->p->metrics, C_UG_FAIL);
   if (strcmp(u->last_err, e->msg) != 0)
     ioq_warn("ungranted bound not in place error=\"%s\"", e->msg);
-  ioq_copy(u->last_err, sizeof u->last_err, e->msg);
+  ioq_copy_trunc(u->last_err, sizeof u->last_err, e->msg);
 }
 
 /* said once per distinct text (not an error: e.g. no QoS cgroup yet) */
 static void note(struct ungranted *u, const char *msg) {
   if (strcmp(u->last_note, msg) != 0)
     ioq_info("ungranted: %s", msg);
-  ioq_copy(u->last_note, sizeof u->last_note, msg);
+  ioq_copy_trunc(u->last_note, sizeof u->last_note, msg);
 }
 
 /* ---- pods ---- */
@@ -472,7 +477,7 @@ static void pass_locked(struct ungranted *u) {
   /* Until the first reconcile pass the held units (the List) and the
    * grants in place (rebuilt from it after a restart) are unknown: a granted
    * pod would look ungranted, and bounds in place would look orphaned. */
-  if (!atomic_load(&p->first_reconcile_done) || !enforcer_have_list(p->enf))
+  if (!atomic_load(&p->first_reconcile_done) || !listview_have_list(p->table))
     return;
   struct cat_disk *cd;
   size_t ncd = catalog_snapshot(p->catalog, &cd);
@@ -485,7 +490,7 @@ static void pass_locked(struct ungranted *u) {
       continue;
     struct ug_disk *dk = &u->disks[k];
     uint64_t held[IOQ_RES_COUNT];
-    enforcer_allocated(p->enf, dk->name, held);
+    listview_allocated(p->table, dk->name, held);
     if (!cd[i].healthy)
       continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;
@@ -511,12 +516,12 @@ static void pass_locked(struct ungranted *u) {
   for (size_t i = 0; i < u->n; i++)
     measure(u, &u->pods[i], now);
 
-  enforcer_writes_lock(p->enf);
+  podtable_writes_lock(p->table);
   struct applied_pod *ap;
-  size_t nap = enforcer_snapshot(p->enf, &ap);
+  size_t nap = podtable_snapshot(p->table, &ap);
   if (!ap) {
     /* without the grants in place a granted pod would look ungranted */
-    enforcer_writes_unlock(p->enf);
+    podtable_writes_unlock(p->table);
     ioq_fail(&e, ENOMEM, "ungranted: out of memory reading the grants in place");
     failed(u, &e);
     return;
@@ -551,7 +556,7 @@ static void pass_locked(struct ungranted *u) {
       u->disks[d].bounded = 0;
     }
   }
-  enforcer_writes_unlock(p->enf);
+  podtable_writes_unlock(p->table);
 }
 
 void ungranted_sync(struct ungranted *u) {

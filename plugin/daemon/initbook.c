@@ -2,13 +2,13 @@
 /* Regular init container grants beyond one apply: saved to the state file
  * and restored at start (initstate.h), guesses written by an ambiguous
  * init-only PreStart and their settling, and the pods left unknown by a lost
- * state file (enforcer.h). */
+ * state file (podtable.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "enforcer_internal.h"
+#include "podtable_internal.h"
 #include "initstate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
@@ -29,7 +29,7 @@ static bool disk_of(const char *id, char *disk, size_t sz) {
 
 /* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`
  * has none of (malloc'd copies), or NULL when there is nothing to add. */
-char **enf_merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r,
+char **pt_merge_guess(struct podtable *f, const char *uid, enum ioq_resource r,
                           char *const *ids, size_t n, size_t *n_out) {
   *n_out = 0;
   char disks[IOQ_POD_DISKS_MAX][IOQ_DISK_NAME_MAX + 1];
@@ -45,7 +45,7 @@ char **enf_merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r,
       ioq_copy(disks[nd++], sizeof disks[0], d);
   }
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = enf_find_locked(f, uid);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
   char **out = NULL;
   if (ap && ap->init_guess[r] && ap->n_init[r] && (out = calloc(n + ap->n_init[r], sizeof *out))) {
     for (size_t i = 0; i < n; i++)
@@ -62,19 +62,19 @@ char **enf_merge_guess(struct enforcer *f, const char *uid, enum ioq_resource r,
   pthread_mutex_unlock(&f->lock);
   for (size_t i = 0; out && i < *n_out; i++)
     if (!out[i]) { /* OOM: the new guess alone */
-      enf_free_strs(out, *n_out);
+      pt_free_strs(out, *n_out);
       *n_out = 0;
       return NULL;
     }
   if (out && *n_out == n) { /* nothing added */
-    enf_free_strs(out, *n_out);
+    pt_free_strs(out, *n_out);
     *n_out = 0;
     return NULL;
   }
   return out;
 }
 
-size_t enforcer_guesses(struct enforcer *f, struct init_guess **out) {
+size_t podtable_guesses(struct podtable *f, struct init_guess **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = 0;
   *out = calloc(f->n * IOQ_RES_COUNT + 1, sizeof **out);
@@ -84,9 +84,9 @@ size_t enforcer_guesses(struct enforcer *f, struct init_guess **out) {
       if (!ap->init_guess[r] || !ap->n_init[r])
         continue;
       struct init_guess *g = &(*out)[n++];
-      ioq_copy(g->ns, sizeof g->ns, ap->ns);
-      ioq_copy(g->name, sizeof g->name, ap->name);
-      ioq_copy(g->uid, sizeof g->uid, ap->uid);
+      PT_COPY_FIELD(g->ns, ap->ns);
+      PT_COPY_FIELD(g->name, ap->name);
+      PT_COPY_FIELD(g->uid, ap->uid);
       g->r = (enum ioq_resource)r;
       ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0]);
     }
@@ -94,30 +94,30 @@ size_t enforcer_guesses(struct enforcer *f, struct init_guess **out) {
   return n;
 }
 
-void enforcer_settle_guess(struct enforcer *f, const char *uid, enum ioq_resource r, bool keep) {
+void podtable_settle_guess(struct podtable *f, const char *uid, enum ioq_resource r, bool keep) {
   pthread_mutex_lock(&f->apply_lock);
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = enf_find_locked(f, uid);
+  struct applied_pod *ap = pt_find_locked(f, uid);
   if (ap && ap->init_guess[r]) {
     if (!keep)
-      enf_free_init(ap, r);
+      pt_free_init(ap, r);
     ap->init_guess[r] = false;
     f->state_dirty = true;
   }
   pthread_mutex_unlock(&f->lock);
-  enf_save_state(f);
+  pt_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
 }
 
-bool enf_is_settled(struct enforcer *f, const char *uid) {
+bool pt_is_settled(struct podtable *f, const char *uid) {
   for (size_t i = 0; i < f->n_settled; i++)
     if (strcmp(f->settled[i], uid) == 0)
       return true;
   return false;
 }
 
-void enf_settle(struct enforcer *f, const char *uid) {
-  if (enf_is_settled(f, uid))
+void pt_settle(struct podtable *f, const char *uid) {
+  if (pt_is_settled(f, uid))
     return;
   if (f->n_settled == f->cap_settled) {
     size_t nc = f->cap_settled ? f->cap_settled * 2 : 16;
@@ -132,12 +132,12 @@ void enf_settle(struct enforcer *f, const char *uid) {
   ioq_copy(f->settled[f->n_settled++], sizeof f->settled[0], uid);
 }
 
-bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi) {
+bool podtable_unknown(struct podtable *f, const struct pod_info *pi) {
   pthread_mutex_lock(&f->apply_lock);
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = enf_find_locked(f, pi->uid);
+  const struct applied_pod *ap = pt_find_locked(f, pi->uid);
   bool u = ap ? ap->init_unknown
-              : f->state_lost && pod_init_asks(pi) && !enf_is_settled(f, pi->uid);
+              : f->state_lost && pod_init_asks(pi) && !pt_is_settled(f, pi->uid);
   pthread_mutex_unlock(&f->lock);
   pthread_mutex_unlock(&f->apply_lock);
   return u;
@@ -146,7 +146,7 @@ bool enforcer_unknown(struct enforcer *f, const struct pod_info *pi) {
 /* Writes the init container grants to the state file if they changed since
  * the last save; with apply_lock held, so saves are in order. A failed save
  * is retried on the next change or pass. */
-void enf_save_state(struct enforcer *f) {
+void pt_save_state(struct podtable *f) {
   if (!f->o.state_file || !f->state_dirty)
     return;
   pthread_mutex_lock(&f->lock);
@@ -154,13 +154,13 @@ void enf_save_state(struct enforcer *f) {
   size_t n = 0;
   for (size_t i = 0; r && i < f->n; i++) {
     const struct applied_pod *ap = &f->pods[i];
-    if (!enf_holds_init(ap))
+    if (!pt_holds_init(ap))
       continue;
     struct init_record *o = &r[n++];
-    ioq_copy(o->ns, sizeof o->ns, ap->ns);
-    ioq_copy(o->name, sizeof o->name, ap->name);
-    ioq_copy(o->uid, sizeof o->uid, ap->uid);
-    ioq_copy(o->cgroup, sizeof o->cgroup, ap->cgroup);
+    PT_COPY_FIELD(o->ns, ap->ns);
+    PT_COPY_FIELD(o->name, ap->name);
+    PT_COPY_FIELD(o->uid, ap->uid);
+    PT_COPY_FIELD(o->cgroup, ap->cgroup);
     o->version = ap->version;
     o->grant = ap->grant;
     memcpy(o->devs, ap->devs, sizeof o->devs);
@@ -191,7 +191,7 @@ void enf_save_state(struct enforcer *f) {
   free(text);
 }
 
-void enforcer_restore(struct enforcer *f) {
+void podtable_restore(struct podtable *f) {
   if (!f->o.state_file)
     return;
   struct init_record *r;
@@ -215,7 +215,7 @@ void enforcer_restore(struct enforcer *f) {
   pthread_mutex_lock(&f->lock);
   size_t restored = 0;
   for (size_t i = 0; i < n; i++) {
-    if (enf_find_locked(f, r[i].uid))
+    if (pt_find_locked(f, r[i].uid))
       continue;
     if (f->n == f->cap) {
       size_t nc = f->cap ? f->cap * 2 : 32;
@@ -230,10 +230,10 @@ void enforcer_restore(struct enforcer *f) {
     }
     struct applied_pod *ap = &f->pods[f->n++];
     memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
-    ioq_copy(ap->ns, sizeof ap->ns, r[i].ns);
-    ioq_copy(ap->name, sizeof ap->name, r[i].name);
-    ioq_copy(ap->uid, sizeof ap->uid, r[i].uid);
-    ioq_copy(ap->cgroup, sizeof ap->cgroup, r[i].cgroup);
+    PT_COPY_FIELD(ap->ns, r[i].ns);
+    PT_COPY_FIELD(ap->name, r[i].name);
+    PT_COPY_FIELD(ap->uid, r[i].uid);
+    PT_COPY_FIELD(ap->cgroup, r[i].cgroup);
     ap->version = r[i].version;
     ap->grant = r[i].grant;
     memcpy(ap->devs, r[i].devs, sizeof ap->devs);
@@ -256,7 +256,7 @@ void enforcer_restore(struct enforcer *f) {
   initstate_free(r, n);
 }
 
-bool enforcer_state_lost(struct enforcer *f) {
+bool podtable_state_lost(struct podtable *f) {
   pthread_mutex_lock(&f->lock);
   bool lost = f->state_lost;
   pthread_mutex_unlock(&f->lock);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "enforcer.h"
+#include "podtable.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,20 +8,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "enforcer_internal.h"
+#include "filelog.h"
+#include "podgrant.h"
+#include "podtable_internal.h"
+#include "listview.h"
 #include "ioqos/cgwrite.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
 
-const char *enforce_fail_name(enum enforce_fail f) {
-  static const char *const names[EF_COUNT_] = {"none",       "grant", "uid",   "cgroup-not-found",
-                                               "controller", "write", "verify"};
-  return (unsigned)f < EF_COUNT_ ? names[f] : "?";
-}
-
-void enf_free_init(struct applied_pod *ap, int r) {
+void pt_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
     free(ap->init_ids[r][i]);
   free(ap->init_ids[r]);
@@ -31,7 +28,7 @@ void enf_free_init(struct applied_pod *ap, int r) {
 
 static void free_all_init(struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
-    enf_free_init(ap, r);
+    pt_free_init(ap, r);
     ap->init_guess[r] = false;
   }
 }
@@ -42,57 +39,7 @@ static void free_files(struct applied_pod *ap) {
   ap->n_files = 0;
 }
 
-static double realtime_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The files one apply wrote or found in place (enf_file, enforcer.h). */
-struct file_log {
-  struct enf_file f[ENF_FILES_MAX];
-  size_t n;
-  double now; /* CLOCK_REALTIME */
-};
-
-static void log_steps(struct file_log *l, const char *disk, const struct ioq_apply_report *rep) {
-  for (size_t i = 0; l && i < rep->n && l->n < ENF_FILES_MAX; i++) {
-    const struct ioq_apply_step *st = &rep->steps[i];
-    struct enf_file *o = &l->f[l->n++];
-    memset(o, 0, sizeof *o);
-    ioq_copy(o->disk, sizeof o->disk, disk);
-    ioq_copy(o->file, sizeof o->file, st->file);
-    if (st->changed) {
-      ioq_copy(o->written, sizeof o->written, st->written);
-      o->written_at = l->now;
-    }
-    ioq_copy(o->readback, sizeof o->readback, st->readback);
-    ioq_copy(o->note, sizeof o->note, st->note);
-    o->verified_at = l->now;
-  }
-}
-
-/* The new records, each unchanged file keeping when it was last written
- * (malloc'd; NULL when there are none or out of memory). */
-static struct enf_file *merge_files(const struct file_log *l, const struct enf_file *old,
-                                    size_t n_old) {
-  struct enf_file *out = l->n ? malloc(l->n * sizeof *out) : NULL;
-  for (size_t i = 0; out && i < l->n; i++) {
-    out[i] = l->f[i];
-    if (out[i].written_at)
-      continue;
-    for (size_t k = 0; k < n_old; k++)
-      if (strcmp(old[k].file, out[i].file) == 0 && strcmp(old[k].disk, out[i].disk) == 0 &&
-          old[k].written_at) {
-        ioq_copy(out[i].written, sizeof out[i].written, old[k].written);
-        out[i].written_at = old[k].written_at;
-        break;
-      }
-  }
-  return out;
-}
-
-bool enf_has_init(const struct applied_pod *ap) {
+bool pt_has_init(const struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     if (ap->n_init[r])
       return true;
@@ -100,7 +47,7 @@ bool enf_has_init(const struct applied_pod *ap) {
 }
 
 /* known init units, or unknown ones that may be in place */
-bool enf_holds_init(const struct applied_pod *ap) { return enf_has_init(ap) || ap->init_unknown; }
+bool pt_holds_init(const struct applied_pod *ap) { return pt_has_init(ap) || ap->init_unknown; }
 
 /* a regular init container asking for units whose status does not say it
  * terminated */
@@ -126,8 +73,8 @@ static char **copy_ids(char *const *ids, size_t n) {
   return c;
 }
 
-struct enforcer *enforcer_new(const struct enforcer_opts *o) {
-  struct enforcer *f = calloc(1, sizeof *f);
+struct podtable *podtable_new(const struct podtable_opts *o) {
+  struct podtable *f = calloc(1, sizeof *f);
   if (!f)
     return NULL;
   f->o = *o;
@@ -145,7 +92,7 @@ struct enforcer *enforcer_new(const struct enforcer_opts *o) {
   return f;
 }
 
-void enforcer_free(struct enforcer *f) {
+void podtable_free(struct podtable *f) {
   if (!f)
     return;
   for (size_t i = 0; i < f->n; i++) {
@@ -164,99 +111,38 @@ void enforcer_free(struct enforcer *f) {
 /* Pods are keyed by UID: a pod recreated under the same namespace/name (a
  * StatefulSet's) is another pod and must not inherit the old one's init
  * container units. */
-struct applied_pod *enf_find_locked(struct enforcer *f, const char *uid) {
+struct applied_pod *pt_find_locked(struct podtable *f, const char *uid) {
   for (size_t i = 0; i < f->n; i++)
     if (strcmp(f->pods[i].uid, uid) == 0)
       return &f->pods[i];
   return NULL;
 }
 
-/* Containers of the List entry in pod spec order, with their kinds (unknown
- * names, e.g. the API object is older than kubelet's view, count as apps). */
-struct ctr_order {
-  struct ioq_ctr_units u;
-  size_t spec_index;
-};
-
-static int by_spec_index(const void *a, const void *b) {
-  const struct ctr_order *x = a, *y = b;
-  return x->spec_index < y->spec_index ? -1 : x->spec_index > y->spec_index;
-}
-
-static int compute_grant(const struct podres_pod *pr, const struct pod_info *pi,
-                         char *const *init_ids, size_t n_init, struct ioq_pod_grant *g,
-                         ioq_err *e) {
-  size_t n = pr->n_ctrs + (n_init ? 1 : 0);
-  struct ctr_order *co = calloc(n ? n : 1, sizeof *co);
-  if (!co)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  if (n_init) {
-    /* Its place among the init containers is unknown: after every sidecar
-     * (each running sidecar adds to an init container's need, so this is the
-     * larger grant), before the app containers. Spec indexes are doubled to
-     * leave room for it. */
-    size_t n_spec_init = 0;
-    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
-      n_spec_init += pi->ctrs[k].kind != IOQ_CTR_APP;
-    co[pr->n_ctrs].u.name = "(init container)";
-    co[pr->n_ctrs].u.kind = IOQ_CTR_INIT;
-    co[pr->n_ctrs].u.ids = (const char *const *)init_ids;
-    co[pr->n_ctrs].u.n_ids = n_init;
-    co[pr->n_ctrs].spec_index = 2 * n_spec_init + 1;
-  }
-  for (size_t i = 0; i < pr->n_ctrs; i++) {
-    co[i].u.name = pr->ctrs[i].name;
-    co[i].u.kind = IOQ_CTR_APP;
-    co[i].u.ids = (const char *const *)pr->ctrs[i].ids;
-    co[i].u.n_ids = pr->ctrs[i].n_ids;
-    co[i].spec_index = 2 * (POD_CTRS_MAX + i);
-    for (size_t k = 0; pi && k < pi->n_ctrs; k++)
-      if (strcmp(pi->ctrs[k].name, pr->ctrs[i].name) == 0) {
-        co[i].u.kind = pi->ctrs[k].kind;
-        co[i].spec_index = 2 * k;
-        break;
-      }
-  }
-  qsort(co, n, sizeof *co, by_spec_index);
-  struct ioq_ctr_units *u = calloc(n ? n : 1, sizeof *u);
-  int rc = -1;
-  if (!u) {
-    ioq_fail(e, ENOMEM, "out of memory");
-  } else {
-    for (size_t i = 0; i < n; i++)
-      u[i] = co[i].u;
-    rc = ioq_grant_compute(u, n, g, e);
-  }
-  free(u);
-  free(co);
-  return rc;
-}
-
-static enum enforce_fail classify(const ioq_err *e) {
+static enum fail_reason classify(const ioq_err *e) {
   switch (e->code) {
-  case IOQ_EMISMATCH: return EF_VERIFY;
-  case IOQ_EUNSUPPORTED: return EF_CONTROLLER;
-  default: return EF_WRITE;
+  case IOQ_EMISMATCH: return FAIL_VERIFY;
+  case IOQ_EUNSUPPORTED: return FAIL_CONTROLLER;
+  default: return FAIL_WRITE;
   }
 }
 
 /* Notes the files a write changed in res->changes (the drift report). */
-static void note_changes(struct enforce_result *res, const char *disk, struct ioq_devno dev,
+static void note_changes(struct podtable_result *res, const char *disk, struct ioq_devno dev,
                          const struct ioq_apply_report *rep) {
   for (size_t i = 0; i < rep->n; i++) {
     const struct ioq_apply_step *st = &rep->steps[i];
     if (!st->changed)
       continue;
     res->writes++;
-    if (res->n_changes == ENF_CHANGES_MAX)
+    if (res->n_changes == PODTABLE_CHANGES_MAX)
       continue;
     struct enforce_change *c = &res->changes[res->n_changes++];
     memset(c, 0, sizeof *c);
-    ioq_copy(c->file, sizeof c->file, st->file);
+    ioq_copy_trunc(c->file, sizeof c->file, st->file);
     ioq_copy(c->disk, sizeof c->disk, disk);
     ioq_devno_str(dev, c->dev, sizeof c->dev);
-    ioq_copy(c->before, sizeof c->before, st->before);
-    ioq_copy(c->written, sizeof c->written, st->written);
+    ioq_copy_trunc(c->before, sizeof c->before, st->before);
+    ioq_copy_trunc(c->written, sizeof c->written, st->written);
     if (strcmp(st->file, "io.max") == 0) {
       struct ioq_io_limits a, b;
       bool pa, pb;
@@ -280,9 +166,9 @@ static void note_changes(struct enforce_result *res, const char *disk, struct io
  * when `split` is a valid one of the grant, else the full-grant split).
  * Stacked devices (dm, md) get the limit on the device itself and the
  * weights on their leaf disks, where the proportional schedulers work. */
-static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
+static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                       const struct cat_disk *cd, const struct ioq_io_limits *split,
-                      struct enforce_result *res, struct file_log *log, ioq_err *e) {
+                      struct podtable_result *res, struct pt_file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
@@ -312,13 +198,13 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
       return -1;
     note_changes(res, dg->disk, s.dev, &rep);
-    log_steps(log, dg->disk, &rep);
+    pt_log_steps(log, dg->disk, &rep);
     return 0;
   }
   if (ioq_cg_apply_disk(cg, &s, &ao, &rep, e) < 0)
     return -1;
   note_changes(res, dg->disk, s.dev, &rep);
-  log_steps(log, dg->disk, &rep);
+  pt_log_steps(log, dg->disk, &rep);
   for (size_t i = 0; i < cd->disk.n_leaves && (weight || bfq); i++) {
     /* weights only: the leaf may be a managed disk of its own, whose
      * limits for this pod must stay as they are */
@@ -329,12 +215,13 @@ static int apply_disk(struct enforcer *f, const struct ioq_cg *cg, const struct 
     if (ioq_cg_apply_disk(cg, &ls, &ao, &rep, e) < 0)
       return -1;
     note_changes(res, dg->disk, ls.dev, &rep);
-    log_steps(log, dg->disk, &rep);
+    pt_log_steps(log, dg->disk, &rep);
   }
   return 0;
 }
 
-static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_devno dev, ioq_err *e) {
+static int clear_disk(struct podtable *f, const struct ioq_cg *cg, struct ioq_devno dev,
+                      ioq_err *e) {
   struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
   return ioq_cg_clear_disk(cg, dev, &ao, NULL, e);
 }
@@ -343,13 +230,13 @@ static int clear_disk(struct enforcer *f, const struct ioq_cg *cg, struct ioq_de
  * earlier PreStart left while the pod is still Pending (init containers only
  * run then). Returns copies (malloc'd array of malloc'd strings), so the
  * table lock is not held while computing the grant. */
-static char **init_units(struct enforcer *f, const struct pod_info *pi,
+static char **init_units(struct podtable *f, const struct pod_info *pi,
                          enum ioq_resource init_res, char *const *given, size_t n_given,
                          size_t *n_out) {
   *n_out = 0;
   bool pending = pi && strcmp(pi->phase, "Pending") == 0;
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = pi ? enf_find_locked(f, pi->uid) : NULL;
+  struct applied_pod *ap = pi ? pt_find_locked(f, pi->uid) : NULL;
   size_t n = n_given;
   for (int r = 0; ap && pending && r < IOQ_RES_COUNT; r++)
     if (!(given && r == (int)init_res))
@@ -373,26 +260,15 @@ static char **init_units(struct enforcer *f, const struct pod_info *pi,
   return all;
 }
 
-void enf_free_strs(char **s, size_t n) {
+void pt_free_strs(char **s, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(s[i]);
   free(s);
 }
 
-static bool grant_eq(const struct ioq_pod_grant *a, const struct ioq_pod_grant *b) {
-  if (a->n != b->n)
-    return false;
-  for (size_t i = 0; i < a->n; i++) {
-    const struct ioq_disk_grant *o = ioq_grant_find(b, a->disks[i].disk);
-    if (!o || memcmp(o->units, a->disks[i].units, sizeof o->units) != 0)
-      return false;
-  }
-  return true;
-}
-
 /* Clears the limits a remembered pod has in its cgroup; a cgroup that is
  * gone already has none. */
-static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const char *why) {
+static void clear_pod(struct podtable *f, const struct applied_pod *ap, const char *why) {
   struct ioq_cg cg;
   ioq_err e;
   if (!ioq_is_dir(ap->cgroup)) {
@@ -415,30 +291,54 @@ static void clear_pod(struct enforcer *f, const struct applied_pod *ap, const ch
   }
 }
 
+/* Clears the limits of pods taken out of the table (`lock` not held: the
+ * kernel writes never hold up readers of the table) and frees them. */
+static void clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why) {
+  for (size_t i = 0; i < n; i++) {
+    clear_pod(f, &taken[i], why);
+    free_all_init(&taken[i]);
+    free_files(&taken[i]);
+  }
+  free(taken);
+}
+
+/* Moves entry i out of the table into *out (its init units and files go
+ * with it); with `lock` held. */
+static void take_locked(struct podtable *f, size_t i, struct applied_pod *out) {
+  *out = f->pods[i];
+  f->state_dirty |= pt_holds_init(out);
+  f->pods[i] = f->pods[--f->n];
+}
+
 /* Names are unique among live pods: a grant applied under this name for
  * another UID belonged to an earlier instance (a StatefulSet pod deleted and
  * recreated), which is gone. Called with apply_lock held. */
-static void forget_earlier_instances(struct enforcer *f, const char *ns, const char *name,
+static void forget_earlier_instances(struct podtable *f, const char *ns, const char *name,
                                      const char *uid) {
   pthread_mutex_lock(&f->lock);
+  size_t n_taken = 0;
+  struct applied_pod *taken = NULL;
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
     if (strcmp(ap->name, name) != 0 || strcmp(ap->ns, ns) != 0 || strcmp(ap->uid, uid) == 0) {
       i++;
       continue;
     }
-    clear_pod(f, ap, "pod recreated under the same name, earlier instance gone");
-    f->state_dirty |= enf_holds_init(ap);
-    free_all_init(ap);
-    free_files(ap);
-    f->pods[i] = f->pods[--f->n];
+    if (!taken && !(taken = malloc(f->n * sizeof *taken))) {
+      ioq_error("forgetting an earlier instance of a pod skipped pod=%s/%s "
+                "reason=out-of-memory (the list of instances to clear)",
+                ns, name);
+      break;
+    }
+    take_locked(f, i, &taken[n_taken++]);
   }
   pthread_mutex_unlock(&f->lock);
+  clear_taken(f, taken, n_taken, "pod recreated under the same name, earlier instance gone");
 }
 
 /* Clears every managed disk but the grant's in the pod cgroup: what a
  * grant the plugin lost track of held. */
-static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
+static void clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
                               const struct ioq_pod_grant *g, const struct podres_pod *pr) {
   struct cat_disk *cds;
   size_t n = catalog_snapshot(f->o.catalog, &cds);
@@ -458,57 +358,67 @@ static void clear_other_disks(struct enforcer *f, const struct ioq_cg *cg,
   free(cds);
 }
 
-static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                         enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        unsigned flags, struct enforce_result *res, ioq_err *e);
+                        unsigned flags, struct podtable_result *res, ioq_err *e);
 
-int enforcer_apply(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
+int podtable_apply(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                   unsigned flags, struct enforce_result *res, ioq_err *e) {
+                   unsigned flags, struct podtable_result *res, ioq_err *e) {
   pthread_mutex_lock(&f->apply_lock);
   /* a guess adds to the pod's earlier guess on other disks */
   size_t n_merged = 0;
-  char **merged = init_ids && (flags & ENF_GUESS)
-                      ? enf_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
+  char **merged = init_ids && (flags & PODTABLE_GUESS)
+                      ? pt_merge_guess(f, pi->uid, init_res, init_ids, n_init_ids, &n_merged)
                       : NULL;
   int rc = merged ? apply_locked(f, pr, pi, init_res, merged, n_merged, flags, res, e)
                   : apply_locked(f, pr, pi, init_res, init_ids, n_init_ids, flags, res, e);
-  enf_free_strs(merged, n_merged);
-  enf_save_state(f); /* before PreStart answers */
+  pt_free_strs(merged, n_merged);
+  pt_save_state(f); /* before PreStart answers */
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
 }
 
-static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const struct pod_info *pi,
-                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
-                        unsigned flags, struct enforce_result *res, ioq_err *e) {
-  bool prestart = flags & ENF_PRESTART;
-  memset(res, 0, sizeof *res);
+/* The pod's grant (its listed units plus the units of a regular init
+ * container: this PreStart's, or the ones the table keeps while it is
+ * Pending) and the catalog entries of its disks (*cds, malloc'd). */
+static int grant_of(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                    enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                    struct podtable_result *res, struct cat_disk **cds, ioq_err *e) {
   size_t n_init = 0;
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
-  int grc = compute_grant(pr, pi, init, n_init, &res->grant, e);
-  enf_free_strs(init, n_init);
+  int grc = podgrant_compute(pr, pi, init, n_init, &res->grant, e);
+  pt_free_strs(init, n_init);
   if (grc < 0) {
-    res->fail = EF_GRANT;
+    res->fail = FAIL_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
     return -1;
   }
-  struct cat_disk *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof *cds);
-  if (!cds)
-    return ioq_fail(e, ENOMEM, "out of memory");
-  struct file_log *log = NULL;
-  int rc = -1;
+  *cds = calloc(res->grant.n ? res->grant.n : 1, sizeof **cds);
+  if (!*cds)
+    return ioq_fail(e, ENOMEM, "out of memory (disks of the grant of pod %s/%s)", pr->ns,
+                    pr->name);
   for (size_t i = 0; i < res->grant.n; i++)
-    if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &cds[i])) {
-      res->fail = EF_GRANT;
-      ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s holds units of disk %s, which is not managed here",
-               pr->ns, pr->name, res->grant.disks[i].disk);
-      goto out;
+    if (!catalog_get(f->o.catalog, res->grant.disks[i].disk, &(*cds)[i])) {
+      res->fail = FAIL_GRANT;
+      free(*cds);
+      *cds = NULL;
+      return ioq_fail(e, IOQ_EINVAL_INPUT,
+                      "pod %s/%s holds units of disk %s, which is not managed here", pr->ns,
+                      pr->name, res->grant.disks[i].disk);
     }
+  return 0;
+}
+
+/* Finds and opens the pod's cgroup (res->cgroup), with the io controller
+ * enabled for it (and memory, best effort) on cgroup v2. */
+static int open_pod_cgroup(struct podtable *f, const struct podres_pod *pr,
+                           const struct pod_info *pi, struct podtable_result *res,
+                           struct ioq_cg *cg, ioq_err *e) {
   if (ioq_pod_uid_check(pi->uid, e) < 0) {
-    res->fail = EF_UID;
+    res->fail = FAIL_UID;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-    goto out;
+    return -1;
   }
   /* Without a QoS class (an API object that lacks status.qosClass) the
    * resolver's search by UID finds the cgroup in whichever class it is. */
@@ -516,55 +426,170 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   struct ioq_pod_cgroup pcg;
   if (ioq_pod_cgroup_resolve(&f->o.layout, f->o.driver, f->kubelet_cgroup_root, qos, pi->uid, &pcg,
                              e) < 0) {
-    res->fail = EF_CGROUP;
+    res->fail = FAIL_CGROUP;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-    goto out;
+    return -1;
   }
-  ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir);
-  struct ioq_cg cg;
-  if (ioq_cg_open(pcg.dir, f->o.layout.io_version, &cg, e) < 0) {
-    res->fail = EF_CGROUP;
-    goto out;
+  if (!ioq_copy(res->cgroup, sizeof res->cgroup, pcg.dir)) {
+    res->fail = FAIL_CGROUP;
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %s/%s: cgroup path longer than %zu bytes", pr->ns,
+                    pr->name, sizeof res->cgroup - 1);
   }
-  if (cg.version == IOQ_CGV2) {
+  if (ioq_cg_open(pcg.dir, f->o.layout.io_version, cg, e) < 0) {
+    res->fail = FAIL_CGROUP;
+    return -1;
+  }
+  if (cg->version == IOQ_CGV2) {
     char iomax[PATH_MAX];
-    if (ioq_path_join(iomax, sizeof iomax, e, cg.dir, "io.max", NULL) < 0)
-      goto out;
+    if (ioq_path_join(iomax, sizeof iomax, e, cg->dir, "io.max", NULL) < 0)
+      return -1;
     unsigned enabled = 0;
     if (!ioq_path_exists(iomax) &&
-        ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_IO,
+        ioq_cg_ensure_controllers(f->o.layout.io_root, cg->dir, IOQ_CTRL_IO,
                                   f->o.enable_controllers, &enabled, e) < 0) {
-      res->fail = EF_CONTROLLER;
+      res->fail = FAIL_CONTROLLER;
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
-      goto out;
+      return -1;
     }
     if (enabled)
       ioq_info("io controller enabled for pod cgroup pod=%s/%s cgroup=%s writes=%u", pr->ns,
-               pr->name, cg.dir, enabled);
+               pr->name, cg->dir, enabled);
     /* memory too, so buffered writeback is charged to the pod; without it
      * io.max still holds direct I/O, so this is not a failure */
     ioq_err me;
     unsigned m_enabled = 0;
-    if (enabled && ioq_cg_ensure_controllers(f->o.layout.io_root, cg.dir, IOQ_CTRL_MEMORY,
+    if (enabled && ioq_cg_ensure_controllers(f->o.layout.io_root, cg->dir, IOQ_CTRL_MEMORY,
                                              f->o.enable_controllers, &m_enabled, &me) < 0)
       ioq_warn("memory controller not enabled for pod cgroup, buffered writes are not limited "
                "pod=%s/%s error=\"%s\"",
                pr->ns, pr->name, me.msg);
   }
+  return 0;
+}
+
+/* The pod's entry (uid), appended empty when it has none; with `lock`
+ * held. NULL + *e when out of memory. */
+static struct applied_pod *slot_locked(struct podtable *f, const char *uid, ioq_err *e) {
+  struct applied_pod *ap = pt_find_locked(f, uid);
+  if (ap)
+    return ap;
+  if (f->n == f->cap) {
+    size_t nc = f->cap ? f->cap * 2 : 32;
+    struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
+    if (!np) {
+      ioq_fail(e, ENOMEM, "out of memory (pod table of %zu entries)", nc);
+      return NULL;
+    }
+    f->pods = np;
+    f->cap = nc;
+  }
+  ap = &f->pods[f->n++];
+  memset(ap, 0, sizeof *ap);
+  return ap;
+}
+
+/* Empties an entry for the grant just applied, keeping its init container
+ * units and, when `log` is NULL (nothing written or read back now), its
+ * file records; else the records become the log's. With `lock` held. */
+static void reset_locked(struct applied_pod *ap, const struct pt_file_log *log) {
+  char **keep_ids[IOQ_RES_COUNT];
+  size_t keep_n[IOQ_RES_COUNT];
+  bool keep_guess[IOQ_RES_COUNT];
+  struct podtable_file *old_files = ap->files;
+  size_t n_old_files = ap->n_files;
+  memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
+  memcpy(keep_n, ap->n_init, sizeof keep_n);
+  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
+  memset(ap, 0, sizeof *ap);
+  memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
+  memcpy(ap->n_init, keep_n, sizeof keep_n);
+  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
+  if (!log) {
+    ap->files = old_files;
+    ap->n_files = n_old_files;
+  } else {
+    ap->files = pt_merge_files(log, old_files, n_old_files);
+    ap->n_files = ap->files ? log->n : 0;
+    free(old_files);
+  }
+}
+
+/* Clears the disks an earlier grant of the pod (`old`, throttled devices
+ * `devs`) had and the new one `now` does not. */
+static void clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
+                                const struct ioq_pod_grant *old, const struct ioq_devno *devs,
+                                const struct ioq_pod_grant *now, const struct podres_pod *pr) {
+  for (size_t i = 0; i < old->n; i++) {
+    if (ioq_grant_find(now, old->disks[i].disk))
+      continue;
+    ioq_err ce;
+    if (clear_disk(f, cg, devs[i], &ce) < 0)
+      ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
+               pr->ns, pr->name, old->disks[i].disk, ce.msg);
+  }
+}
+
+/* Combined directions: each disk of `now` whose grant is the same as in
+ * `before` (same cgroup) keeps the read/write split in place. */
+static void carry_splits(const struct applied_pod *before, const struct ioq_pod_grant *now,
+                         struct ioq_io_limits splits[IOQ_POD_DISKS_MAX],
+                         bool has_split[IOQ_POD_DISKS_MAX]) {
+  for (size_t i = 0; i < now->n; i++)
+    for (size_t j = 0; j < before->grant.n; j++)
+      if (before->has_split[j] && strcmp(before->grant.disks[j].disk, now->disks[i].disk) == 0 &&
+          memcmp(before->grant.disks[j].units, now->disks[i].units,
+                 sizeof before->grant.disks[j].units) == 0) {
+        splits[i] = before->split[j];
+        has_split[i] = true;
+      }
+}
+
+static void log_in_place(const struct podres_pod *pr, const char *uid, const char *cgroup,
+                         const struct podtable_result *res, const struct cat_disk *cds) {
+  for (size_t i = 0; i < res->grant.n; i++) {
+    const struct ioq_disk_grant *dg = &res->grant.disks[i];
+    ioq_log(res->writes ? IOQ_LOG_INFO : IOQ_LOG_DEBUG,
+            "pod grant in place pod=%s/%s uid=%s cgroup=%s disk=%s dev=%u:%u bandwidth_units=%llu "
+            "iops_units=%llu writes=%u",
+            pr->ns, pr->name, uid, cgroup, dg->disk, cds[i].dev.major, cds[i].dev.minor,
+            (unsigned long long)dg->units[IOQ_RES_BANDWIDTH],
+            (unsigned long long)dg->units[IOQ_RES_IOPS], res->writes);
+  }
+}
+
+static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                        enum ioq_resource init_res, char *const *init_ids, size_t n_init_ids,
+                        unsigned flags, struct podtable_result *res, ioq_err *e) {
+  bool prestart = flags & PODTABLE_PRESTART;
+  memset(res, 0, sizeof *res);
+  if (strlen(pr->ns) > IOQ_POD_NAMESPACE_MAX || strlen(pr->name) > IOQ_POD_NAME_MAX) {
+    res->fail = FAIL_GRANT;
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "pod %.63s.../%.63s...: namespace or name longer than Kubernetes allows",
+                    pr->ns, pr->name);
+  }
+  struct cat_disk *cds = NULL;
+  if (grant_of(f, pr, pi, init_res, init_ids, n_init_ids, res, &cds, e) < 0)
+    return -1;
+  struct pt_file_log *log = NULL;
+  int rc = -1;
+  struct ioq_cg cg;
+  if (open_pod_cgroup(f, pr, pi, res, &cg, e) < 0)
+    goto out;
 
   /* The kernel writes are made without the table lock: every change of the
    * table happens under apply_lock, held here, so the entry read here cannot
    * change meanwhile, and readers of the table (metrics, allocated units,
    * the pool of pods without a grant) do not wait on the kernel. */
   pthread_mutex_lock(&f->lock);
-  struct applied_pod *ap = enf_find_locked(f, pi->uid), before;
+  struct applied_pod *ap = pt_find_locked(f, pi->uid), before;
   if (ap)
     before = *ap; /* a copy of the grant; its init_ids stay owned by the table */
   bool state_lost = f->state_lost;
   pthread_mutex_unlock(&f->lock);
-  bool had_init = ap && enf_holds_init(&before);
+  bool had_init = ap && pt_holds_init(&before);
   bool was_unknown =
-      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !enf_is_settled(f, pi->uid);
+      ap ? before.init_unknown : state_lost && pod_init_asks(pi) && !pt_is_settled(f, pi->uid);
   /* a reconcile pass leaves an unknown Pending pod as it is while one of
    * its init containers asking for units may run (its status does not say
    * it terminated): it may hold more than this grant. A PreStart knows: no
@@ -577,18 +602,12 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   /* combined directions: a disk whose grant is unchanged keeps its split */
   struct ioq_io_limits splits[IOQ_POD_DISKS_MAX] = {{0}};
   bool has_split[IOQ_POD_DISKS_MAX] = {false};
-  for (size_t i = 0; ap && i < res->grant.n && strcmp(before.cgroup, cg.dir) == 0; i++)
-    for (size_t j = 0; j < before.grant.n; j++)
-      if (before.has_split[j] && strcmp(before.grant.disks[j].disk, res->grant.disks[i].disk) == 0 &&
-          memcmp(before.grant.disks[j].units, res->grant.disks[i].units,
-                 sizeof before.grant.disks[j].units) == 0) {
-        splits[i] = before.split[j];
-        has_split[i] = true;
-      }
+  if (ap && strcmp(before.cgroup, cg.dir) == 0)
+    carry_splits(&before, &res->grant, splits, has_split);
   /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
   log = calloc(1, sizeof *log);
   if (log)
-    log->now = realtime_now();
+    log->now = pt_realtime_now();
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
     if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL, res,
                    log, e) < 0) {
@@ -599,74 +618,36 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   if (was_unknown && !hold) { /* whatever the lost grant held goes */
     clear_other_disks(f, &cg, &res->grant, pr);
-    enf_settle(f, pi->uid);
+    pt_settle(f, pi->uid);
   }
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
-  res->grant_changed = res->known && !grant_eq(&before.grant, &res->grant);
-  if (res->known && !hold) {
-    for (size_t i = 0; i < before.grant.n; i++) {
-      if (ioq_grant_find(&res->grant, before.grant.disks[i].disk))
-        continue;
-      ioq_err ce;
-      if (clear_disk(f, &cg, before.devs[i], &ce) < 0)
-        ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
-                 pr->ns, pr->name, before.grant.disks[i].disk, ce.msg);
-    }
-  }
+  res->grant_changed = res->known && !podgrant_eq(&before.grant, &res->grant);
+  if (res->known && !hold)
+    clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr);
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);
-  ap = enf_find_locked(f, pi->uid);
+  ap = slot_locked(f, pi->uid, e);
   if (!ap) {
-    if (f->n == f->cap) {
-      size_t nc = f->cap ? f->cap * 2 : 32;
-      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
-      if (!np) {
-        pthread_mutex_unlock(&f->lock);
-        ioq_fail(e, ENOMEM, "out of memory");
-        goto out;
-      }
-      f->pods = np;
-      f->cap = nc;
-    }
-    ap = &f->pods[f->n++];
-    memset(ap, 0, sizeof *ap);
+    pthread_mutex_unlock(&f->lock);
+    ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
+    goto out;
   }
-  /* keep the init container units across the reset below */
-  char **keep_ids[IOQ_RES_COUNT];
-  size_t keep_n[IOQ_RES_COUNT];
-  bool keep_guess[IOQ_RES_COUNT];
-  struct enf_file *old_files = ap->files;
-  size_t n_old_files = ap->n_files;
-  memcpy(keep_ids, ap->init_ids, sizeof keep_ids);
-  memcpy(keep_n, ap->n_init, sizeof keep_n);
-  memcpy(keep_guess, ap->init_guess, sizeof keep_guess);
-  memset(ap, 0, sizeof *ap);
-  memcpy(ap->init_ids, keep_ids, sizeof keep_ids);
-  memcpy(ap->n_init, keep_n, sizeof keep_n);
-  memcpy(ap->init_guess, keep_guess, sizeof keep_guess);
-  if (hold || !log) { /* nothing written or read back now: the last records stand */
-    ap->files = old_files;
-    ap->n_files = n_old_files;
-  } else {
-    ap->files = merge_files(log, old_files, n_old_files);
-    ap->n_files = ap->files ? log->n : 0;
-    free(old_files);
-  }
+  reset_locked(ap, hold ? NULL : log);
   if (init_ids && n_init_ids) {
-    enf_free_init(ap, init_res);
+    pt_free_init(ap, init_res);
     if ((ap->init_ids[init_res] = copy_ids(init_ids, n_init_ids)))
       ap->n_init[init_res] = n_init_ids;
-    ap->init_guess[init_res] = flags & ENF_GUESS;
+    ap->init_guess[init_res] = flags & PODTABLE_GUESS;
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
     free_all_init(ap);
   ap->init_unknown = hold;
-  ioq_copy(ap->ns, sizeof ap->ns, pr->ns);
-  ioq_copy(ap->name, sizeof ap->name, pr->name);
-  ioq_copy(ap->uid, sizeof ap->uid, pi->uid);
-  ioq_copy(ap->cgroup, sizeof ap->cgroup, cg.dir);
+  memcpy(ap->ns, pr->ns, strlen(pr->ns) + 1); /* lengths checked by apply_locked */
+  memcpy(ap->name, pr->name, strlen(pr->name) + 1);
+  PT_COPY_FIELD(ap->uid, pi->uid);
+  PT_COPY_FIELD(ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
   ap->applied_at = ioq_mono_s();
@@ -677,7 +658,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
-  bool has_init_now = enf_holds_init(ap);
+  bool has_init_now = pt_holds_init(ap);
   if ((init_ids && n_init_ids) || had_init != has_init_now ||
       (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
     f->state_dirty = true;
@@ -688,15 +669,7 @@ static int apply_locked(struct enforcer *f, const struct podres_pod *pr, const s
   }
   pthread_mutex_unlock(&f->lock);
 
-  for (size_t i = 0; i < res->grant.n; i++) {
-    const struct ioq_disk_grant *dg = &res->grant.disks[i];
-    ioq_log(res->writes ? IOQ_LOG_INFO : IOQ_LOG_DEBUG,
-            "pod grant in place pod=%s/%s uid=%s cgroup=%s disk=%s dev=%u:%u bandwidth_units=%llu "
-            "iops_units=%llu writes=%u",
-            pr->ns, pr->name, pi->uid, cg.dir, dg->disk, cds[i].dev.major, cds[i].dev.minor,
-            (unsigned long long)dg->units[IOQ_RES_BANDWIDTH],
-            (unsigned long long)dg->units[IOQ_RES_IOPS], res->writes);
-  }
+  log_in_place(pr, pi->uid, cg.dir, res, cds);
   rc = 0;
 out:
   free(log);
@@ -720,15 +693,15 @@ struct missing_pod {
  * what it holds. */
 static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || enf_holds_init(ap));
+  return pr && (pr->n_ctrs || pt_holds_init(ap));
 }
 
 /* The remembered pods applied before the List, with what the cgroup tree
  * and the pod cache say of them: the List names pods by namespace/name only,
  * so a listed name may be a new instance of a recreated pod. Gathered
- * without the enforcer's locks held, since the pod cache calls into the
- * enforcer with its own lock held. */
-static size_t gather_missing(struct enforcer *f, const struct podres_list *listed,
+ * without the pod table's locks held, since the pod cache calls into the
+ * pod table with its own lock held. */
+static size_t gather_missing(struct podtable *f, const struct podres_list *listed,
                              struct podcache *pc, struct missing_pod **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = 0;
@@ -737,10 +710,10 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
     const struct applied_pod *ap = &f->pods[i];
     if (ap->applied_at >= listed->asked_at)
       continue;
-    ioq_copy(m[n].ns, sizeof m[n].ns, ap->ns);
-    ioq_copy(m[n].name, sizeof m[n].name, ap->name);
-    ioq_copy(m[n].uid, sizeof m[n].uid, ap->uid);
-    ioq_copy(m[n].cgroup, sizeof m[n].cgroup, ap->cgroup);
+    PT_COPY_FIELD(m[n].ns, ap->ns);
+    PT_COPY_FIELD(m[n].name, ap->name);
+    PT_COPY_FIELD(m[n].uid, ap->uid);
+    PT_COPY_FIELD(m[n].cgroup, ap->cgroup);
     n++;
   }
   pthread_mutex_unlock(&f->lock);
@@ -754,7 +727,7 @@ static size_t gather_missing(struct enforcer *f, const struct podres_list *liste
     m[i].alive = m[i].cgroup_there && cached && strcmp(pi.uid, m[i].uid) == 0 && !pi.terminating &&
                  strcmp(pi.phase, "Succeeded") != 0 && strcmp(pi.phase, "Failed") != 0;
     if (m[i].alive)
-      ioq_copy(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
+      ioq_copy_trunc(m[i].phase, sizeof m[i].phase, pi.phase[0] ? pi.phase : "alive");
   }
   *out = m;
   return n;
@@ -769,7 +742,7 @@ static const struct missing_pod *find_missing(const struct missing_pod *m, size_
   return NULL;
 }
 
-size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *listed,
+size_t podtable_release_gone(struct podtable *f, const struct podres_list *listed,
                              struct podcache *pc) {
   struct missing_pod *miss;
   size_t n_miss = gather_missing(f, listed, pc, &miss);
@@ -780,6 +753,14 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
   size_t released = 0;
   pthread_mutex_lock(&f->apply_lock);
   pthread_mutex_lock(&f->lock);
+  struct applied_pod *taken = malloc((f->n ? f->n : 1) * sizeof *taken);
+  if (!taken) {
+    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&f->apply_lock);
+    free(miss);
+    ioq_error("releasing gone pods skipped reason=out-of-memory (the list of pods to clear)");
+    return 0;
+  }
   for (size_t i = 0; i < f->n;) {
     struct applied_pod *ap = &f->pods[i];
     const struct missing_pod *mp = find_missing(miss, n_miss, ap);
@@ -804,172 +785,27 @@ size_t enforcer_release_gone(struct enforcer *f, const struct podres_list *liste
         ap->missing_since = listed->asked_at;
         ioq_warn("pod not in kubelet's pod resources List but %s per the API server, keeping its "
                  "limits for up to %.0f s (kubelet restarting?) pod=%s/%s uid=%s",
-                 mp->phase, ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+                 mp->phase, PODTABLE_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
       }
-      if (listed->asked_at - ap->missing_since < ENFORCER_MISSING_GRACE_S) {
+      if (listed->asked_at - ap->missing_since < PODTABLE_MISSING_GRACE_S) {
         i++;
         continue;
       }
       ioq_warn("pod still not in kubelet's pod resources List after %.0f s, releasing it pod=%s/%s "
                "uid=%s",
-               ENFORCER_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
+               PODTABLE_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
-    clear_pod(f, ap, "pod gone");
-    f->state_dirty |= enf_holds_init(ap);
-    free_all_init(ap);
-    free_files(ap);
-    f->pods[i] = f->pods[--f->n];
-    released++;
+    take_locked(f, i, &taken[released++]);
   }
   pthread_mutex_unlock(&f->lock);
-  enf_save_state(f);
+  clear_taken(f, taken, released, "pod gone");
+  pt_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);
   return released;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-void enforcer_note_list(struct enforcer *f, const struct podres_list *l) {
-  struct listed_pod *lp = calloc(l->n ? l->n : 1, sizeof *lp);
-  size_t total = 0;
-  for (size_t i = 0; i < l->n; i++)
-    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
-      total += l->pods[i].ctrs[k].n_ids;
-  const char **ids = calloc(total ? total : 1, sizeof *ids);
-  struct alloc_entry *al = NULL;
-  size_t n_al = 0;
-  if (!lp || !ids)
-    goto oom;
-  size_t m = 0, n_lp = 0;
-  for (size_t i = 0; i < l->n; i++) {
-    if (!l->pods[i].n_ctrs) /* listed, but holding no ioqos units */
-      continue;
-    struct listed_pod *o = &lp[n_lp++];
-    ioq_copy(o->ns, sizeof o->ns, l->pods[i].ns);
-    ioq_copy(o->name, sizeof o->name, l->pods[i].name);
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      o->held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
-    for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
-      for (size_t j = 0; j < l->pods[i].ctrs[k].n_ids; j++)
-        ids[m++] = l->pods[i].ctrs[k].ids[j];
-  }
-  /* an ID handed from an init container to an app container counts once */
-  qsort(ids, m, sizeof *ids, cmp_str);
-  al = calloc(m ? m : 1, sizeof *al);
-  if (!al)
-    goto oom;
-  for (size_t i = 0; i < m; i++) {
-    if (i > 0 && strcmp(ids[i], ids[i - 1]) == 0)
-      continue;
-    struct ioq_unit_id u;
-    if (ioq_unit_id_parse(ids[i], &u, NULL) < 0)
-      continue;
-    size_t d = 0;
-    while (d < n_al && strcmp(al[d].disk, u.disk) != 0)
-      d++;
-    if (d == n_al)
-      ioq_copy(al[n_al++].disk, sizeof al[0].disk, u.disk);
-    al[d].units[u.res]++;
-  }
-  free(ids);
-  pthread_mutex_lock(&f->lock);
-  if (f->have_list && l->asked_at < f->listed_at) {
-    pthread_mutex_unlock(&f->lock);
-    ioq_debug("pod resources List ignored: a later one is already noted");
-    free(lp);
-    free(al);
-    return;
-  }
-  f->listed_at = l->asked_at;
-  free(f->listed);
-  free(f->alloc);
-  f->listed = lp;
-  f->n_listed = n_lp;
-  f->alloc = al;
-  f->n_alloc = n_al;
-  f->have_list = true;
-  pthread_mutex_unlock(&f->lock);
-  return;
-oom:
-  ioq_error("noting the pod resources list failed reason=out-of-memory");
-  free(lp);
-  free(ids);
-  free(al);
-}
-
-size_t enforcer_listed_uids(struct enforcer *f, struct podcache *pc,
-                            char (**out)[IOQ_POD_UID_STR_MAX + 1]) {
-  *out = NULL;
-  pthread_mutex_lock(&f->lock);
-  size_t n = f->n_listed;
-  struct listed_pod *copy = malloc((n ? n : 1) * sizeof *copy);
-  if (copy && n)
-    memcpy(copy, f->listed, n * sizeof *copy);
-  pthread_mutex_unlock(&f->lock);
-  char (*uids)[IOQ_POD_UID_STR_MAX + 1] = calloc(n ? n : 1, sizeof *uids);
-  if (!copy || !uids) {
-    free(copy);
-    free(uids);
-    return 0;
-  }
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct pod_info pi;
-    if (podcache_peek(pc, copy[i].ns, copy[i].name, &pi) && pi.uid[0])
-      ioq_copy(uids[m++], sizeof uids[0], pi.uid);
-  }
-  free(copy);
-  *out = uids;
-  return m;
-}
-
-/* The pod in the last List's pods holding units (NULL if not there). */
-static const struct listed_pod *find_listed_locked(struct enforcer *f, const char *ns,
-                                                   const char *name) {
-  for (size_t i = 0; i < f->n_listed; i++)
-    if (strcmp(f->listed[i].name, name) == 0 && strcmp(f->listed[i].ns, ns) == 0)
-      return &f->listed[i];
-  return NULL;
-}
-
-bool enforcer_pod_held(struct enforcer *f, const char *ns, const char *name,
-                       uint64_t held[IOQ_RES_COUNT]) {
-  pthread_mutex_lock(&f->lock);
-  const struct listed_pod *lp = find_listed_locked(f, ns, name);
-  bool found = lp != NULL;
-  if (found)
-    memcpy(held, lp->held, sizeof lp->held);
-  pthread_mutex_unlock(&f->lock);
-  if (!found)
-    memset(held, 0, IOQ_RES_COUNT * sizeof *held);
-  return found;
-}
-
-void enforcer_allocated(struct enforcer *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    out[r] = 0;
-  pthread_mutex_lock(&f->lock);
-  for (size_t i = 0; i < f->n_alloc; i++)
-    if (strcmp(f->alloc[i].disk, disk) == 0)
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        out[r] = f->alloc[i].units[r];
-  /* pods with limits in place that the List does not show holding units (a
-   * restarting kubelet's, one whose PreStart raced the List, a regular init
-   * container's) still hold theirs */
-  for (size_t i = 0; i < f->n; i++) {
-    const struct ioq_disk_grant *g = ioq_grant_find(&f->pods[i].grant, disk);
-    if (!g || find_listed_locked(f, f->pods[i].ns, f->pods[i].name))
-      continue;
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      out[r] += g->units[r];
-  }
-  pthread_mutex_unlock(&f->lock);
-}
-
-int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, const char *uid,
+int podtable_init_held(struct podtable *f, const char *ns, const char *name, const char *uid,
                        int r, char *const *ids, size_t n) {
   pthread_mutex_lock(&f->lock);
   const struct applied_pod *ap = NULL;
@@ -979,7 +815,7 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
       ap = &f->pods[i];
   int rc = -1;
   if (ap && r < 0) {
-    rc = enf_holds_init(ap) ? 1 : -1;
+    rc = pt_holds_init(ap) ? 1 : -1;
   } else if (ap && ap->n_init[r] && ap->init_guess[r]) {
     rc = 2;
   } else if (ap && ap->n_init[r]) {
@@ -1001,21 +837,14 @@ int enforcer_init_held(struct enforcer *f, const char *ns, const char *name, con
   return rc;
 }
 
-bool enforcer_have_list(struct enforcer *f) {
-  pthread_mutex_lock(&f->lock);
-  bool h = f->have_list;
-  pthread_mutex_unlock(&f->lock);
-  return h;
-}
-
-void enforcer_writes_lock(struct enforcer *f) { pthread_mutex_lock(&f->apply_lock); }
-void enforcer_writes_unlock(struct enforcer *f) { pthread_mutex_unlock(&f->apply_lock); }
+void podtable_writes_lock(struct podtable *f) { pthread_mutex_lock(&f->apply_lock); }
+void podtable_writes_unlock(struct podtable *f) { pthread_mutex_unlock(&f->apply_lock); }
 
 /* the pod's grant disk `disk` and its full-grant split; with `lock` held */
-static const struct applied_pod *split_find_locked(struct enforcer *f, const char *uid,
+static const struct applied_pod *split_find_locked(struct podtable *f, const char *uid,
                                                    const char *disk, size_t *d,
                                                    struct ioq_io_limits *grant) {
-  const struct applied_pod *ap = enf_find_locked(f, uid);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
   for (size_t i = 0; ap && !ap->init_unknown && i < ap->grant.n; i++)
     if (strcmp(ap->grant.disks[i].disk, disk) == 0 &&
         ioq_grant_limits(&ap->grant.disks[i], &f->o.sizes, grant, NULL) == 0) {
@@ -1025,7 +854,7 @@ static const struct applied_pod *split_find_locked(struct enforcer *f, const cha
   return NULL;
 }
 
-bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
+bool podtable_get_split(struct podtable *f, const char *uid, const char *disk,
                         struct ioq_io_limits *grant, struct ioq_io_limits *cur) {
   pthread_mutex_lock(&f->lock);
   size_t d = 0;
@@ -1036,7 +865,7 @@ bool enforcer_get_split(struct enforcer *f, const char *uid, const char *disk,
   return ap != NULL;
 }
 
-int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
+int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
                        const struct ioq_io_limits *grant, const struct ioq_io_limits *split,
                        ioq_err *e) {
   if (!ioq_dirsplit_valid(grant, split))
@@ -1064,18 +893,19 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
       rc = -1;
     } else {
       pthread_mutex_lock(&f->lock);
-      struct applied_pod *w = enf_find_locked(f, uid);
+      struct applied_pod *w = pt_find_locked(f, uid);
       if (w) {
         w->split[d] = *split;
         w->has_split[d] = true;
         /* what `ioqosctl explain` shows for the files: the split written */
-        double now = realtime_now();
+        double now = pt_realtime_now();
         for (size_t i = 0; i < rep.n; i++)
           for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
             if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&
                 strcmp(w->files[k].disk, disk) == 0) {
-              ioq_copy(w->files[k].written, sizeof w->files[k].written, rep.steps[i].written);
-              ioq_copy(w->files[k].readback, sizeof w->files[k].readback, rep.steps[i].readback);
+              struct podtable_file *wf = &w->files[k];
+              ioq_copy_trunc(wf->written, sizeof wf->written, rep.steps[i].written);
+              ioq_copy_trunc(wf->readback, sizeof wf->readback, rep.steps[i].readback);
               w->files[k].written_at = w->files[k].verified_at = now;
             }
       }
@@ -1087,7 +917,7 @@ int enforcer_set_split(struct enforcer *f, const char *uid, const char *disk,
   return rc;
 }
 
-size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
+size_t podtable_snapshot(struct podtable *f, struct applied_pod **out) {
   pthread_mutex_lock(&f->lock);
   size_t n = f->n;
   *out = malloc((n ? n : 1) * sizeof **out);
@@ -1110,10 +940,10 @@ size_t enforcer_snapshot(struct enforcer *f, struct applied_pod **out) {
   return n;
 }
 
-int enforcer_pod_files(struct enforcer *f, const char *uid, struct enf_file **out) {
+int podtable_pod_files(struct podtable *f, const char *uid, struct podtable_file **out) {
   *out = NULL;
   pthread_mutex_lock(&f->lock);
-  const struct applied_pod *ap = enf_find_locked(f, uid);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
   int n = ap ? (int)ap->n_files : -1;
   if (n > 0 && (*out = malloc((size_t)n * sizeof **out)))
     memcpy(*out, ap->files, (size_t)n * sizeof **out);

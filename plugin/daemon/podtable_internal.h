@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The pod table's internals, shared by podtable.c (applying and releasing
+ * grants, the List view) and initbook.c (regular init container
+ * grants: the state file, guesses of ambiguous starts, unknown pods). Not
+ * for other files: podtable.h is the interface. */
+#ifndef IOQOS_PLUGIN_PODTABLE_INTERNAL_H
+#define IOQOS_PLUGIN_PODTABLE_INTERNAL_H
+
+#include <pthread.h>
+#include <string.h>
+
+#include "podtable.h"
+
+struct listed_pod {
+  char ns[PODRES_NAME_MAX + 1];
+  char name[PODRES_NAME_MAX + 1];
+  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
+};
+
+struct alloc_entry {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  uint64_t units[IOQ_RES_COUNT];
+};
+
+struct podtable {
+  struct podtable_opts o;
+  char kubelet_cgroup_root[PATH_MAX];
+  char sysfs_root[PATH_MAX];
+  char state_file[PATH_MAX];
+  /* One apply or release at a time (PreStart threads and the reconcile
+   * loop): a pass that computed a grant before a PreStart changed it must
+   * not write it after. Taken before `lock`. */
+  pthread_mutex_t apply_lock;
+  /* the tables below; held only to copy in and out, never across a kernel
+   * write (podtable.h, "Locks") */
+  pthread_mutex_t lock;
+  struct applied_pod *pods;
+  size_t n, cap;
+  /* the last List */
+  bool have_list;
+  double listed_at; /* its asked_at */
+  struct listed_pod *listed;
+  size_t n_listed;
+  struct alloc_entry *alloc;
+  size_t n_alloc;
+  /* the init container grants (applied_pod.init_ids) changed since the last
+   * save; under apply_lock */
+  bool state_dirty;
+  bool state_lost; /* the state file was unusable at start */
+  /* with state_lost: pods found unknown whose grant was written since, so
+   * they are not unknown again (under apply_lock) */
+  char (*settled)[IOQ_POD_UID_MAX + 1];
+  size_t n_settled, cap_settled;
+};
+
+/* the pod in the last List's pods holding units (NULL if not there), with
+ * `lock` held (listview.c) */
+const struct listed_pod *pt_find_listed_locked(struct podtable *f, const char *ns,
+                                               const char *name);
+
+/* Copies a char array field into one of the same size: cannot cut (the
+ * sizes are checked at compile time), so there is no result to check. */
+#define PT_COPY_FIELD(dst, src)                                                                   \
+  do {                                                                                           \
+    _Static_assert(sizeof(dst) == sizeof(src), "PT_COPY_FIELD: field sizes differ");            \
+    memcpy((dst), (src), sizeof(dst));                                                           \
+  } while (0)
+
+/* table helpers (podtable.c); _locked: with `lock` held */
+struct applied_pod *pt_find_locked(struct podtable *f, const char *uid);
+void pt_free_init(struct applied_pod *ap, int r);
+void pt_free_strs(char **s, size_t n);
+bool pt_has_init(const struct applied_pod *ap);
+/* known init units, or unknown ones that may be in place */
+bool pt_holds_init(const struct applied_pod *ap);
+
+/* initbook.c, with apply_lock held */
+/* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`
+ * has none of (malloc'd copies), or NULL when there is nothing to add. */
+char **pt_merge_guess(struct podtable *f, const char *uid, enum ioq_resource r, char *const *ids,
+                       size_t n, size_t *n_out);
+bool pt_is_settled(struct podtable *f, const char *uid);
+void pt_settle(struct podtable *f, const char *uid);
+/* Writes the init container grants to the state file if they changed since
+ * the last save; a failed save is retried on the next change or pass. */
+void pt_save_state(struct podtable *f);
+
+#endif
