@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ioqos/histogram.h"
 #include "failreason.h"
@@ -65,5 +66,11 @@ struct metrics_snapshot {
   uint64_t per_res[C_COUNT_][IOQ_RES_COUNT];
 };
 void metrics_snapshot(struct metrics *m, struct metrics_snapshot *out);
+
+/* Prometheus text helpers shared by metrics_text.c and monitor.c: a label
+ * value escaped (backslash, double quote, newline) and a family's HELP and
+ * TYPE lines. */
+void metrics_lv(FILE *f, const char *s);
+void metrics_head(FILE *f, const char *name, const char *type, const char *help);
 
 #endif

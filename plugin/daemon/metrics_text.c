@@ -28,7 +28,7 @@
 #include "ungranted.h"
 
 /* label values: escape backslash, double quote and newline */
-static void lv(FILE *f, const char *s) {
+void metrics_lv(FILE *f, const char *s) {
   for (; *s; s++) {
     if (*s == '\\' || *s == '"')
       fputc('\\', f);
@@ -40,20 +40,20 @@ static void lv(FILE *f, const char *s) {
   }
 }
 
-static void head(FILE *f, const char *name, const char *type, const char *help) {
+void metrics_head(FILE *f, const char *name, const char *type, const char *help) {
   fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* NAME{node="N" — the caller adds labels with lbl() and ends with val() */
 static void open_s(FILE *f, const char *name, const struct plugin *p) {
   fprintf(f, "%s{node=\"", name);
-  lv(f, p->opts.node_name);
+  metrics_lv(f, p->opts.node_name);
   fputc('"', f);
 }
 
 static void lbl(FILE *f, const char *key, const char *value) {
   fprintf(f, ",%s=\"", key);
-  lv(f, value);
+  metrics_lv(f, value);
   fputc('"', f);
 }
 
@@ -72,7 +72,7 @@ static const char *const g_res_suffix[IOQ_RES_COUNT] = {"bytes_per_second", "iop
 static const char *const g_res_name[IOQ_RES_COUNT] = {"bandwidth", "IOPS"};
 
 static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n) {
-  head(f, "ioqos_disk_info", "gauge",
+  metrics_head(f, "ioqos_disk_info", "gauge",
        "1 per managed disk; dev is the throttled device (major:minor).");
   for (size_t i = 0; i < n; i++) {
     open_disk(f, "ioqos_disk_info", p, &cd[i]);
@@ -85,7 +85,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     snprintf(help, sizeof help,
              "Allocatable %s of a managed disk: the units it advertises x the unit size.",
              g_res_name[r]);
-    head(f, name, "gauge", help);
+    metrics_head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
       open_disk(f, name, p, &cd[i]);
       val(f, cd[i].units[r] * p->cfg.units.size[r]);
@@ -94,7 +94,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
     snprintf(help, sizeof help,
              "%s of a disk held by pods (kubelet's pod resources List), in the same unit as "
              "ioqos_disk_capacity_%s.", g_res_name[r], g_res_suffix[r]);
-    head(f, name, "gauge", help);
+    metrics_head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
       uint64_t al[IOQ_RES_COUNT];
       listview_allocated(p->table, cd[i].disk.dev.name, al);
@@ -102,12 +102,12 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
       val(f, al[r] * p->cfg.units.size[r]);
     }
   }
-  head(f, "ioqos_disk_healthy", "gauge", "1 if the disk's units are Healthy.");
+  metrics_head(f, "ioqos_disk_healthy", "gauge", "1 if the disk's units are Healthy.");
   for (size_t i = 0; i < n; i++) {
     open_disk(f, "ioqos_disk_healthy", p, &cd[i]);
     val(f, cd[i].healthy ? 1 : 0);
   }
-  head(f, "ioqos_disk_capability", "gauge", "1 for each capability the probe found on a disk.");
+  metrics_head(f, "ioqos_disk_capability", "gauge", "1 for each capability the probe found on a disk.");
   for (size_t i = 0; i < n; i++)
     for (unsigned b = 0; b < IOQ_CAP_COUNT_; b++) {
       const char *name = ioq_cap_name(1u << b);
@@ -117,7 +117,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
       lbl(f, "capability", name);
       val(f, (cd[i].disk.caps & (1u << b)) ? 1 : 0);
     }
-  head(f, "ioqos_disk_capacity_error", "gauge",
+  metrics_head(f, "ioqos_disk_capacity_error", "gauge",
        "1 if the disk's capacity source is broken (corrupt calibration entry, bad io.cost.model "
        "line): the disk is Unhealthy, the others keep serving.");
   for (size_t i = 0; i < n; i++) {
@@ -126,7 +126,7 @@ static void disks(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t n
   }
   struct ioq_select_fault *sf;
   size_t nf = catalog_faults(p->catalog, &sf);
-  head(f, "ioqos_disk_select_errors", "gauge",
+  metrics_head(f, "ioqos_disk_select_errors", "gauge",
        "Configured disk selectors that give no disk (1 per selector; the log and a node Event say why).");
   for (size_t i = 0; i < nf; i++) {
     open_s(f, "ioqos_disk_select_errors", p);
@@ -146,7 +146,7 @@ static void pods(FILE *f, struct plugin *p) {
     snprintf(name, sizeof name, "ioqos_pod_grant_%s", g_res_suffix[r]);
     snprintf(help, sizeof help, "%s granted to a pod on a disk (pod-level total, units x unit size).",
              g_res_name[r]);
-    head(f, name, "gauge", help);
+    metrics_head(f, name, "gauge", help);
     for (size_t i = 0; i < n; i++)
       for (size_t d = 0; d < ap[i].grant.n; d++) {
         open_s(f, name, p);
@@ -156,9 +156,9 @@ static void pods(FILE *f, struct plugin *p) {
         val(f, ap[i].grant.disks[d].units[r] * p->cfg.units.size[r]);
       }
   }
-  head(f, "ioqos_pod_io_bytes_total", "counter",
+  metrics_head(f, "ioqos_pod_io_bytes_total", "counter",
        "Bytes a granted pod read/wrote on a disk (io.stat, or v1 blkio.throttle stats).");
-  head(f, "ioqos_pod_io_operations_total", "counter", "I/O operations of a granted pod on a disk.");
+  metrics_head(f, "ioqos_pod_io_operations_total", "counter", "I/O operations of a granted pod on a disk.");
   struct ioq_iostat st[64];
   for (size_t i = 0; i < n; i++) {
     struct ioq_cg cg;
@@ -200,7 +200,7 @@ static void counters(FILE *f, struct plugin *p) {
       "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
       "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
       "UNAUTHENTICATED"};
-  head(f, "ioqos_rpc_requests_total", "counter", "Device plugin RPCs answered, by status code.");
+  metrics_head(f, "ioqos_rpc_requests_total", "counter", "Device plugin RPCs answered, by status code.");
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     for (int m = 0; m < RPC_METHOD_COUNT_; m++)
       for (int c = 0; c < RPC_CODES; c++)
@@ -211,7 +211,7 @@ static void counters(FILE *f, struct plugin *p) {
           lbl(f, "code", code_names[c]);
           val(f, s->rpc[r][m].codes[c]);
         }
-  head(f, "ioqos_rpc_duration_seconds", "histogram",
+  metrics_head(f, "ioqos_rpc_duration_seconds", "histogram",
        "Time from receiving an RPC to sending its answer (ListAndWatch: the first list).");
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     for (int m = 0; m < RPC_METHOD_COUNT_; m++) {
@@ -225,7 +225,7 @@ static void counters(FILE *f, struct plugin *p) {
       ioq_histogram_write(f, "ioqos_rpc_duration_seconds", labels, rpc_bucket_bounds, RPC_BUCKETS,
                           h);
     }
-  head(f, "ioqos_enforcement_errors_total", "counter",
+  metrics_head(f, "ioqos_enforcement_errors_total", "counter",
        "Failures to put a pod's grant in place, by reason.");
   for (int r = FAIL_FIRST_; r < FAIL_COUNT_; r++) {
     open_s(f, "ioqos_enforcement_errors_total", p);
@@ -265,7 +265,7 @@ static void counters(FILE *f, struct plugin *p) {
       {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},
   };
   for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
-    head(f, plain[i].name, "counter", plain[i].help);
+    metrics_head(f, plain[i].name, "counter", plain[i].help);
     if (!plain[i].per_res) {
       open_s(f, plain[i].name, p);
       val(f, s->counters[plain[i].c]);
@@ -295,7 +295,7 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
       {"ioqos_ungranted_pods", "Pods without a grant bounded on a disk now."},
   };
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
-    head(f, g[k].name, "gauge", g[k].help);
+    metrics_head(f, g[k].name, "gauge", g[k].help);
     for (size_t i = 0; i < n; i++) {
       const char *cls = NULL;
       for (size_t c = 0; c < ncd && !cls; c++)
@@ -310,32 +310,32 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
       val(f, v);
     }
   }
-  head(f, "ioqos_ungranted_before_bound_max_bytes", "gauge",
+  metrics_head(f, "ioqos_ungranted_before_bound_max_bytes", "gauge",
        "Most bytes a pod without a grant did on a disk before its bound was in place.");
   open_s(f, "ioqos_ungranted_before_bound_max_bytes", p);
   val(f, before);
 }
 
 static void state(FILE *f, struct plugin *p) {
-  head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
+  metrics_head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_kubelet_registered", p);
     lbl(f, "resource", ioq_resource_name(r));
     val(f, atomic_load(&p->ep[r].registered) ? 1 : 0);
   }
-  head(f, "ioqos_listandwatch_streams", "gauge", "Open ListAndWatch streams.");
+  metrics_head(f, "ioqos_listandwatch_streams", "gauge", "Open ListAndWatch streams.");
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_listandwatch_streams", p);
     lbl(f, "resource", ioq_resource_name(r));
     val(f, endpoint_streams(&p->ep[r]));
   }
-  head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
+  metrics_head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
   open_s(f, "ioqos_pod_cache_synced", p);
   val(f, podcache_synced(p->pods) ? 1 : 0);
-  head(f, "ioqos_pod_cache_lists_total", "counter", "Full lists of the node's pods (start, 410 Gone, errors).");
+  metrics_head(f, "ioqos_pod_cache_lists_total", "counter", "Full lists of the node's pods (start, 410 Gone, errors).");
   open_s(f, "ioqos_pod_cache_lists_total", p);
   val(f, podcache_lists(p->pods));
-  head(f, "ioqos_pod_cache_oversized_total", "counter",
+  metrics_head(f, "ioqos_pod_cache_oversized_total", "counter",
        "Pod objects whose fields ioqos reads exceed the per-pod budget (cached by name, never acted on).");
   open_s(f, "ioqos_pod_cache_oversized_total", p);
   val(f, podcache_oversized(p->pods));

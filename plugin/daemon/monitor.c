@@ -28,6 +28,7 @@
 #include "ioqos/grantmon.h"
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
+#include "metrics.h"
 #include "monitor.h"
 #include "plugin.h"
 
@@ -779,48 +780,33 @@ void monitor_free(struct monitor *m) {
 
 /* ---- /metrics ---- */
 
-static void lv(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"')
-      fputc('\\', f);
-    if (*s == '\n') {
-      fputs("\\n", f);
-      continue;
-    }
-    fputc(*s, f);
-  }
-}
-
-static void head(FILE *f, const char *name, const char *type, const char *help) {
-  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
 
 static void open_pod(FILE *f, const char *name, const struct plugin *p, const struct mon_pod *pp,
                      const struct mon_slot *s) {
   fprintf(f, "%s{node=\"", name);
-  lv(f, p->opts.node_name);
+  metrics_lv(f, p->opts.node_name);
   fputs("\",namespace=\"", f);
-  lv(f, pp->ns);
+  metrics_lv(f, pp->ns);
   fputs("\",pod=\"", f);
-  lv(f, pp->name);
+  metrics_lv(f, pp->name);
   fputs("\",disk=\"", f);
-  lv(f, s->disk);
+  metrics_lv(f, s->disk);
   fputc('"', f);
 }
 
 static void open_mdisk(FILE *f, const char *name, const struct plugin *p, const struct mon_disk *d) {
   fprintf(f, "%s{node=\"", name);
-  lv(f, p->opts.node_name);
+  metrics_lv(f, p->opts.node_name);
   fputs("\",disk=\"", f);
-  lv(f, d->name);
+  metrics_lv(f, d->name);
   fputs("\",class=\"", f);
-  lv(f, d->class_name);
+  metrics_lv(f, d->class_name);
   fputc('"', f);
 }
 
 static void open_node(FILE *f, const char *name, const struct plugin *p) {
   fprintf(f, "%s{node=\"", name);
-  lv(f, p->opts.node_name);
+  metrics_lv(f, p->opts.node_name);
   fputc('"', f);
 }
 
@@ -840,7 +826,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
        "I/O operations per second of a granted pod on a disk over the monitor's last interval.", true},
   };
   for (size_t k = 0; k < 2; k++) {
-    head(f, rate_fam[k].name, "gauge", rate_fam[k].help);
+    metrics_head(f, rate_fam[k].name, "gauge", rate_fam[k].help);
     for (size_t i = 0; i < m->n; i++)
       for (size_t d = 0; d < m->pods[i].n; d++) {
         const struct mon_slot *s = &m->pods[i].s[d];
@@ -854,7 +840,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
         }
       }
   }
-  head(f, "ioqos_pod_io_stall_ratio", "gauge",
+  metrics_head(f, "ioqos_pod_io_stall_ratio", "gauge",
        "Share of the monitor's last interval in which some task of a granted pod waited for I/O "
        "(io.pressure some; no series where unknown: cgroup v1, no PSI).");
   for (size_t i = 0; i < m->n; i++)
@@ -865,7 +851,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
       open_pod(f, "ioqos_pod_io_stall_ratio", p, &m->pods[i], s);
       fprintf(f, "} %.6g\n", s->rates.stall);
     }
-  head(f, "ioqos_pod_grant_verdict", "gauge",
+  metrics_head(f, "ioqos_pod_grant_verdict", "gauge",
        "1 for the grant monitor's verdict on a granted pod and disk for the last interval "
        "(idle, within, at-cap, starved, unknown), 0 for the others.");
   for (size_t i = 0; i < m->n; i++)
@@ -889,7 +875,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
       {"ioqos_disk_granted_io_iops", "I/O operations per second the granted pods together achieved on a disk."},
   };
   for (size_t k = 0; k < 4; k++) {
-    head(f, disk_fam[k].name, "gauge", disk_fam[k].help);
+    metrics_head(f, disk_fam[k].name, "gauge", disk_fam[k].help);
     for (size_t i = 0; i < m->n_disks; i++) {
       const struct mon_disk *d = &m->disks[i];
       if (!d->seen || !d->cur.known)
@@ -907,7 +893,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
       {"ioqos_disk_inflight_requests", "Average requests in flight on the disk over the monitor's last interval (block stat time_in_queue)."},
   };
   for (size_t k = 0; k < 2; k++) {
-    head(f, busy_fam[k].name, "gauge", busy_fam[k].help);
+    metrics_head(f, busy_fam[k].name, "gauge", busy_fam[k].help);
     for (size_t i = 0; i < m->n_disks; i++) {
       const struct mon_disk *d = &m->disks[i];
       if (!d->seen || !d->cur.known)
@@ -916,7 +902,7 @@ void monitor_metrics(struct monitor *m, FILE *f) {
       fprintf(f, "} %.6g\n", k == 0 ? d->cur.got.busy : d->cur.got.queue);
     }
   }
-  head(f, "ioqos_disk_grant_verdict_seconds_total", "counter",
+  metrics_head(f, "ioqos_disk_grant_verdict_seconds_total", "counter",
        "Pod-seconds the grant monitor classified granted pods on a disk in each verdict.");
   for (size_t i = 0; i < m->n_disks; i++) {
     const struct mon_disk *d = &m->disks[i];
@@ -928,29 +914,29 @@ void monitor_metrics(struct monitor *m, FILE *f) {
               d->verdict_s[v]);
     }
   }
-  head(f, "ioqos_monitor_passes_total", "counter", "Passes of the grant monitor.");
+  metrics_head(f, "ioqos_monitor_passes_total", "counter", "Passes of the grant monitor.");
   open_node(f, "ioqos_monitor_passes_total", p);
   fprintf(f, "} %llu\n", (unsigned long long)m->passes);
-  head(f, "ioqos_monitor_pass_duration_seconds", "gauge", "Wall time of the grant monitor's last pass.");
+  metrics_head(f, "ioqos_monitor_pass_duration_seconds", "gauge", "Wall time of the grant monitor's last pass.");
   open_node(f, "ioqos_monitor_pass_duration_seconds", p);
   fprintf(f, "} %.6g\n", m->last_pass_s);
-  head(f, "ioqos_monitor_cpu_seconds_total", "counter", "CPU time the grant monitor's passes used.");
+  metrics_head(f, "ioqos_monitor_cpu_seconds_total", "counter", "CPU time the grant monitor's passes used.");
   open_node(f, "ioqos_monitor_cpu_seconds_total", p);
   fprintf(f, "} %.6g\n", m->cpu_s);
-  head(f, "ioqos_monitor_pods", "gauge", "Granted pods the grant monitor measures.");
+  metrics_head(f, "ioqos_monitor_pods", "gauge", "Granted pods the grant monitor measures.");
   open_node(f, "ioqos_monitor_pods", p);
   fprintf(f, "} %zu\n", m->n);
-  head(f, "ioqos_monitor_read_failures_total", "counter",
+  metrics_head(f, "ioqos_monitor_read_failures_total", "counter",
        "io.stat / block stat reads of the grant monitor that failed (pod cgroup gone, ...).");
   open_node(f, "ioqos_monitor_read_failures_total", p);
   fprintf(f, "} %llu\n", (unsigned long long)m->read_fail);
-  head(f, "ioqos_monitor_events_total", "counter",
+  metrics_head(f, "ioqos_monitor_events_total", "counter",
        "Events the grant monitor posted, by reason.");
   for (int k = 0; k < 3; k++) {
     open_node(f, "ioqos_monitor_events_total", p);
     fprintf(f, ",reason=\"%s\"} %llu\n", g_ev_reason[k], (unsigned long long)m->events[k]);
   }
-  head(f, "ioqos_monitor_events_suppressed_total", "counter",
+  metrics_head(f, "ioqos_monitor_events_suppressed_total", "counter",
        "Warnings the grant monitor did not post because of monitor.eventIntervalSeconds, by reason.");
   for (int k = 0; k < 3; k += 2) {
     open_node(f, "ioqos_monitor_events_suppressed_total", p);
