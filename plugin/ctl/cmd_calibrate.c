@@ -115,7 +115,7 @@ int cmd_calibrate(int argc, char **argv) {
     ioq_config_free(&cfg);
     return g_stop ? 130 : 1;
   }
-  ioq_copy(cal.disk, sizeof cal.disk, disk.dev.name);
+  ioq_copy_trunc(cal.disk, sizeof cal.disk, disk.dev.name); /* same-size fields: fits */
   snprintf(cal.dev, sizeof cal.dev, "%u:%u", disk.dev.major, disk.dev.minor);
   printf("disk %s (%s)\n", cal.disk, cal.dev);
   printf("  sequential write  %10.1f MiB/s\n", (double)cal.seq_write_bps / 1048576.0);

@@ -141,7 +141,7 @@ int cmd_explain(int argc, char **argv) {
   struct buf b = {0};
   char *esc = h ? curl_easy_escape(h, pod, 0) : NULL;
   if (!h || !esc) {
-    fail("out of memory");
+    fail("out of memory setting up the request (curl handle, escaped pod name)");
     goto out;
   }
   char url[1024];

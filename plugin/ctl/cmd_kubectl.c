@@ -215,7 +215,7 @@ static int node_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
   struct nodes_ud *x = ud;
   struct ctl_node *n = malloc(sizeof *n);
   if (!n)
-    return ioq_fail(e, ENOMEM, "out of memory");
+    return ioq_fail(e, ENOMEM, "out of memory reading a node");
   ioq_err ne = {0};
   if (ctl_node_from_json(item, truncated, n, &ne) < 0) {
     free(n);
@@ -232,7 +232,7 @@ static int node_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
   ctl_node_free(n);
   free(n);
   x->n++;
-  return rc < 0 ? ioq_fail(e, ENOMEM, "out of memory") : 0;
+  return rc < 0 ? ioq_fail(e, ENOMEM, "out of memory rendering a node") : 0;
 }
 
 int cmd_knodes(int argc, char **argv) {
@@ -253,7 +253,7 @@ int cmd_knodes(int argc, char **argv) {
   long status;
   rc = 0;
   if (!arr || (a.json && jout_open(&js, "  \"nodes\": [") < 0)) {
-    ioq_fail(&e, ENOMEM, "out of memory");
+    ioq_fail(&e, ENOMEM, "out of memory starting the node list");
     json_object_put(arr);
     ctl_table_free(&t);
     ioq_kube_free(k);
@@ -267,7 +267,7 @@ int cmd_knodes(int argc, char **argv) {
     rc = fail("nodes", &e);
   } else if (a.json) {
     if (jout_close(&js, true) < 0) {
-      ioq_fail(&e, ENOMEM, "out of memory");
+      ioq_fail(&e, ENOMEM, "out of memory ending the node list");
       rc = fail("nodes", &e);
     }
   } else if (x.n == 0) {
@@ -311,7 +311,7 @@ static int pod_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
     size_t cap = x->cap ? x->cap * 2 : 64;
     struct ctl_pod *p = realloc(x->pods, cap * sizeof *p);
     if (!p)
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory growing the pod list");
     x->pods = p;
     x->cap = cap;
   }
@@ -352,7 +352,7 @@ static int index_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
     size_t cap = x->cap ? x->cap * 2 : 16;
     struct ctl_node *p = realloc(x->nodes, cap * sizeof *p);
     if (!p)
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory growing the node list");
     x->nodes = p;
     x->cap = cap;
   }
@@ -405,7 +405,7 @@ int cmd_kpods(int argc, char **argv) {
   long status;
   rc = 1;
   if (!arr) {
-    ioq_fail(&e, ENOMEM, "out of memory");
+    ioq_fail(&e, ENOMEM, "out of memory starting the pod list");
     fail("pods", &e);
     goto out;
   }
@@ -419,7 +419,7 @@ int cmd_kpods(int argc, char **argv) {
    * 'list nodes' is the only node permission needed) */
   idx.want = calloc(pods.n ? pods.n : 1, sizeof *idx.want);
   if (!idx.want) {
-    ioq_fail(&e, ENOMEM, "out of memory");
+    ioq_fail(&e, ENOMEM, "out of memory indexing the pods' nodes");
     fail("pods", &e);
     goto out;
   }
@@ -455,7 +455,7 @@ int cmd_kpods(int argc, char **argv) {
     snprintf(head, sizeof head, "  \"namespace\": %s%s%s,\n  \"nodesListed\": %s,\n  \"pods\": [",
              ns ? "\"" : "", ns ? ns : "null", ns ? "\"" : "", no_access ? "false" : "true");
     if (jout_open(&js, head) < 0) {
-      ioq_fail(&e, ENOMEM, "out of memory");
+      ioq_fail(&e, ENOMEM, "out of memory starting the pod list");
       fail("pods", &e);
       goto out;
     }
@@ -468,7 +468,7 @@ int cmd_kpods(int argc, char **argv) {
         p->node[0] && idx.n ? bsearch(&key, idx.nodes, idx.n, sizeof *idx.nodes, cmp_node) : NULL;
     enum ctl_node_view view = no_access ? CTL_VIEW_NO_ACCESS : node ? CTL_VIEW_NODE : CTL_VIEW_NOT_FOUND;
     if (ctl_pod_render(p, view, node, a.json ? NULL : &t, a.json ? arr : NULL) < 0) {
-      ioq_fail(&e, ENOMEM, "out of memory");
+      ioq_fail(&e, ENOMEM, "out of memory rendering pod %s/%s", p->need.ns, p->need.name);
       fail("pods", &e);
       goto out;
     }
@@ -478,7 +478,7 @@ int cmd_kpods(int argc, char **argv) {
   rc = 0;
   if (a.json) {
     if (jout_close(&js, true) < 0) {
-      ioq_fail(&e, ENOMEM, "out of memory");
+      ioq_fail(&e, ENOMEM, "out of memory ending the pod list");
       rc = fail("pods", &e);
     }
   } else if (pods.n == 0) {

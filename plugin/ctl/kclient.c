@@ -85,7 +85,7 @@ int ctl_kube_list(struct ioq_kube *k, const char *path, const struct ctl_kflags 
                       cesc ? (f->chunk ? "&continue=" : "continue=") : "", cesc ? cesc : "");
     free(cesc);
     if (rc < 0)
-      return ioq_fail(e, ENOMEM, "out of memory");
+      return ioq_fail(e, ENOMEM, "out of memory building the list URL for %s", path);
     json_object *page = NULL;
     rc = ioq_kube_get_filtered(k, p, NULL, &root, item_cost_max, on_unit, &x, &page, status, e);
     free(p);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kpods.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,15 +53,19 @@ int ctl_pod_from_json(json_object *pod, bool truncated, struct ctl_pod *out, ioq
     return 0;
   }
   if (rc < 0 || truncated) { /* the identity still comes from the object */
-    ioq_copy(out->need.name, sizeof out->need.name, name);
-    ioq_copy(out->need.ns, sizeof out->need.ns, ns ? ns : "");
+    if (!ioq_copy(out->need.name, sizeof out->need.name, name))
+      return ioq_fail(e, ENAMETOOLONG, "pod name too long: %.80s", name);
+    if (!ioq_copy(out->need.ns, sizeof out->need.ns, ns ? ns : ""))
+      return ioq_fail(e, ENAMETOOLONG, "pod %.80s: namespace too long: %.80s", name, ns);
     const char *uid = ioq_json_str_at(pod, "metadata", "uid");
-    ioq_copy(out->need.uid, sizeof out->need.uid, uid ? uid : "");
+    if (!ioq_copy(out->need.uid, sizeof out->need.uid, uid ? uid : ""))
+      return ioq_fail(e, ENAMETOOLONG, "pod %.80s: uid too long: %.80s", name, uid);
   }
   const char *node = ioq_json_str_at(pod, "spec", "nodeName");
   const char *phase = ioq_json_str_at(pod, "status", "phase");
-  ioq_copy(out->node, sizeof out->node, node ? node : "");
-  ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
+  if (!ioq_copy(out->node, sizeof out->node, node ? node : ""))
+    return ioq_fail(e, ENAMETOOLONG, "pod %.80s: spec.nodeName too long: %.80s", name, node);
+  ioq_copy_trunc(out->phase, sizeof out->phase, phase ? phase : ""); /* shown, not matched */
   return 1;
 }
 

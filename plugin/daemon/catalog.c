@@ -453,7 +453,7 @@ int catalog_check_ids(struct catalog *c, enum ioq_resource r, char *const *ids, 
     if (!count[k])
       continue;
     struct id_tally_entry *t = &out->d[out->n++];
-    ioq_copy(t->disk, sizeof t->disk, c->disks[k].disk.dev.name);
+    ioq_copy_trunc(t->disk, sizeof t->disk, c->disks[k].disk.dev.name); /* same-size fields: fits */
     t->dev = c->disks[k].dev;
     t->count = count[k];
     t->healthy = c->disks[k].healthy;

@@ -27,9 +27,10 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
   }
   for (size_t i = 0; i < n; i++) {
     struct ioq_disk_state *d = &(*out)[i];
-    ioq_copy(d->name, sizeof d->name, cd[i].disk.dev.name);
+    ioq_copy_trunc(d->name, sizeof d->name, cd[i].disk.dev.name); /* same-size fields: fits */
     ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
-    ioq_copy(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
+    /* same-size fields: fits */
+    ioq_copy_trunc(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
     d->healthy = cd[i].healthy;
     if (!d->healthy)
       ioq_copy_trunc(d->reason, sizeof d->reason, cd[i].why);
@@ -78,7 +79,8 @@ void disks_report_health(struct plugin *p) {
   }
   size_t m = 0;
   for (size_t i = 0; i < n; i++, m++) {
-    ioq_copy(now[m].name, sizeof now[m].name, cd[i].disk.dev.name);
+    /* name[320] holds any disk name */
+    ioq_copy_trunc(now[m].name, sizeof now[m].name, cd[i].disk.dev.name);
     if (!cd[i].healthy)
       ioq_copy_trunc(now[m].why, sizeof now[m].why, cd[i].why[0] ? cd[i].why : "unhealthy");
     const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);

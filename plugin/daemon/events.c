@@ -87,10 +87,10 @@ static void remember_locked(struct events *ev, const struct ev_item *it, bool qu
   }
   struct hist *h = &ev->hist[ev->hist_next];
   memset(h, 0, sizeof *h);
-  ioq_copy(h->ns, sizeof h->ns, it->ns);
-  ioq_copy(h->name, sizeof h->name, it->name);
-  ioq_copy(h->type, sizeof h->type, it->type);
-  ioq_copy(h->reason, sizeof h->reason, it->reason);
+  ioq_copy_trunc(h->ns, sizeof h->ns, it->ns); /* same-size fields: fits */
+  ioq_copy_trunc(h->name, sizeof h->name, it->name); /* same-size fields: fits */
+  ioq_copy_trunc(h->type, sizeof h->type, it->type); /* same-size fields: fits */
+  ioq_copy_trunc(h->reason, sizeof h->reason, it->reason); /* same-size fields: fits */
   ioq_copy_trunc(h->message, sizeof h->message, it->message);
   h->first = h->last = now;
   h->count = 1;
@@ -216,11 +216,17 @@ void events_post(struct events *ev, const char *ns, const char *name, const char
     return;
   struct ev_item it = {0};
   it.on_node = ns == NULL;
-  ioq_copy(it.ns, sizeof it.ns, ns ? ns : "");
-  ioq_copy(it.name, sizeof it.name, name ? name : "");
-  ioq_copy(it.uid, sizeof it.uid, uid ? uid : "");
-  ioq_copy(it.type, sizeof it.type, type);
-  ioq_copy(it.reason, sizeof it.reason, reason);
+  if (!ioq_copy(it.ns, sizeof it.ns, ns ? ns : "") ||
+      !ioq_copy(it.name, sizeof it.name, name ? name : "") ||
+      !ioq_copy(it.uid, sizeof it.uid, uid ? uid : "")) {
+    /* a cut name would name another object: the event is not posted */
+    ioq_warn("event not posted: pod identity too long ns=%.80s name=%.80s uid=%.80s reason=%s",
+             ns ? ns : "", name ? name : "", uid ? uid : "", reason);
+    return;
+  }
+  /* type and reason are the callers' fixed words (Normal/Warning, a CamelCase reason) */
+  ioq_copy_trunc(it.type, sizeof it.type, type);
+  ioq_copy_trunc(it.reason, sizeof it.reason, reason);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(it.message, sizeof it.message, fmt, ap);

@@ -69,16 +69,20 @@ void explain_note_choice(struct explain *x, const char *ns, const char *name, en
                          const char *disk, const char *how, const char *note) {
   if (!x)
     return;
+  struct choice nc = {0};
+  if (!ioq_copy(nc.ns, sizeof nc.ns, ns) || !ioq_copy(nc.name, sizeof nc.name, name) ||
+      !ioq_copy(nc.disk, sizeof nc.disk, disk)) {
+    /* a cut name would be found under another pod or disk: not remembered */
+    ioq_warn("explain: choice not remembered, name too long pod=%.80s/%.80s disk=%.80s", ns, name,
+             disk);
+    return;
+  }
+  nc.r = r;
+  ioq_copy_trunc(nc.how, sizeof nc.how, how ? how : "");    /* shown text */
+  ioq_copy_trunc(nc.note, sizeof nc.note, note ? note : ""); /* shown text */
+  nc.at = realtime();
   pthread_mutex_lock(&x->mu);
-  struct choice *c = &x->ring[x->next];
-  memset(c, 0, sizeof *c);
-  ioq_copy(c->ns, sizeof c->ns, ns);
-  ioq_copy(c->name, sizeof c->name, name);
-  c->r = r;
-  ioq_copy(c->disk, sizeof c->disk, disk);
-  ioq_copy(c->how, sizeof c->how, how ? how : "");
-  ioq_copy(c->note, sizeof c->note, note ? note : "");
-  c->at = realtime();
+  x->ring[x->next] = nc;
   x->next = (x->next + 1) % EXPLAIN_CHOICES_MAX;
   if (x->len < EXPLAIN_CHOICES_MAX)
     x->len++;
@@ -226,7 +230,7 @@ static json_object *containers_section(struct plugin *p, const struct pod_info *
         if (nt == sizeof t / sizeof t[0])
           continue;
         t[nt].r = u.res;
-        ioq_copy(t[nt].disk, sizeof t[nt].disk, u.disk);
+        ioq_copy_trunc(t[nt].disk, sizeof t[nt].disk, u.disk); /* same-size fields: fits */
         t[nt++].n = 0;
       }
       t[k].n++;
@@ -478,7 +482,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
       return error_body(400, body, "pod=%.80s: want NAMESPACE/NAME", pod);
     memcpy(ns, pod, nl);
     ns[nl] = '\0';
-    ioq_copy(name, sizeof name, slash + 1);
+    ioq_copy_trunc(name, sizeof name, slash + 1); /* length checked above */
     if (!ioq_k8s_label_valid(ns) || !ioq_k8s_subdomain_valid(name))
       return error_body(400, body, "pod=%.80s: not a Kubernetes namespace/name", pod);
   } else {

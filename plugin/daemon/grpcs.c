@@ -543,7 +543,7 @@ static void *loop_main(void *arg) {
 struct grpcs *grpcs_start(const struct grpcs_config *cfg, ioq_err *e) {
   struct grpcs *s = calloc(1, sizeof *s);
   if (!s)
-    return ioq_fail(e, ENOMEM, "grpc server: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "grpc server: out of memory allocating the server"), NULL;
   s->cfg = *cfg;
   s->name = strdup(cfg->name);
   s->path = strdup(cfg->socket_path);
@@ -552,7 +552,7 @@ struct grpcs *grpcs_start(const struct grpcs_config *cfg, ioq_err *e) {
   s->t_shutdown = (struct tag){NULL, TAG_DONE};
   s->last_tick = ioq_mono_s();
   if (!s->name || !s->path || !s->registered) {
-    ioq_fail(e, ENOMEM, "grpc server: out of memory");
+    ioq_fail(e, ENOMEM, "grpc server: out of memory copying its name, path and methods");
     goto fail;
   }
   s->cq = grpc_completion_queue_create_for_next(NULL);

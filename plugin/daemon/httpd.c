@@ -302,7 +302,7 @@ static int explain_socket_bind(struct httpd *h, const char *path, ioq_err *e) {
     return ioq_fail(e, errno, "explain socket %s: %s", path, strerror(errno));
   }
   char dir[PATH_MAX];
-  ioq_copy(dir, sizeof dir, path);
+  ioq_copy_trunc(dir, sizeof dir, path); /* fits: checked against sun_path above */
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) {
     *slash = '\0';
@@ -326,7 +326,8 @@ static int explain_socket_bind(struct httpd *h, const char *path, ioq_err *e) {
     unlink(path);
     return ioq_fail(e, err, "explain socket %s: %s", path, strerror(err));
   }
-  ioq_copy(h->sock_path, sizeof h->sock_path, path);
+  /* fits: checked against sun_path above */
+  ioq_copy_trunc(h->sock_path, sizeof h->sock_path, path);
   h->sock_dev = st.st_dev;
   h->sock_ino = st.st_ino;
   h->sock_bound = true;

@@ -42,7 +42,7 @@ char **pt_merge_guess(struct podtable *f, const char *uid, enum ioq_resource r,
     while (k < nd && strcmp(disks[k], d) != 0)
       k++;
     if (k == nd && nd < IOQ_POD_DISKS_MAX)
-      ioq_copy(disks[nd++], sizeof disks[0], d);
+      ioq_copy_trunc(disks[nd++], sizeof disks[0], d); /* same-size fields: fits */
   }
   pthread_mutex_lock(&f->lock);
   const struct applied_pod *ap = pt_find_locked(f, uid);
@@ -88,7 +88,12 @@ size_t podtable_guesses(struct podtable *f, struct init_guess **out) {
       PT_COPY_FIELD(g->name, ap->name);
       PT_COPY_FIELD(g->uid, ap->uid);
       g->r = (enum ioq_resource)r;
-      ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0]);
+      if (!ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0])) {
+        /* a cut ID would be another unit: this guess is not listed */
+        ioq_warn("init guess skipped: unit ID too long id=%.80s", ap->init_ids[r][0]);
+        memset(g, 0, sizeof *g);
+        n--;
+      }
     }
   pthread_mutex_unlock(&f->lock);
   return n;
@@ -129,7 +134,10 @@ void pt_settle(struct podtable *f, const char *uid) {
     f->settled = ns;
     f->cap_settled = nc;
   }
-  ioq_copy(f->settled[f->n_settled++], sizeof f->settled[0], uid);
+  if (ioq_copy(f->settled[f->n_settled], sizeof f->settled[0], uid))
+    f->n_settled++;
+  else /* a cut UID would be another pod's */
+    ioq_warn("remembering a settled pod failed: uid too long uid=%.80s", uid);
 }
 
 bool podtable_unknown(struct podtable *f, const struct pod_info *pi) {

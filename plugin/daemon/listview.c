@@ -53,7 +53,7 @@ void listview_note(struct podtable *f, const struct podres_list *l) {
     while (d < n_al && strcmp(al[d].disk, u.disk) != 0)
       d++;
     if (d == n_al)
-      ioq_copy(al[n_al++].disk, sizeof al[0].disk, u.disk);
+      ioq_copy_trunc(al[n_al++].disk, sizeof al[0].disk, u.disk); /* same-size fields: fits */
     al[d].units[u.res]++;
   }
   free(ids);
@@ -100,8 +100,13 @@ size_t listview_listed_uids(struct podtable *f, struct podcache *pc,
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     struct pod_info pi;
-    if (podcache_peek(pc, copy[i].ns, copy[i].name, &pi) && pi.uid[0])
-      ioq_copy(uids[m++], sizeof uids[0], pi.uid);
+    if (podcache_peek(pc, copy[i].ns, copy[i].name, &pi) && pi.uid[0]) {
+      if (ioq_copy(uids[m], sizeof uids[0], pi.uid))
+        m++;
+      else /* a cut UID would be another pod's */
+        ioq_warn("pod %s/%s: uid too long, not listed uid=%.80s", copy[i].ns, copy[i].name,
+                 pi.uid);
+    }
   }
   free(copy);
   *out = uids;

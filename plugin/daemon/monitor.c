@@ -189,11 +189,11 @@ static struct mon_pod *sync_pod(struct monitor *m, const struct applied_pod *ap,
     }
     pp = &m->pods[m->n++];
     memset(pp, 0, sizeof *pp);
-    ioq_copy(pp->uid, sizeof pp->uid, ap->uid);
+    ioq_copy_trunc(pp->uid, sizeof pp->uid, ap->uid); /* same-size fields: fits */
   }
-  ioq_copy(pp->ns, sizeof pp->ns, ap->ns);
-  ioq_copy(pp->name, sizeof pp->name, ap->name);
-  ioq_copy(pp->cgroup, sizeof pp->cgroup, ap->cgroup);
+  ioq_copy_trunc(pp->ns, sizeof pp->ns, ap->ns); /* same-size fields: fits */
+  ioq_copy_trunc(pp->name, sizeof pp->name, ap->name); /* same-size fields: fits */
+  ioq_copy_trunc(pp->cgroup, sizeof pp->cgroup, ap->cgroup); /* same-size fields: fits */
   pp->version = ap->version;
   /* slots: one per grant disk, state kept for disks that stay */
   struct mon_slot *ns = calloc(ap->grant.n ? ap->grant.n : 1, sizeof *ns);
@@ -204,7 +204,7 @@ static struct mon_pod *sync_pod(struct monitor *m, const struct applied_pod *ap,
     for (size_t k = 0; k < pp->n; k++)
       if (strcmp(pp->s[k].disk, g->disk) == 0 && ioq_devno_eq(pp->s[k].dev, ap->devs[d]))
         ns[d] = pp->s[k];
-    ioq_copy(ns[d].disk, sizeof ns[d].disk, g->disk);
+    ioq_copy_trunc(ns[d].disk, sizeof ns[d].disk, g->disk); /* same-size fields: fits */
     ns[d].dev = ap->devs[d];
     ioq_err e;
     if (ioq_grant_limits(g, u, &ns[d].grant, &e) < 0)
@@ -226,10 +226,11 @@ static struct mon_disk *use_disk(struct monitor *m, const struct cat_disk *cd) {
       return NULL;
     d = &m->disks[m->n_disks++];
     memset(d, 0, sizeof *d);
-    ioq_copy(d->name, sizeof d->name, cd->disk.dev.name);
+    ioq_copy_trunc(d->name, sizeof d->name, cd->disk.dev.name); /* same-size fields: fits */
   }
   d->dev = cd->dev;
-  ioq_copy(d->class_name, sizeof d->class_name, cd->disk.class_name);
+  /* same-size fields: fits */
+  ioq_copy_trunc(d->class_name, sizeof d->class_name, cd->disk.class_name);
   d->cur.cap_bps = (double)cd->disk.capacity_bw_bytes;
   d->cur.cap_iops = (double)cd->disk.capacity_iops;
   d->seen = true;
@@ -241,8 +242,8 @@ static struct mon_disk *use_disk(struct monitor *m, const struct cat_disk *cd) {
 static void remember_event(struct mon_pod *pp, const char *type, const char *reason, const char *msg) {
   struct mon_event *ev = &pp->ev[pp->evnext];
   ev->wall = wall_now();
-  ioq_copy(ev->type, sizeof ev->type, type);
-  ioq_copy(ev->reason, sizeof ev->reason, reason);
+  ioq_copy_trunc(ev->type, sizeof ev->type, type); /* shown: the callers' fixed event words */
+  ioq_copy_trunc(ev->reason, sizeof ev->reason, reason); /* shown: the callers' fixed event words */
   ioq_copy_trunc(ev->message, sizeof ev->message, msg);
   pp->evnext = (pp->evnext + 1) % MON_EVENTS;
   if (pp->nev < MON_EVENTS)
@@ -510,12 +511,12 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
         met(m, pp, s, now - since);
       if (samp && s->have_rates) {
         struct monitor_sample *o = &samp[nsamp++];
-        ioq_copy(o->ns, sizeof o->ns, pp->ns);
-        ioq_copy(o->name, sizeof o->name, pp->name);
-        ioq_copy(o->uid, sizeof o->uid, pp->uid);
-        ioq_copy(o->cgroup, sizeof o->cgroup, pp->cgroup);
+        ioq_copy_trunc(o->ns, sizeof o->ns, pp->ns); /* same-size fields: fits */
+        ioq_copy_trunc(o->name, sizeof o->name, pp->name); /* same-size fields: fits */
+        ioq_copy_trunc(o->uid, sizeof o->uid, pp->uid); /* same-size fields: fits */
+        ioq_copy_trunc(o->cgroup, sizeof o->cgroup, pp->cgroup); /* same-size fields: fits */
         o->version = pp->version;
-        ioq_copy(o->disk, sizeof o->disk, s->disk);
+        ioq_copy_trunc(o->disk, sizeof o->disk, s->disk); /* same-size fields: fits */
         o->dev = s->dev;
         o->grant = s->grant;
         o->interval_s = s->interval_s;
@@ -722,7 +723,7 @@ static void *mon_main(void *arg) {
 static struct monitor *monitor_new(struct plugin *p, ioq_err *e) {
   struct monitor *m = calloc(1, sizeof *m);
   if (!m)
-    return ioq_fail(e, ENOMEM, "grant monitor: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "grant monitor: out of memory allocating the monitor"), NULL;
   m->p = p;
   m->wake[0] = m->wake[1] = -1;
   pthread_mutex_init(&m->mu, NULL);

@@ -98,7 +98,13 @@ static void read_ctrs(json_object *spec, const char *key, bool init, struct pod_
     json_object *c = json_object_array_get_idx(arr, i);
     struct pod_ctr *pc = &out->ctrs[out->n_ctrs++];
     const char *name = ioq_json_str(c, "name");
-    ioq_copy(pc->name, sizeof pc->name, name ? name : "");
+    if (!ioq_copy(pc->name, sizeof pc->name, name ? name : "")) {
+      /* a cut name would match another container: this one is not listed */
+      ioq_warn("pod %s/%s: container name too long, skipped name=%.80s", out->ns, out->name, name);
+      memset(pc, 0, sizeof *pc);
+      out->n_ctrs--;
+      continue;
+    }
     const char *rp = ioq_json_str(c, "restartPolicy");
     pc->kind = !init ? IOQ_CTR_APP : (rp && strcmp(rp, "Always") == 0) ? IOQ_CTR_SIDECAR
                                                                        : IOQ_CTR_INIT;
@@ -137,7 +143,8 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod object without metadata.namespace/name");
   if (!ioq_copy(out->ns, sizeof out->ns, ns) || !ioq_copy(out->name, sizeof out->name, name))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: name too long", ns, name);
-  ioq_copy(out->uid, sizeof out->uid, uid ? uid : "");
+  if (!ioq_copy(out->uid, sizeof out->uid, uid ? uid : ""))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod %.80s/%.80s: uid too long: %.80s", ns, name, uid);
   if (json_object_object_get_ex(pod, IOQ_JF_TRUNCATED_KEY, NULL)) {
     /* what we have of its spec may be partial: nothing is decided from it */
     out->oversized = true;
@@ -147,9 +154,9 @@ int pod_info_from_json(json_object *pod, struct pod_info *out, ioq_err *e) {
     return 0;
   }
   const char *created = ioq_json_str(meta, "creationTimestamp");
-  ioq_copy(out->created, sizeof out->created, created ? created : "");
+  ioq_copy_trunc(out->created, sizeof out->created, created ? created : ""); /* a record */
   const char *phase = ioq_json_str(status, "phase");
-  ioq_copy(out->phase, sizeof out->phase, phase ? phase : "");
+  ioq_copy_trunc(out->phase, sizeof out->phase, phase ? phase : ""); /* a record */
   out->terminating = ioq_json_field(meta, "deletionTimestamp") != NULL;
   const char *qos = ioq_json_str(status, "qosClass");
   out->has_qos = qos && ioq_qos_parse(qos, &out->qos, NULL) == 0;
@@ -289,7 +296,7 @@ struct podcache *podcache_start(struct ioq_kube *k, struct ioq_kube *k_rpc, cons
                                 void (*on_change)(void *ud), void *ud, ioq_err *e) {
   struct podcache *c = calloc(1, sizeof *c);
   if (!c)
-    return ioq_fail(e, ENOMEM, "pod cache: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "pod cache: out of memory allocating the cache"), NULL;
   pthread_mutex_init(&c->lock, NULL);
   c->k_rpc = k_rpc;
   c->on_change = on_change;

@@ -48,19 +48,20 @@ static int copy_ctr(const V1__ContainerResources *src, struct podres_ctr *dst, i
     if (is_ioqos(src->devices[d]->resource_name))
       n += src->devices[d]->n_device_ids;
   memset(dst, 0, sizeof *dst);
-  ioq_copy(dst->name, sizeof dst->name, src->name ? src->name : "");
+  if (!ioq_copy(dst->name, sizeof dst->name, src->name ? src->name : ""))
+    return ioq_fail(e, ENAMETOOLONG, "pod resources: container name too long: %.80s", src->name);
   if (!n)
     return 0;
   dst->ids = calloc(n, sizeof *dst->ids);
   if (!dst->ids)
-    return ioq_fail(e, ENOMEM, "pod resources: out of memory");
+    return ioq_fail(e, ENOMEM, "pod resources: out of memory for a container's IDs");
   for (size_t d = 0; d < src->n_devices; d++) {
     const V1__ContainerDevices *cd = src->devices[d];
     if (!is_ioqos(cd->resource_name))
       continue;
     for (size_t k = 0; k < cd->n_device_ids; k++) {
       if (!(dst->ids[dst->n_ids] = strdup(cd->device_ids[k] ? cd->device_ids[k] : "")))
-        return ioq_fail(e, ENOMEM, "pod resources: out of memory");
+        return ioq_fail(e, ENOMEM, "pod resources: out of memory copying a device ID");
       dst->n_ids++;
     }
   }
@@ -80,7 +81,7 @@ int podres_list(const char *socket, long timeout_ms, struct podres_list *out, io
   int rc = -1;
   out->pods = calloc(resp->n_pod_resources ? resp->n_pod_resources : 1, sizeof *out->pods);
   if (!out->pods) {
-    ioq_fail(e, ENOMEM, "pod resources: out of memory");
+    ioq_fail(e, ENOMEM, "pod resources: out of memory for the pod list");
     goto done;
   }
   for (size_t i = 0; i < resp->n_pod_resources; i++) {
@@ -89,12 +90,16 @@ int podres_list(const char *socket, long timeout_ms, struct podres_list *out, io
     memset(p, 0, sizeof *p);
     p->ctrs = calloc(pr->n_containers ? pr->n_containers : 1, sizeof *p->ctrs);
     if (!p->ctrs) {
-      ioq_fail(e, ENOMEM, "pod resources: out of memory");
+      ioq_fail(e, ENOMEM, "pod resources: out of memory for a pod's containers");
       goto done;
     }
     out->n++; /* owned from here on, freed with the list */
-    ioq_copy(p->ns, sizeof p->ns, pr->namespace_ ? pr->namespace_ : "");
-    ioq_copy(p->name, sizeof p->name, pr->name ? pr->name : "");
+    if (!ioq_copy(p->ns, sizeof p->ns, pr->namespace_ ? pr->namespace_ : "") ||
+        !ioq_copy(p->name, sizeof p->name, pr->name ? pr->name : "")) {
+      ioq_fail(e, ENAMETOOLONG, "pod resources: pod name too long: %.80s/%.80s",
+               pr->namespace_ ? pr->namespace_ : "", pr->name ? pr->name : "");
+      goto done;
+    }
     for (size_t k = 0; k < pr->n_containers; k++) {
       struct podres_ctr c;
       if (copy_ctr(pr->containers[k], &c, e) < 0) {

@@ -78,15 +78,24 @@ struct podtable *podtable_new(const struct podtable_opts *o) {
   if (!f)
     return NULL;
   f->o = *o;
-  ioq_copy(f->kubelet_cgroup_root, sizeof f->kubelet_cgroup_root,
-           o->kubelet_cgroup_root ? o->kubelet_cgroup_root : "/");
-  ioq_copy(f->sysfs_root, sizeof f->sysfs_root, o->sysfs_root ? o->sysfs_root : "/sys");
+  const char *cgroot = o->kubelet_cgroup_root ? o->kubelet_cgroup_root : "/";
+  const char *sysfs = o->sysfs_root ? o->sysfs_root : "/sys";
+  const char *too_long = NULL;
+  if (!ioq_copy(f->kubelet_cgroup_root, sizeof f->kubelet_cgroup_root, cgroot))
+    too_long = "kubelet cgroup root";
+  else if (!ioq_copy(f->sysfs_root, sizeof f->sysfs_root, sysfs))
+    too_long = "sysfs root";
+  else if (o->state_file && !ioq_copy(f->state_file, sizeof f->state_file, o->state_file))
+    too_long = "state file";
+  if (too_long) {
+    ioq_error("pod table: %s path too long (limit %d bytes)", too_long, PATH_MAX - 1);
+    free(f);
+    return NULL;
+  }
   f->o.kubelet_cgroup_root = f->kubelet_cgroup_root;
   f->o.sysfs_root = f->sysfs_root;
-  if (o->state_file) {
-    ioq_copy(f->state_file, sizeof f->state_file, o->state_file);
+  if (o->state_file)
     f->o.state_file = f->state_file;
-  }
   pthread_mutex_init(&f->apply_lock, NULL);
   pthread_mutex_init(&f->lock, NULL);
   return f;
@@ -139,7 +148,7 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
     struct enforce_change *c = &res->changes[res->n_changes++];
     memset(c, 0, sizeof *c);
     ioq_copy_trunc(c->file, sizeof c->file, st->file);
-    ioq_copy(c->disk, sizeof c->disk, disk);
+    ioq_copy_trunc(c->disk, sizeof c->disk, disk); /* a record (the grant's disk) */
     ioq_devno_str(dev, c->dev, sizeof c->dev);
     ioq_copy_trunc(c->before, sizeof c->before, st->before);
     ioq_copy_trunc(c->written, sizeof c->written, st->written);

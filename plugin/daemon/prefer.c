@@ -58,7 +58,8 @@ static int parse_offers(const struct prefer_req *req, const struct prefer_ctx *c
     return ioq_fail(e, ENOMEM, "out of memory for %zu available IDs", req->n_available);
   w->n_groups = ctx->n_disks;
   for (size_t i = 0; i < ctx->n_disks; i++)
-    ioq_copy(w->groups[i].name, sizeof w->groups[i].name, ctx->disks[i].name);
+    /* same-size fields: fits */
+    ioq_copy_trunc(w->groups[i].name, sizeof w->groups[i].name, ctx->disks[i].name);
   int last = -1;
   for (size_t i = 0; i < req->n_available; i++) {
     struct ioq_unit_id u;
@@ -186,7 +187,7 @@ int prefer_choose(const struct prefer_req *req, const struct prefer_ctx *ctx,
     if (must_disk < 0)
       must_disk = mg;
     if (i == 0)
-      ioq_copy(out->disk, sizeof out->disk, u.disk);
+      ioq_copy_trunc(out->disk, sizeof out->disk, u.disk); /* same-size fields: fits */
   }
   if (out->n >= (size_t)req->size) {
     out->how = "must-include";
@@ -245,7 +246,7 @@ int prefer_choose(const struct prefer_req *req, const struct prefer_ctx *ctx,
       out->how = "largest-free";
   }
   if (g >= 0) {
-    ioq_copy(out->disk, sizeof out->disk, w.groups[g].name);
+    ioq_copy_trunc(out->disk, sizeof out->disk, w.groups[g].name); /* same-size fields: fits */
     take(&w, g, remaining, out);
     rc = 0;
     goto done;

@@ -264,7 +264,10 @@ void reconcile_pass(struct plugin *p) {
 static char *annotation_text(struct plugin *p, time_t published_at) {
   struct ioq_node_state st = {0};
   st.version = IOQ_NODE_ANNO_VERSION;
-  ioq_copy(st.node, sizeof st.node, p->opts.node_name);
+  if (!ioq_copy(st.node, sizeof st.node, p->opts.node_name)) {
+    ioq_error("node annotation: node name too long: %.80s", p->opts.node_name);
+    return NULL;
+  }
   st.units = p->cfg.units;
   st.published_at = (int64_t)published_at;
   st.n_disks = plugin_disk_states(p, &st.disks);
@@ -385,7 +388,7 @@ static void *reconciler_main(void *arg) {
 struct reconciler *reconciler_start(struct plugin *p, ioq_err *e) {
   struct reconciler *rc = calloc(1, sizeof *rc);
   if (!rc)
-    return ioq_fail(e, ENOMEM, "reconciler: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "reconciler: out of memory allocating the reconciler"), NULL;
   rc->p = p;
   pthread_mutex_init(&rc->mu, NULL);
   pthread_condattr_t ca;

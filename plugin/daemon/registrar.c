@@ -146,7 +146,7 @@ static void *registrar_main(void *arg) {
 struct registrar *registrar_start(struct plugin *p, ioq_err *e) {
   struct registrar *rg = calloc(1, sizeof *rg);
   if (!rg)
-    return ioq_fail(e, ENOMEM, "registrar: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "registrar: out of memory allocating the registrar"), NULL;
   rg->p = p;
   rg->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (rg->ino_fd < 0 ||

@@ -170,7 +170,7 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
         struct ug_pod *g = realloc(u->pods, nc * sizeof *g);
         if (!g) {
           free(list);
-          return ioq_fail(e, ENOMEM, "ungranted: out of memory");
+          return ioq_fail(e, ENOMEM, "ungranted: out of memory growing the pod list");
         }
         u->pods = g;
         u->cap = nc;
@@ -203,7 +203,7 @@ static int disk_index(struct ungranted *u, const struct cat_disk *cd) {
     return -1;
   struct ug_disk *d = &u->disks[u->n_disks];
   memset(d, 0, sizeof *d);
-  ioq_copy(d->name, sizeof d->name, cd->disk.dev.name);
+  ioq_copy_trunc(d->name, sizeof d->name, cd->disk.dev.name); /* same-size fields: fits */
   d->dev = cd->dev;
   for (size_t i = 0; i < u->n; i++)
     slot_reset(&u->pods[i].s[u->n_disks]);
@@ -575,7 +575,7 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
   pthread_mutex_lock(&u->mu);
   size_t n = 0;
   for (size_t i = 0; i < u->n_disks && n < max; i++, n++) {
-    ioq_copy(out[n].disk, sizeof out[n].disk, u->disks[i].name);
+    ioq_copy_trunc(out[n].disk, sizeof out[n].disk, u->disks[i].name); /* same-size fields: fits */
     out[n].pool_bps = u->disks[i].active ? u->disks[i].pool[IOQ_RES_BANDWIDTH] : 0;
     out[n].pool_iops = u->disks[i].active ? u->disks[i].pool[IOQ_RES_IOPS] : 0;
     out[n].pods = u->disks[i].bounded;
@@ -669,7 +669,7 @@ static void *ug_main(void *arg) {
 struct ungranted *ungranted_start(struct plugin *p, ioq_err *e) {
   struct ungranted *u = calloc(1, sizeof *u);
   if (!u)
-    return ioq_fail(e, ENOMEM, "ungranted: out of memory"), NULL;
+    return ioq_fail(e, ENOMEM, "ungranted: out of memory allocating the checker"), NULL;
   u->p = p;
   pthread_mutex_init(&u->mu, NULL);
   u->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

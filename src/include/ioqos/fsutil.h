@@ -53,6 +53,7 @@ bool ioq_is_dir(const char *path);
  * A caller handles truncation (an error naming what did not fit) or, where
  * a cut value is what it wants (a log field, a display name), says so by
  * calling ioq_copy_trunc instead. */
+IOQ_MUST_CHECK
 bool ioq_copy(char *dst, size_t dstsz, const char *src);
 /* The same where truncation is intended: dst gets as much of src as fits. */
 void ioq_copy_trunc(char *dst, size_t dstsz, const char *src);
