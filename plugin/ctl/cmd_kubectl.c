@@ -426,7 +426,8 @@ int cmd_kpods(int argc, char **argv) {
   for (size_t i = 0; i < pods.n; i++)
     if (pods.pods[i].node[0])
       idx.want[idx.n_want++] = pods.pods[i].node;
-  qsort(idx.want, idx.n_want, sizeof *idx.want, cmp_str);
+  if (idx.n_want) /* qsort's array may not be NULL, even for 0 items */
+    qsort(idx.want, idx.n_want, sizeof *idx.want, cmp_str);
   size_t u = 0;
   for (size_t i = 0; i < idx.n_want; i++)
     if (u == 0 || strcmp(idx.want[u - 1], idx.want[i]) != 0)
@@ -449,7 +450,8 @@ int cmd_kpods(int argc, char **argv) {
       ctl_node_free(&idx.nodes[i]);
     idx.n = 0;
   }
-  qsort(idx.nodes, idx.n, sizeof *idx.nodes, cmp_node);
+  if (idx.n) /* qsort's array may not be NULL, even for 0 items */
+    qsort(idx.nodes, idx.n, sizeof *idx.nodes, cmp_node);
   if (a.json) {
     char head[256];
     snprintf(head, sizeof head, "  \"namespace\": %s%s%s,\n  \"nodesListed\": %s,\n  \"pods\": [",
