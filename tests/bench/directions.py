@@ -56,33 +56,14 @@ class Cluster(isolation.Cluster):
     --interval, combinedDirections on or off."""
 
     def __init__(self, args, disk, combined):
-        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
-        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
-        sys.path.insert(0, args.proto_py)
-        sys.path.insert(0, os.path.join(isolation.REPO, "tests", "plugin"))
-        import harness  # noqa: E402
-        self.h = harness
-        self.disk = disk
-        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, 1.0
-        extra = {"allocatableFraction": 1.0,
-                 "enforcement": {"reconcileIntervalSeconds": 2, "combinedDirections": combined},
-                 "monitor": {"enable": True, "intervalSeconds": args.interval},
-                 "nodePolicy": {"ungranted": {"enable": False}}}
-        self.config_extra = extra
-        self.args_plugin_log = None
-        self.env = harness.Env(
-            bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=isolation.CG,
-            sysfs_root="/sys", kubelet_cgroup_root="/", driver="systemd",
-            device_selects=[disk.dev], reconcile_s=2, extra_config=extra)
-        self.kubelet, self.api = self.env.kubelet, self.env.api
-        self.daemon = self.env.start_daemon(extra=["--log-level", "debug" if args.debug else "info"])
-        self.kubelet.wait_registered(harness.BW, timeout=60)
-        self.kubelet.wait_registered(harness.IOPS, timeout=60)
-        self.daemon.wait_ready(timeout=60)
-        self.units = {}
-        for res in (harness.BW, harness.IOPS):
-            lst = self.kubelet.wait_list(res, lambda l: len(l) > 0, timeout=60)
-            self.units[res] = [i for i, h in lst if h == "Healthy"]
+        self.combined = combined
+        self.start(args, disk, 1.0, 2, "debug" if args.debug else "info", None)
+
+    def plugin_config(self, args, disk):
+        return {"allocatableFraction": 1.0,
+                "enforcement": {"reconcileIntervalSeconds": 2, "combinedDirections": self.combined},
+                "monitor": {"enable": True, "intervalSeconds": args.interval},
+                "nodePolicy": {"ungranted": {"enable": False}}}
 
 
 def fio_job(disk, rw, seconds, region, delay=0.0):

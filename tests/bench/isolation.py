@@ -425,14 +425,11 @@ class Cluster:
     API stand-in), on the VM's real cgroup v2 root and sysfs."""
 
     def __init__(self, args, disk):
-        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
-        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
-        sys.path.insert(0, args.proto_py)
-        sys.path.insert(0, os.path.join(REPO, "tests", "plugin"))
-        import harness  # noqa: E402  (tests/plugin: Env, Daemon, pod_object)
-        self.h = harness
-        self.disk = disk
-        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, args.fraction
+        self.start(args, disk, args.fraction, args.reconcile, "info", args.plugin_log)
+
+    def plugin_config(self, args, disk):
+        """The plugin's config beyond the Env's defaults (a subclass's scenario
+        overrides it)."""
         extra = {"allocatableFraction": self.fraction,
                  # the grant monitor: a short window, every Event posted
                  "monitor": {"intervalSeconds": 1, "starvedWindowSeconds": args.monitor_window,
@@ -448,14 +445,27 @@ class Cluster:
             extra["devices"] = [{"select": disk.dev,
                                  "capacity": {"bandwidthBytesPerSec": self.cap_bw, "iops": self.cap_iops},
                                  "ungrantedPool": {"bandwidthBytesPerSec": args.ungranted_pool}}]
+        return extra
+
+    def start(self, args, disk, fraction, reconcile_s, log_level, plugin_log):
+        """Starts the plugin with plugin_config() and waits for its units."""
+        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
+        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
+        sys.path.insert(0, args.proto_py)
+        sys.path.insert(0, os.path.join(REPO, "tests", "plugin"))
+        import harness  # noqa: E402  (tests/plugin: Env, Daemon, pod_object)
+        self.h = harness
+        self.disk = disk
+        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, fraction
+        extra = self.plugin_config(args, disk)
         self.config_extra = extra
-        self.args_plugin_log = args.plugin_log
+        self.args_plugin_log = plugin_log
         self.env = harness.Env(
             bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=CG, sysfs_root="/sys",
             kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
-            reconcile_s=args.reconcile, extra_config=extra)
+            reconcile_s=reconcile_s, extra_config=extra)
         self.kubelet, self.api = self.env.kubelet, self.env.api
-        self.daemon = self.env.start_daemon(extra=["--log-level", "info"])
+        self.daemon = self.env.start_daemon(extra=["--log-level", log_level])
         self.kubelet.wait_registered(harness.BW, timeout=60)
         self.kubelet.wait_registered(harness.IOPS, timeout=60)
         self.daemon.wait_ready(timeout=60)
