@@ -8,6 +8,7 @@ import unittest
 from google.protobuf import descriptor as d
 
 import harness  # noqa: F401  (sets sys.path for the generated modules)
+import protocheck
 from deviceplugin.v1beta1 import api_pb2 as dp
 from podresources.v1 import api_pb2 as pr
 
@@ -79,21 +80,7 @@ PODRESOURCES_SERVICES = {
 
 class Wire(unittest.TestCase):
     def check(self, mod, package, messages, services):
-        fd = mod.DESCRIPTOR
-        self.assertEqual(fd.package, package)
-        self.assertEqual(fd.syntax, "proto3")
-        self.assertEqual(set(fd.message_types_by_name), set(messages))
-        for name, fields in messages.items():
-            got = [(f.name, f.number, f.type, f.label) for f in fd.message_types_by_name[name].fields]
-            self.assertEqual(sorted(got, key=lambda t: t[1]), fields, name)
-        self.assertEqual(set(fd.services_by_name), set(services))
-        for name, methods in services.items():
-            svc = fd.services_by_name[name]
-            self.assertEqual(svc.full_name, package + "." + name)
-            got = [(m.name, m.input_type.name, m.output_type.name, m.server_streaming)
-                   for m in svc.methods]
-            self.assertEqual(got, methods, name)
-            self.assertFalse(any(m.client_streaming for m in svc.methods))
+        protocheck.check(self, mod, package, messages, services)
 
     def test_device_plugin_v1beta1(self):
         self.check(dp, "v1beta1", DEVICEPLUGIN, DEVICEPLUGIN_SERVICES)
