@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ioqos/jsonparse.h"
 #include "ioqos/nodeanno.h"
 
 static int bad(ioq_err *e, const char *path, const char *what) {
@@ -245,34 +246,9 @@ int ioq_pod_need_from_json(json_object *pod, struct ioq_pod_need *out, ioq_err *
 int ioq_pod_need_parse(const char *text, size_t len, struct ioq_pod_need *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
   strcpy(out->class_name, IOQ_DEFAULT_CLASS);
-  if (!text || len == 0)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod: empty input");
-  if (len > INT32_MAX)
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod: input larger than 2 GiB");
-  json_tokener *tok = json_tokener_new();
-  if (!tok)
-    return ioq_fail(e, ENOMEM, "pod: out of memory for the JSON parser");
-  json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
-  json_object *root = json_tokener_parse_ex(tok, text, (int)len);
-  enum json_tokener_error jerr = json_tokener_get_error(tok);
-  size_t end = json_tokener_get_parse_end(tok);
-  if (jerr == json_tokener_continue) {
-    /* a bare literal or number is only known complete at a delimiter */
-    root = json_tokener_parse_ex(tok, " ", 1);
-    jerr = json_tokener_get_error(tok);
-    end = len;
-  }
-  json_tokener_free(tok);
-  while (end < len &&
-         (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' || text[end] == '\r'))
-    end++;
-  if (jerr != json_tokener_success || end != len) {
-    json_object_put(root);
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "pod: invalid JSON: %s",
-                    jerr == json_tokener_continue ? "truncated"
-                    : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-                                                   : "trailing data after the value");
-  }
+  json_object *root;
+  if (ioq_json_parse_strict(text, len, INT32_MAX, "pod", &root, e) < 0)
+    return -1;
   int rc = ioq_pod_need_from_json(root, out, e);
   json_object_put(root);
   return rc;
