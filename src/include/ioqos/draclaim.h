@@ -37,6 +37,8 @@ struct ioq_dra_share {
   uint64_t units[IOQ_RES_COUNT];    /* consumed bandwidth / iops units */
 };
 
+/* About 42 KiB (the API's bounds): allocate it, do not put it on a thread's
+ * small stack. */
 struct ioq_dra_claim {
   char uid[IOQ_DRA_UID_MAX + 1];
   char ns[IOQ_DRA_NS_MAX + 1];

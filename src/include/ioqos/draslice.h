@@ -70,7 +70,10 @@ int ioq_dra_slice_build(const struct ioq_dra_slice_in *in, json_object **out, si
  * capacities, quantities compared by value ("1000" == "1k", as the API
  * server may return them canonicalised). Metadata and pool.generation are
  * ignored: the publisher bumps the generation only when this is false.
- * Anything malformed compares unequal. */
+ * Anything malformed compares unequal. The owner is not compared either: the
+ * publisher checks metadata.ownerReferences[].uid against the Node's UID
+ * itself (a node re-created under the same name has a new UID, and the
+ * garbage collector deletes slices owned by the old one). */
 bool ioq_dra_slice_same_content(json_object *a, json_object *b);
 
 #endif
