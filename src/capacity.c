@@ -211,7 +211,7 @@ int ioq_capacity_resolve(const struct ioq_config *cfg, const struct ioq_device_c
   /* with nodePolicy.iocost.pace the plugin writes the model itself (a fraction
    * of this capacity): reading it back as the capacity would shrink it on
    * every probe */
-  bool model_is_ours = cfg->node_policy.iocost_pace > 0;
+  bool model_is_ours = ioq_config_paces(cfg);
   if (!src && !model_is_ours && cost_model && *cost_model && ioq_path_exists(cost_model)) {
     char *content;
     if (ioq_read_file(cost_model, &content, NULL, 0, e) < 0)

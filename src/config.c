@@ -568,10 +568,16 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
                    10000000) < 0)
         return -1;
       c->node_policy.iocost_latency_us = (unsigned)lat;
-      if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace, 0.0,
-                     1.0) < 0)
+      json_object *pv;
+      if (json_object_object_get_ex(ic, "pace", &pv) && json_object_is_type(pv, json_type_string)) {
+        if (strcmp(json_object_get_string(pv), "auto") != 0)
+          return bad(x, "nodePolicy.iocost.pace", "must be a number in (0, 1] or auto");
+        c->node_policy.iocost_pace_auto = true;
+      } else if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace,
+                            0.0, 1.0) < 0) {
         return -1;
-      if (c->node_policy.iocost_pace > 0) {
+      }
+      if (ioq_config_paces(c)) {
         if (!c->node_policy.iocost_enable || !c->node_policy.iocost_ctrl_user)
           return bad(x, "nodePolicy.iocost.pace",
                      "needs nodePolicy.iocost.enable true and ctrl user");
@@ -583,6 +589,10 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
     }
   }
   return 0;
+}
+
+bool ioq_config_paces(const struct ioq_config *c) {
+  return c->node_policy.iocost_pace_auto || c->node_policy.iocost_pace > 0;
 }
 
 /* ---- the document: header, pools, syntax ---- */

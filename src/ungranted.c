@@ -99,3 +99,23 @@ void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, doubl
     pool[r] = p < 2 ? 2 : ioq_u64_from_double_sat(p);
   }
 }
+
+double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                               bool ungranted_on, double headroom_share) {
+  const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,
+                                       [IOQ_RES_IOPS] = d->capacity_iops};
+  uint64_t pool[IOQ_RES_COUNT] = {0};
+  if (ungranted_on)
+    ioq_ug_pool(d, u, headroom_share, d->units, pool); /* every unit held */
+  double f = 0;
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (!cap[r])
+      continue;
+    double x = ((double)d->units[r] * (double)u->size[r] + (double)pool[r]) / (double)cap[r];
+    if (x > f)
+      f = x;
+  }
+  if (f <= 0)
+    f = d->allocatable_fraction;
+  return f > 1 ? 1 : f;
+}

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "ioqos/config.h"
+#include "ioqos/pace.h"
 #include "ioqos/placement.h"
 #include "ioqos/probe.h"
 #include "ioqos/ungranted.h"
@@ -98,6 +99,41 @@ static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
     printf("                 %s\n", d->ungranted_note);
 }
 
+/* What nodePolicy.iocost.pace makes of this disk (ioqos/pace.h, the plugin's
+ * rule): "off", why it cannot be paced, or where the fraction comes from;
+ * *pace is the fraction in effect (0 = not paced). */
+static const char *pace_state(const struct ioq_config *cfg, const struct ioq_inventory *inv,
+                              const struct ioq_disk *d, double *pace, ioq_err *e) {
+  switch (ioq_pace_of(cfg, inv->layout.io_version, d, pace, e)) {
+  case IOQ_PACE_OFF:
+    return "off";
+  case IOQ_PACE_CANNOT:
+    return e->msg;
+  case IOQ_PACE_ON:
+    break;
+  }
+  return cfg->node_policy.iocost_pace_auto ? "auto: grants + pool of pods without a grant" : "config";
+}
+
+static void print_pace(const struct ioq_config *cfg, const struct ioq_inventory *inv, const struct ioq_disk *d) {
+  double pace;
+  ioq_err e = {0};
+  const char *why = pace_state(cfg, inv, d, &pace, &e);
+  if (pace > 0) {
+    char bw[32];
+    human_rate(bw, sizeof bw, (uint64_t)(pace * (double)d->capacity_bw_bytes));
+    printf("  paced:         iocost at %.2f x capacity = %s (nodePolicy.iocost.pace, %s): a throttled pod's\n"
+           "                 burst reaches the disk no faster; %.0f%% of every token-bucket refill stays free\n",
+           pace, bw, why, (1 - pace) * 100);
+  } else if (strcmp(why, "off") == 0) {
+    printf("  paced:         no: a throttled pod's I/O reaches the disk in bursts of its grant x 100 ms\n"
+           "                 (blk-throttle's slice); on a token-bucket disk (cloud volume) see\n"
+           "                 nodePolicy.iocost.pace (docs/enforcement.md, \"Token-bucket disks\")\n");
+  } else {
+    printf("  paced:         %s\n", why);
+  }
+}
+
 static void print_text(const struct ioq_config *cfg, const struct ioq_inventory *inv) {
   printf("cgroup:  %s\n", inv->layout.description);
   printf("config:  %s\n", cfg->source);
@@ -139,6 +175,7 @@ static void print_text(const struct ioq_config *cfg, const struct ioq_inventory 
            (unsigned long long)d->units[IOQ_RES_BANDWIDTH], IOQ_RESOURCE_IOPS,
            (unsigned long long)d->units[IOQ_RES_IOPS], d->allocatable_fraction);
     print_pool(cfg, d);
+    print_pace(cfg, inv, d);
   }
   for (size_t i = 0; i < inv->n_faults; i++)
     printf("\nselector '%s': ERROR: %s (no disk; the others are served)\n", inv->faults[i].select,
@@ -232,6 +269,17 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
         d->ungranted_pool_bw_bytes || d->ungranted_pool_iops ? "config" : "capacity minus advertised units"));
     json_object_object_add(ug, "note", json_object_new_string(d->ungranted_note));
     json_object_object_add(o, "ungrantedPool", ug);
+    double pace;
+    ioq_err pe = {0};
+    const char *pace_why = pace_state(cfg, inv, d, &pace, &pe);
+    json_object *pc = json_object_new_object();
+    char pstr[32];
+    snprintf(pstr, sizeof pstr, "%g", pace);
+    json_object_object_add(pc, "fraction", json_object_new_double_s(pace, pstr));
+    json_object_object_add(pc, "bandwidthBytesPerSec",
+                           json_object_new_int64((int64_t)(pace * (double)d->capacity_bw_bytes)));
+    json_object_object_add(pc, "state", json_object_new_string(pace_why));
+    json_object_object_add(o, "pace", pc);
     json_object_array_add(disks, o);
   }
   json_object_object_add(root, "disks", disks);

@@ -17,6 +17,7 @@
 #include "ioqos/iocost.h"
 #include "ioqos/log.h"
 #include "ioqos/numconv.h"
+#include "ioqos/pace.h"
 #include "ioqos/podcg.h"
 #include "metrics.h"
 #include "nodepolicy.h"
@@ -38,18 +39,10 @@ static void failed(struct plugin *p, const ioq_err *e) {
  * period. A token-bucket disk then never runs dry under the throttled bursts
  * blk-throttle releases once per slice (100 ms on Debian's 6.1 kernels). */
 static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
-  double pace = p->cfg.node_policy.iocost_pace;
+  const struct ioq_config *c = &p->cfg;
+  double pace;
   ioq_err e;
-  if (d->n_leaves != 1) {
-    ioq_fail(&e, IOQ_EUNSUPPORTED, "nodePolicy.iocost.pace on %s: it sits on %zu disks and a "
-             "per-disk model would need each one's share of the capacity; not paced", d->dev.name,
-             d->n_leaves);
-    failed(p, &e);
-    return 0;
-  }
-  if (!d->capacity_bw_bytes || !d->capacity_iops) {
-    ioq_fail(&e, IOQ_EINVAL_INPUT, "nodePolicy.iocost.pace on %s: no capacity to pace from (%s)",
-             d->dev.name, d->capacity_source);
+  if (ioq_pace_of(c, p->layout.io_version, d, &pace, &e) != IOQ_PACE_ON) {
     failed(p, &e);
     return 0;
   }
@@ -68,9 +61,10 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
   }
   if (!changed)
     return 0;
-  ioq_info("node policy iocost model set disk=%s pace=%.2f capacity_bytes_per_second=%llu "
+  ioq_info("node policy iocost model set disk=%s pace=%.2f pace_from=%s capacity_bytes_per_second=%llu "
            "capacity_iops=%llu file=%s/io.cost.model wrote='%s'",
-           d->leaves[0].name, pace, (unsigned long long)d->capacity_bw_bytes,
+           d->leaves[0].name, pace, c->node_policy.iocost_pace_auto ? "auto:grants+ungranted-pool" : "config",
+           (unsigned long long)d->capacity_bw_bytes,
            (unsigned long long)d->capacity_iops, p->layout.io_root, line);
   return 1;
 }
@@ -81,7 +75,7 @@ static unsigned apply_iocost(struct plugin *p, const struct ioq_disk *d) {
                                 .min = c->node_policy.iocost_min, .max = c->node_policy.iocost_max,
                                 .latency_us = c->node_policy.iocost_latency_us};
   /* the model before enabling, so iocost starts at the paced rate */
-  unsigned writes = c->node_policy.iocost_pace > 0 ? apply_pace(p, d) : 0;
+  unsigned writes = ioq_config_paces(c) ? apply_pace(p, d) : 0;
   for (size_t i = 0; i < d->n_leaves; i++) {
     struct ioq_devno dev = {d->leaves[i].major, d->leaves[i].minor};
     bool changed;

@@ -6,6 +6,7 @@ import calendar
 import json
 import os
 import re
+import subprocess
 import time
 import unittest
 
@@ -547,7 +548,7 @@ class NodePolicyPace(PluginTest):
         qos = "250:0 enable=1 ctrl=user rpct=95.00 rlat=2000 wpct=95.00 wlat=2000 min=100.00 max=100.00"
         self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.qos")).strip() == qos, what="io.cost.qos written")
         self.assertEqual(read(os.path.join(cg, "io.cost.model")).strip(), model)
-        d.wait_log(r"node policy iocost model set disk=fakedisk0 pace=0.85 capacity_bytes_per_second=%d "
+        d.wait_log(r"node policy iocost model set disk=fakedisk0 pace=0.85 pace_from=config capacity_bytes_per_second=%d "
                    r"capacity_iops=100000" % (1000 * MIB))
         # the capacity stays the configured one (the model is not read back as it)
         self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
@@ -559,6 +560,57 @@ class NodePolicyPace(PluginTest):
         write(os.path.join(cg, "io.cost.model"), "250:0 ctrl=auto")
         self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.model")).strip() == model,
                           timeout=30, what="io.cost.model restored")
+
+
+class NodePolicyPaceAuto(PluginTest):
+    """pace: auto paces each disk at what grants and the pool of pods without
+    a grant take together: 0.8 of the capacity advertised + half of the 0.2
+    not advertised (headroomShare 0.5) = 0.9; with the policy for pods
+    without a grant off, the grants alone (0.8)."""
+    env_args = {"extra_config": {"allocatableFraction": 0.8,
+                                 "nodePolicy": {"iocost": {"enable": True, "pace": "auto"}}}}
+
+    def model(self, pace):
+        bw, iops = int(pace * 1000 * MIB), int(pace * 100000)
+        return ("250:0 ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d wbps=%d wseqiops=%d "
+                "wrandiops=%d" % (bw, iops, iops, bw, iops, iops))
+
+    def test_grants_plus_pool(self):
+        cg = self.env.cgroup_root
+        write(os.path.join(cg, "io.cost.qos"), "")
+        write(os.path.join(cg, "io.cost.model"), "")
+        d = self.start()
+        self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.model")).strip() == self.model(0.9),
+                          what="io.cost.model at 0.9")
+        d.wait_log(r"node policy iocost model set disk=fakedisk0 pace=0.90 pace_from=auto:grants\+ungranted-pool "
+                   r"capacity_bytes_per_second=%d" % (1000 * MIB))
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 800)
+        self.assertEqual(d.metric("ioqos_node_policy_errors_total"), 0)
+        # ioqosctl probe says the same of the disk: what a throttled burst reaches it at
+        env = self.env
+        base = [os.environ["IOQOS_CTL_BIN"], "probe", "--config", env.config_path, "--sysfs-root",
+                env.sysfs_root, "--cgroupfs-root", env.cgroup_root]
+        r = subprocess.run(base + ["--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pace = json.loads(r.stdout)["disks"][0]["pace"]
+        self.assertEqual(pace, {"fraction": 0.9, "bandwidthBytesPerSec": int(0.9 * 1000 * MIB),
+                                "state": "auto: grants + pool of pods without a grant"})
+        r = subprocess.run(base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertIn("paced:         iocost at 0.90 x capacity = 900.0 MiB/s (nodePolicy.iocost.pace, auto: "
+                      "grants + pool of pods without a grant)", r.stdout)
+        self.assertIn("10% of every token-bucket refill stays free", r.stdout)
+
+    def test_grants_alone_without_the_ungranted_policy(self):
+        cg = self.env.cgroup_root
+        write(os.path.join(cg, "io.cost.qos"), "")
+        write(os.path.join(cg, "io.cost.model"), "")
+        cfg = json.loads(read(self.env.config_path))
+        cfg["nodePolicy"]["ungranted"] = {"enable": False}
+        write(self.env.config_path, json.dumps(cfg))
+        d = self.start()
+        self.env.api.wait(lambda: read(os.path.join(cg, "io.cost.model")).strip() == self.model(0.8),
+                          what="io.cost.model at 0.8")
+        self.assertEqual(d.metric("ioqos_node_policy_errors_total"), 0)
 
 
 class Annotation(PluginTest):

@@ -62,6 +62,28 @@ Test(config, ungranted) {
   ioq_config_free(&c);
 }
 
+/* nodePolicy.iocost.pace: auto (each disk at grants + pool, ungranted.h) */
+Test(config, pace_auto) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse("{}", "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert_not(ioq_config_paces(&c), "no pacing by default");
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": \"auto\"}}}",
+                                "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert(c.node_policy.iocost_pace_auto);
+  cr_assert_float_eq(c.node_policy.iocost_pace, 0.0, 1e-12);
+  cr_assert(ioq_config_paces(&c));
+  cr_assert_eq(c.node_policy.iocost_latency_us, IOQ_DEFAULT_IOCOST_PACE_LATENCY_US, "pace's 4 ms period");
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": 0.85, "
+                                "\"latencyTargetUs\": 1000}}}", "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert_not(c.node_policy.iocost_pace_auto);
+  cr_assert(ioq_config_paces(&c));
+  cr_assert_eq(c.node_policy.iocost_latency_us, 1000, "an explicit target is kept");
+  ioq_config_free(&c);
+}
+
 Test(config, full_file) {
   char *dir = fx_tmpdir();
   fx_write(dir, "c.json",
@@ -161,6 +183,10 @@ static struct bad g_bad_cases[] = {
       {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": 0}}}", "c.json: nodePolicy.iocost.pace: must be a number in (0, 1]"},
       {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": 1.2}}}", "c.json: nodePolicy.iocost.pace: must be a number in (0, 1]"},
       {"{\"nodePolicy\": {\"iocost\": {\"pace\": 0.85}}}", "c.json: nodePolicy.iocost.pace: needs nodePolicy.iocost.enable true and ctrl user"},
+      {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": \"fast\"}}}", "c.json: nodePolicy.iocost.pace: must be a number in (0, 1] or auto"},
+      {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": \"AUTO\"}}}", "c.json: nodePolicy.iocost.pace: must be a number in (0, 1] or auto"},
+      {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": true}}}", "c.json: nodePolicy.iocost.pace: must be a number"},
+      {"{\"nodePolicy\": {\"iocost\": {\"pace\": \"auto\"}}}", "c.json: nodePolicy.iocost.pace: needs nodePolicy.iocost.enable true and ctrl user"},
       {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"ctrl\": \"auto\", \"pace\": 0.85}}}", "c.json: nodePolicy.iocost.pace: needs nodePolicy.iocost.enable true and ctrl user"},
       {"{\"nodePolicy\": {\"ungranted\": {\"enable\": 1}}}", "c.json: nodePolicy.ungranted.enable: must be true or false"},
       {"{\"monitor\": {\"intervalSeconds\": 0}}", "c.json: monitor.intervalSeconds: must be an integer in [1, 60]"},
@@ -317,6 +343,7 @@ ParameterizedTestParameters(config, yaml_same_values) {
       {"{\"apiVersion\": \"ioqos.io/v1alpha1\", \"kind\": \"NodeConfiguration\", \"units\": {\"bandwidthBytesPerSec\": 10485760, \"iops\": 1000}, \"allocatableFraction\": 0.9, \"placementPolicy\": \"balanced\"}"},
       {"{\"devices\": [{\"select\": \"/var/lib/kubelet\", \"class\": \"standard\"}, {\"select\": \"nvme1n1\", \"class\": \"fast\", \"capacity\": {\"bandwidthBytesPerSec\": 2000000000, \"iops\": 400000}, \"allocatableFraction\": 0.7}]}"},
       {"{\"enforcement\": {\"failOpen\": true, \"ioWeight\": false, \"reconcileIntervalSeconds\": 3}, \"nodePolicy\": {\"qosClassWeights\": {\"besteffort\": 10}, \"iocost\": {\"enable\": true, \"ctrl\": \"user\", \"min\": 100, \"max\": 100, \"pace\": 0.85}}}"},
+      {"{\"nodePolicy\": {\"iocost\": {\"enable\": true, \"pace\": \"auto\"}}}"},
       {"{\"kubeletRootDir\": \"/data/kubelet\", \"calibrationFile\": \"/data/c.json\", \"nodePolicy\": {\"ungranted\": {\"enable\": false, \"intervalMs\": 250, \"headroomShare\": 0.25}}}"},
       {"{\"monitor\": {\"enable\": false, \"intervalSeconds\": 2, \"starvedWindowSeconds\": 5, \"eventIntervalSeconds\": 60}}"},
   };

@@ -170,6 +170,34 @@ Test(ug_pool, more_held_than_advertised) {
   cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 2, "empty pool: the floor per pod is what they get");
 }
 
+/* nodePolicy.iocost.pace: auto: the rate at which no grant and no pool is cut */
+Test(ug_bounded, grants_plus_the_pool_when_every_unit_is_held) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  /* 200 MiB/s, 51200 IOPS, fraction 0.8: 160 bandwidth and 409 IOPS units */
+  struct ioq_disk d = disk(200 * MiB, 51200, 160, 409);
+  d.allocatable_fraction = 0.8;
+  /* 160 MiB/s of grants + half of the 40 not advertised */
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.5), 0.9, 1e-9);
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.25), 0.85, 1e-9);
+  /* policy off: the grants alone */
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, false, 0.5), 0.8, 1e-9);
+  /* the IOPS side rounds down to 409 units (40900 of 51200): bandwidth is larger */
+  d.capacity_bw_bytes = 0;
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, false, 0.5), 40900.0 / 51200.0, 1e-9);
+  /* a configured pool replaces the share */
+  d = disk(200 * MiB, 0, 160, 0);
+  d.ungranted_pool_bw_bytes = 10 * MiB;
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.5), 0.85, 1e-9);
+  /* a pool as large as the disk: capped at the whole disk */
+  d.ungranted_pool_bw_bytes = 200 * MiB;
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.5), 1.0, 1e-9);
+  /* no capacity known: the allocatable fraction */
+  d = disk(0, 0, 0, 0);
+  d.allocatable_fraction = 0.7;
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.5), 0.7, 1e-9);
+}
+
 /* ---- pod cgroup names and listing ---- */
 
 Test(podcg_list, uid_from_names) {

@@ -108,8 +108,12 @@ struct ioq_config {
     unsigned iocost_latency_us;
     /* (0, 1], 0 = unset: io.cost.model of each managed disk written as this
      * fraction of its capacity, so iocost paces the disk below what it can
-     * do (token-bucket disks: issue 18); needs enable and ctrl=user */
+     * do (token-bucket disks: issue 18); needs enable and ctrl=user.
+     * iocost_pace_auto ("pace: auto", iocost_pace 0 then): each disk at the
+     * part of its capacity that grants and the pool of pods without a grant
+     * may take together (ioq_ug_bounded_fraction in ungranted.h). */
     double iocost_pace;
+    bool iocost_pace_auto;
     /* bounds for pods without a grant on a disk where grants exist
      * (ungranted.h); on by default */
     bool ungranted_enable;
@@ -148,5 +152,8 @@ IOQ_MUST_CHECK
 int ioq_config_parse_node(const char *text, const char *source, json_object *node_labels,
                           struct ioq_config *c, ioq_err *e);
 void ioq_config_free(struct ioq_config *c);
+
+/* Whether the plugin writes io.cost.model itself (pace set, number or auto). */
+bool ioq_config_paces(const struct ioq_config *c);
 
 #endif

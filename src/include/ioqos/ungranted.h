@@ -41,6 +41,7 @@
 #ifndef IOQOS_UNGRANTED_H
 #define IOQOS_UNGRANTED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,5 +69,14 @@ void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in,
  * headroom_share in (0, 1] (nodePolicy.ungranted.headroomShare). */
 void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
                  const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]);
+
+/* The part of the disk's capacity (in (0, 1]) that everything bounded may
+ * take together: the advertised units (grants) plus, with the policy for pods
+ * without a grant on (ungranted_on), their pool when every unit is held; the
+ * larger over the resources the disk has a capacity of. Without any capacity:
+ * the allocatable fraction. nodePolicy.iocost.pace: auto paces at this, the
+ * lowest rate at which no grant and no pool is cut. */
+double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                               bool ungranted_on, double headroom_share);
 
 #endif
