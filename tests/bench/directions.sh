@@ -40,7 +40,7 @@ out=$(cd "$out" && pwd -P)
 CAP_BW=$((400 * MiB))
 CAP_IOPS=100000
 args=(--rounds "$rounds")
-[ $ctest = 1 ] && args=(--rounds 1 --stages both --modes off,on --runtime 3 --ramp 2 --check)
+[ $ctest = 1 ] && args=(--rounds 1 --stages both --modes off,on --runtime 5 --ramp 2 --check)
 shares=()
 case $build/ in "$REPO"/*) ;; *) shares+=(--share "$build") ;; esac
 case $out/ in "$REPO"/*) ;; *) shares+=(--share "$out") ;; esac

@@ -18,7 +18,8 @@ backup workload) it runs rounds of stages in rotated order:
                 (pod object, GetPreferredAllocation, Allocate, pod resources entry,
                 pod cgroup, PreStartContainer, then the container)
   ioqos+pace    the ioqos stage with iocost pacing the whole disk: io.cost.model
-                (ctrl=user, linear) at --pace x the disk's capacity and io.cost.qos with
+                (ctrl=user, linear) at --pace x the disk's capacity (auto: the plugin's
+                rule, allocatable fraction + pool of pods without a grant) and io.cost.qos with
                 vrate pinned (min=max=100) and a short period (--pace-lat-us): iocost
                 then issues the backup's throttled bursts no faster than its weight's
                 share of that rate (issue 18, token-bucket disks)
@@ -149,6 +150,15 @@ def iostat(cgdir, devno):
             kv = dict(x.split("=", 1) for x in f[1:])
             return tuple(int(kv.get(k, 0)) for k in ("rbytes", "wbytes", "rios", "wios"))
     return (0, 0, 0, 0)
+
+
+def iostat_line(cgdir, devno):
+    """The whole io.stat line of a cgroup on one disk ("" if none)."""
+    try:
+        text = read(os.path.join(cgdir, "io.stat"))
+    except OSError:
+        return ""
+    return next((l for l in text.splitlines() if l.split()[:1] == [devno]), "")
 
 
 def iomax_line(cgdir, devno):
@@ -408,7 +418,7 @@ def iocost_set(disk, line, file="io.cost.qos"):
 def iocost_pace(a, disk):
     """iocost as a pacer of the whole disk: its cost model says the disk does
     pace x capacity, vrate pinned at 100 %, a period of 2 x the latency target."""
-    bw, iops = int(a.pace * a.capacity_bw), int(a.pace * a.capacity_iops)
+    bw, iops = int(a.pace_value * a.capacity_bw), int(a.pace_value * a.capacity_iops)
     model = iocost_set(disk, "ctrl=user model=linear rbps=%d rseqiops=%d rrandiops=%d wbps=%d wseqiops=%d "
                        "wrandiops=%d" % (bw, iops, iops, bw, iops, iops), file="io.cost.model")
     qos = iocost_set(disk, "enable=1 ctrl=user rpct=95.00 rlat=%d wpct=95.00 wlat=%d min=100.00 max=100.00"
@@ -753,7 +763,8 @@ class Scenario:
             "db_grant_factor": a.db_grant_factor, "backup_jobs": BACKUP_JOBS,
             "db_demand_fraction": a.db_demand, "db_demand_iops": a.db_demand_iops,
             "iocost_qos": IOCOST_QOS, "weights": [WEIGHT_DB, WEIGHT_BACKUP],
-            "pace": a.pace, "pace_lat_us": a.pace_lat_us,
+            "pace": a.pace_value, "pace_setting": a.pace, "pace_lat_us": a.pace_lat_us,
+            "device_latency_us": a.device_latency_us,
             "ungranted": {"config": self.cluster.config_extra.get("nodePolicy"),
                           "sandbox_delay_s": a.sandbox_delay,
                           "neighbours": {s: NEIGHBOUR_STAGES[s] for s in a.stage_list if s in NEIGHBOUR_STAGES}},
@@ -925,6 +936,11 @@ class Scenario:
                                   "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}
             if nbs:  # while they still write
                 res["metrics"] = cl.metrics(UNGRANTED_METRICS)
+            if stage in ("weight", "ioqos+pace"):
+                # iocost's own view while the jobs still run: the weights in place and
+                # io.stat's cost.* fields (usage, wait, indebt, indelay in µs)
+                res["iocost_stat"] = {p.name: {"io.weight": read(os.path.join(p.dir, "io.weight")).strip(),
+                                               "io.stat": iostat_line(p.dir, disk.devno)} for p in pods}
             for p in procs:
                 if p.poll() is None:
                     p.send_signal(signal.SIGTERM)
@@ -1214,8 +1230,12 @@ def main():
     ap.add_argument("--db-grant-factor", type=float, default=1.1)
     ap.add_argument("--db-demand", type=float, default=0.25,
                     help="the db's demand: at most this fraction of the disk's IOPS (fio rate_iops); 0 = unbounded")
-    ap.add_argument("--pace", type=float, default=0.9,
-                    help="ioqos+pace: iocost's model at this fraction of the disk's capacity")
+    ap.add_argument("--pace", default="auto",
+                    help="ioqos+pace: iocost's model at this fraction of the disk's capacity; auto (the "
+                    "default, as nodePolicy.iocost.pace: auto) = the allocatable fraction + the pool of "
+                    "pods without a grant (headroomShare x the rest; none with --ungranted off)")
+    ap.add_argument("--device-latency-us", type=int, default=0,
+                    help="(recorded) the disks' completion latency (null_blk timer mode), 0 = none")
     ap.add_argument("--pace-lat-us", type=int, default=2000,
                     help="ioqos+pace: iocost's latency target (its period is twice this)")
     ap.add_argument("--reconcile", type=int, default=10, help="plugin reconcile interval (s)")
@@ -1248,12 +1268,28 @@ def main():
         sys.exit("isolation.py runs inside the VM (tests/bench/run.sh starts it)")
     a.backup_modes = a.backup_modes.split(",")
     a.db_demand_iops = int(a.db_demand * a.capacity_iops)
+
     stages = a.stage_list = [s for s in a.stages.split(",") if s]
     for s in stages:
         if s not in ALL_STAGES:
             sys.exit("unknown stage " + s)
     if a.ungranted == "auto":
         a.ungranted = "on" if any(s in NEIGHBOUR_STAGES for s in stages) else "default"
+    # auto, as the plugin's nodePolicy.iocost.pace: auto (ioq_ug_bounded_fraction):
+    # the grants plus, with the policy for pods without a grant on (the plugin's
+    # default), their pool when every unit is held
+    if a.pace == "auto":
+        pool = 0.0
+        if a.ungranted != "off":
+            pool = a.ungranted_pool / a.capacity_bw if a.ungranted_pool else a.headroom_share * (1 - a.fraction)
+        a.pace_value = min(1.0, a.fraction + pool)
+    else:
+        try:
+            a.pace_value = float(a.pace)
+        except ValueError:
+            sys.exit("--pace: a number in (0, 1] or auto, not %r" % a.pace)
+    if not 0 < a.pace_value <= 1:
+        sys.exit("--pace: %g is not in (0, 1]" % a.pace_value)
     if a.cases:
         cases = [tuple(c.split("+")) for c in a.cases.split(",") if c]
     else:

@@ -536,8 +536,11 @@ def markdown(summary):
         L.append("The ioqos stage plus iocost with its model at pace × the disk's capacity and vrate pinned "
                  "(%s): the disk is fed no faster than that, spread over iocost's period. db IOPS and "
                  "latency (mean / p99 ms), protection and against the ceiling, backup achieved / granted; "
-                 "medians." % ", ".join(sorted(set("pace %s, latency target %s us" % (
-                     r.get("pace", "?"), r.get("pace_lat_us", "?")) for r in meta.get("raw", {}).values()))))
+                 "medians." % ", ".join(sorted(set("pace %s%s, latency target %s us%s" % (
+                     r.get("pace", "?"), " (%s)" % r["pace_setting"] if r.get("pace_setting") == "auto" else "",
+                     r.get("pace_lat_us", "?"),
+                     ", device latency %s us" % r["device_latency_us"] if r.get("device_latency_us") else "")
+                     for r in meta.get("raw", {}).values()))))
         L.append("")
         L.append("| device | db | backup | ioqos | ioqos+pace | control | ioqos / ceiling | ioqos+pace / ceiling "
                  "| p99 ioqos | p99 ioqos+pace | p99 solo | backup ioqos+pace / grant |")
