@@ -1268,7 +1268,6 @@ def main():
         sys.exit("isolation.py runs inside the VM (tests/bench/run.sh starts it)")
     a.backup_modes = a.backup_modes.split(",")
     a.db_demand_iops = int(a.db_demand * a.capacity_iops)
-
     stages = a.stage_list = [s for s in a.stages.split(",") if s]
     for s in stages:
         if s not in ALL_STAGES:
