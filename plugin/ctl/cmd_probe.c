@@ -100,11 +100,10 @@ static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
 }
 
 /* What nodePolicy.iocost.pace makes of this disk (ioqos/pace.h, the plugin's
- * rule): "off", why it cannot be paced, or where the fraction comes from;
- * *pace is the fraction in effect (0 = not paced). */
-static const char *pace_state(const struct ioq_config *cfg, const struct ioq_inventory *inv,
-                              const struct ioq_disk *d, double *pace, ioq_err *e) {
-  switch (ioq_pace_of(cfg, inv->layout.io_version, d, pace, e)) {
+ * rule), in words: "off", why it cannot be paced, or where the fraction
+ * comes from. */
+static const char *pace_why(const struct ioq_config *cfg, enum ioq_pace_state st, const ioq_err *e) {
+  switch (st) {
   case IOQ_PACE_OFF:
     return "off";
   case IOQ_PACE_CANNOT:
@@ -118,19 +117,19 @@ static const char *pace_state(const struct ioq_config *cfg, const struct ioq_inv
 static void print_pace(const struct ioq_config *cfg, const struct ioq_inventory *inv, const struct ioq_disk *d) {
   double pace;
   ioq_err e = {0};
-  const char *why = pace_state(cfg, inv, d, &pace, &e);
-  if (pace > 0) {
+  enum ioq_pace_state st = ioq_pace_of(cfg, inv->layout.io_version, d, &pace, &e);
+  if (st == IOQ_PACE_ON) {
     char bw[32];
     human_rate(bw, sizeof bw, (uint64_t)(pace * (double)d->capacity_bw_bytes));
     printf("  paced:         iocost at %.2f x capacity = %s (nodePolicy.iocost.pace, %s): a throttled pod's\n"
            "                 burst reaches the disk no faster; %.0f%% of every token-bucket refill stays free\n",
-           pace, bw, why, (1 - pace) * 100);
-  } else if (strcmp(why, "off") == 0) {
+           pace, bw, pace_why(cfg, st, &e), (1 - pace) * 100);
+  } else if (st == IOQ_PACE_OFF) {
     printf("  paced:         no: a throttled pod's I/O reaches the disk in bursts of its grant x 100 ms\n"
            "                 (blk-throttle's slice); on a token-bucket disk (cloud volume) see\n"
            "                 nodePolicy.iocost.pace (docs/enforcement.md, \"Token-bucket disks\")\n");
   } else {
-    printf("  paced:         %s\n", why);
+    printf("  paced:         %s\n", e.msg);
   }
 }
 
@@ -271,14 +270,14 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     json_object_object_add(o, "ungrantedPool", ug);
     double pace;
     ioq_err pe = {0};
-    const char *pace_why = pace_state(cfg, inv, d, &pace, &pe);
+    enum ioq_pace_state pst = ioq_pace_of(cfg, inv->layout.io_version, d, &pace, &pe);
     json_object *pc = json_object_new_object();
     char pstr[32];
     snprintf(pstr, sizeof pstr, "%g", pace);
     json_object_object_add(pc, "fraction", json_object_new_double_s(pace, pstr));
     json_object_object_add(pc, "bandwidthBytesPerSec",
                            json_object_new_int64((int64_t)(pace * (double)d->capacity_bw_bytes)));
-    json_object_object_add(pc, "state", json_object_new_string(pace_why));
+    json_object_object_add(pc, "state", json_object_new_string(pace_why(cfg, pst, &pe)));
     json_object_object_add(o, "pace", pc);
     json_object_array_add(disks, o);
   }

@@ -42,9 +42,14 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
   const struct ioq_config *c = &p->cfg;
   double pace;
   ioq_err e;
-  if (ioq_pace_of(c, p->layout.io_version, d, &pace, &e) != IOQ_PACE_ON) {
+  switch (ioq_pace_of(c, p->layout.io_version, d, &pace, &e)) {
+  case IOQ_PACE_OFF:
+    return 0;
+  case IOQ_PACE_CANNOT:
     failed(p, &e);
     return 0;
+  case IOQ_PACE_ON:
+    break;
   }
   /* pace is in (0, 1]: the products stay within the capacities */
   struct ioq_iocost_model want = {.bps = ioq_u64_from_double_sat(pace * (double)d->capacity_bw_bytes),
@@ -75,7 +80,7 @@ static unsigned apply_iocost(struct plugin *p, const struct ioq_disk *d) {
                                 .min = c->node_policy.iocost_min, .max = c->node_policy.iocost_max,
                                 .latency_us = c->node_policy.iocost_latency_us};
   /* the model before enabling, so iocost starts at the paced rate */
-  unsigned writes = ioq_config_paces(c) ? apply_pace(p, d) : 0;
+  unsigned writes = apply_pace(p, d);
   for (size_t i = 0; i < d->n_leaves; i++) {
     struct ioq_devno dev = {d->leaves[i].major, d->leaves[i].minor};
     bool changed;
