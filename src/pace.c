@@ -15,9 +15,10 @@ enum ioq_pace_state ioq_pace_of(const struct ioq_config *c, enum ioq_cg_version 
   }
   if (d->n_leaves != 1) {
     /* one model per leaf would need each leaf's share of the capacity */
-    ioq_fail(e, IOQ_EUNSUPPORTED, "nodePolicy.iocost.pace on %s: it sits on %zu disks and a "
-             "per-disk model would need each one's share of the capacity; not paced", d->dev.name,
-             d->n_leaves);
+    ioq_fail(e, IOQ_EUNSUPPORTED,
+             "nodePolicy.iocost.pace on %s: it sits on %zu disks and a "
+             "per-disk model would need each one's share of the capacity; not paced",
+             d->dev.name, d->n_leaves);
     return IOQ_PACE_CANNOT;
   }
   if (!d->capacity_bw_bytes || !d->capacity_iops) {

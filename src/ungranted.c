@@ -102,8 +102,8 @@ void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, doubl
 
 double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
                                bool ungranted_on, double headroom_share) {
-  const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,
-                                       [IOQ_RES_IOPS] = d->capacity_iops};
+  const uint64_t cap[IOQ_RES_COUNT] = {
+      [IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes, [IOQ_RES_IOPS] = d->capacity_iops};
   uint64_t pool[IOQ_RES_COUNT] = {0};
   if (ungranted_on)
     ioq_ug_pool(d, u, headroom_share, d->units, pool); /* every unit held */

@@ -102,32 +102,36 @@ static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
 /* What nodePolicy.iocost.pace makes of this disk (ioqos/pace.h, the plugin's
  * rule), in words: "off", why it cannot be paced, or where the fraction
  * comes from. */
-static const char *pace_why(const struct ioq_config *cfg, enum ioq_pace_state st, const ioq_err *e) {
+static const char *pace_why(const struct ioq_config *cfg, enum ioq_pace_state st,
+                            const ioq_err *e) {
   switch (st) {
-  case IOQ_PACE_OFF:
-    return "off";
-  case IOQ_PACE_CANNOT:
-    return e->msg;
-  case IOQ_PACE_ON:
-    break;
+  case IOQ_PACE_OFF: return "off";
+  case IOQ_PACE_CANNOT: return e->msg;
+  case IOQ_PACE_ON: break;
   }
-  return cfg->node_policy.iocost_pace_auto ? "auto: grants + pool of pods without a grant" : "config";
+  return cfg->node_policy.iocost_pace_auto ? "auto: grants + pool of pods without a grant"
+                                           : "config";
 }
 
-static void print_pace(const struct ioq_config *cfg, const struct ioq_inventory *inv, const struct ioq_disk *d) {
+static void print_pace(const struct ioq_config *cfg, const struct ioq_inventory *inv,
+                       const struct ioq_disk *d) {
   double pace;
   ioq_err e = {0};
   enum ioq_pace_state st = ioq_pace_of(cfg, inv->layout.io_version, d, &pace, &e);
   if (st == IOQ_PACE_ON) {
     char bw[32];
     human_rate(bw, sizeof bw, (uint64_t)(pace * (double)d->capacity_bw_bytes));
-    printf("  paced:         iocost at %.2f x capacity = %s (nodePolicy.iocost.pace, %s): a throttled pod's\n"
-           "                 burst reaches the disk no faster; %.0f%% of every token-bucket refill stays free\n",
+    printf("  paced:         iocost at %.2f x capacity = %s (nodePolicy.iocost.pace, %s): a "
+           "throttled pod's\n"
+           "                 burst reaches the disk no faster; %.0f%% of every token-bucket refill "
+           "stays free\n",
            pace, bw, pace_why(cfg, st, &e), (1 - pace) * 100);
   } else if (st == IOQ_PACE_OFF) {
-    printf("  paced:         no: a throttled pod's I/O reaches the disk in bursts of its grant x 100 ms\n"
-           "                 (blk-throttle's slice); on a token-bucket disk (cloud volume) see\n"
-           "                 nodePolicy.iocost.pace (docs/enforcement.md, \"Token-bucket disks\")\n");
+    printf(
+        "  paced:         no: a throttled pod's I/O reaches the disk in bursts of its grant x 100 "
+        "ms\n"
+        "                 (blk-throttle's slice); on a token-bucket disk (cloud volume) see\n"
+        "                 nodePolicy.iocost.pace (docs/enforcement.md, \"Token-bucket disks\")\n");
   } else {
     printf("  paced:         %s\n", e.msg);
   }

@@ -43,13 +43,9 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
   double pace;
   ioq_err e;
   switch (ioq_pace_of(c, p->layout.io_version, d, &pace, &e)) {
-  case IOQ_PACE_OFF:
-    return 0;
-  case IOQ_PACE_CANNOT:
-    failed(p, &e);
-    return 0;
-  case IOQ_PACE_ON:
-    break;
+  case IOQ_PACE_OFF: return 0;
+  case IOQ_PACE_CANNOT: failed(p, &e); return 0;
+  case IOQ_PACE_ON: break;
   }
   /* pace is in (0, 1]: the products stay within the capacities */
   struct ioq_iocost_model want = {.bps = ioq_u64_from_double_sat(pace * (double)d->capacity_bw_bytes),
@@ -66,11 +62,13 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
   }
   if (!changed)
     return 0;
-  ioq_info("node policy iocost model set disk=%s pace=%.2f pace_from=%s capacity_bytes_per_second=%llu "
-           "capacity_iops=%llu file=%s/io.cost.model wrote='%s'",
-           d->leaves[0].name, pace, c->node_policy.iocost_pace_auto ? "auto:grants+ungranted-pool" : "config",
-           (unsigned long long)d->capacity_bw_bytes,
-           (unsigned long long)d->capacity_iops, p->layout.io_root, line);
+  ioq_info(
+      "node policy iocost model set disk=%s pace=%.2f pace_from=%s capacity_bytes_per_second=%llu "
+      "capacity_iops=%llu file=%s/io.cost.model wrote='%s'",
+      d->leaves[0].name, pace,
+      c->node_policy.iocost_pace_auto ? "auto:grants+ungranted-pool" : "config",
+      (unsigned long long)d->capacity_bw_bytes, (unsigned long long)d->capacity_iops,
+      p->layout.io_root, line);
   return 1;
 }
 

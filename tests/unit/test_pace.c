@@ -64,7 +64,8 @@ Test(pace, auto_is_grants_plus_the_pool_of_pods_without_a_grant) {
   cr_assert_eq(ioq_pace_of(&c, IOQ_CGV2, &d, &pace, &e), IOQ_PACE_ON, "%s", e.msg);
   cr_assert_float_eq(pace, 0.81, 1e-9);
   ioq_config_free(&c);
-  c = config("{\"nodePolicy\":{\"iocost\":{\"enable\":true,\"pace\":\"auto\"},\"ungranted\":{\"enable\":false}}}");
+  c = config("{\"nodePolicy\":{\"iocost\":{\"enable\":true,\"pace\":\"auto\"},\"ungranted\":{"
+             "\"enable\":false}}}");
   cr_assert_eq(ioq_pace_of(&c, IOQ_CGV2, &d, &pace, &e), IOQ_PACE_ON, "%s", e.msg);
   cr_assert_float_eq(pace, 0.8, 1e-9, "no pool: the grants alone");
   ioq_config_free(&c);

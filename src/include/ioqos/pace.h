@@ -18,9 +18,9 @@
 #include "ioqos/error.h"
 
 enum ioq_pace_state {
-  IOQ_PACE_OFF,     /* nodePolicy.iocost.pace unset */
-  IOQ_PACE_ON,      /* *pace holds the fraction */
-  IOQ_PACE_CANNOT,  /* set, but this disk cannot be paced: e says why */
+  IOQ_PACE_OFF,    /* nodePolicy.iocost.pace unset */
+  IOQ_PACE_ON,     /* *pace holds the fraction */
+  IOQ_PACE_CANNOT, /* set, but this disk cannot be paced: e says why */
 };
 
 /* The pace of disk d under config c on a hierarchy of version io_version.
