@@ -319,8 +319,12 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     wrote |= rep.steps[k].changed;
   if (changed)
     *changed = wrote;
-  if (wrote)
+  if (wrote) {
+    char b[24], i[24];
     metrics_inc(u->p->metrics, C_UG_WRITES);
+    ioq_debug("ungranted cap written cgroup=%s disk=%s bps=%s iops=%s", pp->cg.dir, dk->name,
+              num(cap[0], b, sizeof b), num(cap[1], i, sizeof i));
+  }
   if (first) {
     uint64_t bytes = before.rbytes + before.wbytes, ios = before.rios + before.wios;
     /* after a grant, io.stat holds what the pod did under it: not unbounded */
@@ -427,17 +431,12 @@ static void balance_disk(struct ungranted *u, size_t d) {
     if (write_caps(u, pp[i], d, keep, &changed) && changed)
       ioq_warn("ungranted bound drift corrected cgroup=%s disk=%s", pp[i]->cg.dir, dk->name);
   }
-  /* cuts (and new bounds: a cut from no limit) before raises, so the caps
-   * together never exceed the pool: new pods first, then every other pod
-   * gets the lower of its old and new cap in each resource, then the new
-   * caps */
-  for (size_t i = 0; i < n; i++) {
-    const struct ug_slot *s = &pp[i]->s[d];
-    if (todo[i] && !s->bounded) { /* new: any bound is a cut */
-      uint64_t cap[IOQ_RES_COUNT] = {out[0][i], out[1][i]};
-      write_caps(u, pp[i], d, cap, NULL);
-    }
-  }
+  /* cuts before new bounds before raises, so that from the moment every
+   * pod is bounded the caps together never exceed the pool: first every
+   * bounded pod gets the lower of its old and new cap in each resource,
+   * then new pods their bound (a cut from no limit: written after the
+   * others' cuts, or a pod already at the whole pool would briefly hold it
+   * beside the new pod's share), then the raises */
   for (size_t i = 0; i < n; i++) {
     const struct ug_slot *s = &pp[i]->s[d];
     if (!todo[i] || !s->bounded)
@@ -447,6 +446,13 @@ static void balance_disk(struct ungranted *u, size_t d) {
       lo[r] = s->cap[r] && (!out[r][i] || s->cap[r] < out[r][i]) ? s->cap[r] : out[r][i];
     if (memcmp(lo, s->cap, sizeof lo) != 0)
       write_caps(u, pp[i], d, lo, NULL);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct ug_slot *s = &pp[i]->s[d];
+    if (todo[i] && !s->bounded) {
+      uint64_t cap[IOQ_RES_COUNT] = {out[0][i], out[1][i]};
+      write_caps(u, pp[i], d, cap, NULL); /* then bounded at cap: the raises skip it */
+    }
   }
   for (size_t i = 0; i < n; i++) {
     const struct ug_slot *s = &pp[i]->s[d];

@@ -322,6 +322,35 @@ class Demand(UngrantedTest):
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
 
 
+class NewPodBesideFullPool(UngrantedTest):
+    def test_others_are_cut_before_the_new_pod_is_bounded(self):
+        """A pod alone holds the whole pool; a second appears. The first is
+        cut before the second gets its bound, so from the moment both are
+        bounded their caps fit the pool (a reader between the two writes
+        once saw 800 + 700 MiB/s of an 800 MiB/s pool)."""
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = pool_bw(200)
+        first = self.ungranted("burstable", "first")
+        wait_for(lambda: self.bounded(first) and self.limits([first])[0]["wbps"] == pool, 5,
+                 "the only pod without a grant at the whole pool")
+        second = self.ungranted("besteffort", "second")
+        self.wait_bounded([second])
+        b, i = self.limits([first, second])
+        self.assertLessEqual(b["wbps"] + i["wbps"], pool, (b, i))
+        # the order of the writes, from the plugin's own log
+        first_dir, second_dir = os.path.basename(first), os.path.basename(second)
+        writes = [ln for ln in d.text().split("\n") if "ungranted cap written" in ln]
+        order = [("first" if first_dir in ln else "second" if second_dir in ln else "?",
+                  re.search(r"bps=(\S+)", ln).group(1)) for ln in writes]
+        at = next(j for j, (who, _) in enumerate(order) if who == "second")
+        cuts = [bps for who, bps in order[:at] if who == "first" and bps != "max" and int(bps) < pool]
+        self.assertTrue(cuts, "the pod at the whole pool was not cut before the new pod's bound: %s"
+                        % order)
+
+
 class Restart(UngrantedTest):
     def test_bounds_survive_plugin_restarts(self):
         d = self.start()
