@@ -225,9 +225,12 @@ static int take_reserved(json_object *claim, const char *who, struct ioq_dra_cla
       return -1;
     if (group[0] || strcmp(resource, "pods") != 0)
       continue; /* reserved for something other than a pod: not ours to enforce */
-    char *uid = out->pods[out->n_pods];
-    if (take_str(ref, "uid", uid, IOQ_DRA_UID_MAX + 1, true, where, e) < 0)
+    char *uid = out->pods[out->n_pods], *name = out->pod_names[out->n_pods];
+    if (take_str(ref, "uid", uid, IOQ_DRA_UID_MAX + 1, true, where, e) < 0 ||
+        take_str(ref, "name", name, IOQ_DRA_OBJ_NAME_MAX + 1, true, where, e) < 0)
       return -1;
+    if (!ioq_k8s_subdomain_valid(name))
+      return ioq_fail(e, IOQ_EINVAL_INPUT, "%s.name '%.80s' is not a pod name", where, name);
     /* it names a cgroup directory later: the pod UID form or nothing */
     if (ioq_pod_uid_check(uid, e) < 0) {
       ioq_err_prefix(e, "%s.uid", where);

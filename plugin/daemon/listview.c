@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drastate.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "podtable_internal.h"
@@ -138,6 +139,10 @@ bool listview_pod_held(struct podtable *f, const char *ns, const char *name,
 void listview_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]) {
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     out[r] = 0;
+  if (f->o.dra) { /* DRA mode: claims hold every unit (no device-plugin units exist) */
+    drastate_disk_units(f->o.dra, disk, out);
+    return;
+  }
   pthread_mutex_lock(&f->lock);
   for (size_t i = 0; i < f->n_alloc; i++)
     if (strcmp(f->alloc[i].disk, disk) == 0)

@@ -17,6 +17,8 @@
 
 #include "catalog.h"
 #include "combined.h"
+#include "dradriver.h"
+#include "drastate.h"
 #include "podtable.h"
 #include "events.h"
 #include "explain.h"
@@ -59,7 +61,39 @@ static int setup_kube(struct plugin *p, ioq_err *e) {
   return 0;
 }
 
+/* One mode per node: never start beside a live instance of the other mode
+ * (both would sell the same disks, to schedulers that do not see each
+ * other). The sockets tell: the device plugin's in device-plugins/, the DRA
+ * driver's registration socket in plugins_registry/. */
+static int check_other_mode(struct plugin *p, ioq_err *e) {
+  char path[PATH_MAX];
+  if (p->opts.mode == PLUGIN_MODE_DRA) {
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      char name[64];
+      snprintf(name, sizeof name, "ioqos-%s.sock", ioq_resource_short((enum ioq_resource)r));
+      if (ioq_path_join(path, sizeof path, e, p->opts.device_plugin_dir, name, NULL) < 0)
+        return -1;
+      if (endpoint_check_free(path, e) < 0) {
+        ioq_err_prefix(e, "--mode=dra: a device-plugin mode instance runs on this node");
+        return -1;
+      }
+    }
+    return 0;
+  }
+  if (dradriver_reg_socket(p, path, sizeof path, e) < 0)
+    return -1;
+  if (endpoint_check_free(path, e) < 0) {
+    ioq_err_prefix(e, "--mode=device-plugin: a dra mode instance runs on this node");
+    return -1;
+  }
+  return 0;
+}
+
 static int setup_endpoints(struct plugin *p, ioq_err *e) {
+  if (check_other_mode(p, e) < 0)
+    return -1;
+  if (p->opts.mode == PLUGIN_MODE_DRA)
+    return 0; /* no device-plugin units: the claims' capacity is in the ResourceSlice */
   if (ioq_path_join(p->kubelet_sock, sizeof p->kubelet_sock, e, p->opts.device_plugin_dir,
                     KUBELET_SOCKET_NAME, NULL) < 0)
     return -1;
@@ -117,6 +151,21 @@ static int setup_podtable(struct plugin *p, ioq_err *e) {
   if (ioq_path_join(state_file, sizeof state_file, e, p->opts.state_dir, INITSTATE_FILE, NULL) < 0)
     return -1;
   eo.state_file = state_file;
+  if (p->opts.mode == PLUGIN_MODE_DRA) {
+    char dra_file[PATH_MAX];
+    if (ioq_path_join(dra_file, sizeof dra_file, e, p->opts.state_dir, DRASTATE_FILE, NULL) < 0)
+      return -1;
+    if (!(p->dra = drastate_new(dra_file)))
+      return ioq_fail(e, ENOMEM, "out of memory (DRA claims)");
+    ioq_err le;
+    if (drastate_load(p->dra, &le) < 0)
+      ioq_error("prepared DRA claims not restored, starting without them (pods prepared before "
+                "keep their limits until their cgroups go, but are not re-checked) error=\"%s\"",
+                le.msg);
+    else
+      ioq_info("prepared DRA claims restored claims=%zu file=%s", drastate_count(p->dra), dra_file);
+    eo.dra = p->dra;
+  }
   if (!(p->table = podtable_new(&eo)))
     return ioq_fail(e, ENOMEM, "out of memory (pod table)");
   podtable_restore(p->table);
@@ -127,6 +176,8 @@ static void teardown(struct plugin *p) {
   atomic_store(&p->stopping, true);
   registrar_stop(p->reg);
   p->reg = NULL;
+  dradriver_stop(p->drad); /* kubelet deregisters the driver; the node's slice goes */
+  p->drad = NULL;
   /* Order: what serves requests first (PreStart handlers and the pod cache's
    * informer kick the reconciler, /healthz reads the endpoints), then the
    * reconcile thread (it uses the pod cache and posts events), then the
@@ -152,6 +203,8 @@ static void teardown(struct plugin *p) {
   monitor_free(p->mon);
   p->mon = NULL;
   podtable_free(p->table);
+  drastate_free(p->dra);
+  p->dra = NULL;
   explain_free(p->explain);
   p->explain = NULL;
   catalog_free(p->catalog);
@@ -189,11 +242,15 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   inventory_refresh(p); /* the first ListAndWatch already carries the units */
   if (!(p->pods = podcache_start(p->kube, p->kube_rpc, p->opts.node_name, on_pods_changed, p, &e)))
     goto fatal;
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (endpoint_start(&p->ep[r], &e) < 0)
+  if (p->opts.mode == PLUGIN_MODE_DEVICE_PLUGIN) {
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      if (endpoint_start(&p->ep[r], &e) < 0)
+        goto fatal;
+    if (!(p->rec = reconciler_start(p, &e)) || !(p->reg = registrar_start(p, &e)))
       goto fatal;
-  if (!(p->rec = reconciler_start(p, &e)) || !(p->reg = registrar_start(p, &e)))
+  } else if (!(p->rec = reconciler_start(p, &e)) || !(p->drad = dradriver_start(p, &e))) {
     goto fatal;
+  }
   if (p->cfg.node_policy.ungranted_enable) {
     if (!(p->ug = ungranted_start(p, &e)))
       goto fatal;
@@ -211,8 +268,12 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   if ((*p->opts.metrics_address || p->opts.explain_socket) &&
       !(p->http = httpd_start(p, p->opts.metrics_address, &e)))
     goto fatal;
-  ioq_info("ioqos-plugin running sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
-           p->ep[1].sock_path, p->kubelet_sock);
+  if (p->opts.mode == PLUGIN_MODE_DRA)
+    ioq_info("ioqos-plugin running mode=dra driver=ioqos.io plugins_dir=%s registry_dir=%s",
+             p->opts.kubelet_plugins_dir, p->opts.kubelet_registry_dir);
+  else
+    ioq_info("ioqos-plugin running mode=device-plugin sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
+             p->ep[1].sock_path, p->kubelet_sock);
 
   for (;;) {
     int sig = 0;

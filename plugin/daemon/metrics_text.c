@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dradriver.h"
 #include "catalog.h"
 #include "listview.h"
 #include "podtable.h"
@@ -260,6 +261,12 @@ static void counters(FILE *f, struct plugin *p) {
       {C_LIMIT_DRIFT, "ioqos_limit_drift_total", "Limits of a granted pod found changed outside ioqos and rewritten by reconcile (file, device, old and new value in the log and an IoqosLimitDrift Event), by resource.", true},
       {C_RESPLITS, "ioqos_direction_resplits_total", "Combined-direction grants (enforcement.combinedDirections): read/write re-splits written, by resource.", true},
       {C_RESPLIT_FAIL, "ioqos_direction_resplit_errors_total", "Combined-direction re-splits that could not be written, by resource.", true},
+      {C_DRA_PREPARED, "ioqos_dra_claims_prepared_total", "DRA mode: claims prepared (grant written into the pod cgroup and read back).", false},
+      {C_DRA_PREPARE_FAIL, "ioqos_dra_claim_prepare_errors_total", "DRA mode: claims refused or not put in place at NodePrepareResources (kubelet retries the pod).", false},
+      {C_DRA_UNPREPARED, "ioqos_dra_claims_unprepared_total", "DRA mode: claims unprepared (their limits cleared).", false},
+      {C_DRA_UNPREPARE_FAIL, "ioqos_dra_claim_unprepare_errors_total", "DRA mode: claims whose limits could not be cleared at NodeUnprepareResources (kubelet retries).", false},
+      {C_DRA_SLICE_WRITES, "ioqos_dra_resourceslice_writes_total", "DRA mode: ResourceSlice creates, updates and deletes the API server accepted.", false},
+      {C_DRA_SLICE_FAIL, "ioqos_dra_resourceslice_errors_total", "DRA mode: ResourceSlice publishing attempts that failed (retried).", false},
       {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},
       {C_REGISTER_FAIL, "ioqos_kubelet_registration_errors_total", "Failed Register calls to kubelet (retried with backoff).", true},
       {C_RESERVES, "ioqos_socket_reserves_total", "Times our socket was deleted (kubelet restart) and served again.", true},
@@ -366,6 +373,8 @@ char *metrics_render(struct plugin *p) {
 }
 
 bool plugin_live(struct plugin *p, char *why, size_t whysz) {
+  if (p->opts.mode == PLUGIN_MODE_DRA && !dradriver_live(p->drad, why, whysz))
+    return false;
   double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     double t = endpoint_last_tick(&p->ep[r]);
@@ -384,9 +393,14 @@ bool plugin_ready(struct plugin *p, char *why, size_t whysz) {
   if (!atomic_load(&p->inventory_ok))
     return snprintf(why, whysz, "disk probe has not succeeded yet (no configured disk resolves, "
                                 "or no cgroup io hierarchy: see the log and ioqos_disk_select_errors)"), false;
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (!atomic_load(&p->ep[r].registered))
-      return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;
+  if (p->opts.mode == PLUGIN_MODE_DRA) {
+    if (!dradriver_ready(p->drad, why, whysz))
+      return false;
+  } else {
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      if (!atomic_load(&p->ep[r].registered))
+        return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;
+  }
   if (p->pods && !podcache_synced(p->pods))
     return snprintf(why, whysz, "pod cache not synced with the API server"), false;
   if (!atomic_load(&p->first_reconcile_done))

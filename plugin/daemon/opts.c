@@ -13,7 +13,7 @@ enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,
   OPT_SYSFS, OPT_DRIVER, OPT_KCGROOT, OPT_METRICS, OPT_HEALTH,
   OPT_HTTP_TIMEOUT, OPT_HTTP_CONNS, OPT_HTTP_CONNS_IP, OPT_LOGLEVEL, OPT_LOGFORMAT, OPT_HELP, OPT_VERSION,
-  OPT_KUBECONFIG, OPT_EXPLAIN,
+  OPT_KUBECONFIG, OPT_EXPLAIN, OPT_MODE, OPT_DRA_PLUGINS, OPT_DRA_REGISTRY,
 };
 
 /* One table drives parsing, environment fallbacks and --help. */
@@ -25,10 +25,18 @@ static const struct flag {
   const char *arg;
   const char *help;
 } g_flags[] = {
+    {"mode", OPT_MODE, "IOQOS_MODE", "device-plugin", "device-plugin|dra",
+     "how units are sold: kubelet device plugin (ioqos/bandwidth, ioqos/iops; with the "
+     "scheduler extender) or a DRA driver (ResourceSlice capacity, kube-scheduler alone)"},
     {"device-plugin-dir", OPT_DP_DIR, "IOQOS_DEVICE_PLUGIN_DIR", "/var/lib/kubelet/device-plugins",
      "DIR", "kubelet device-plugins directory (kubelet.sock, our sockets)"},
     {"pod-resources-socket", OPT_PODRES, "IOQOS_POD_RESOURCES_SOCKET",
      "/var/lib/kubelet/pod-resources/kubelet.sock", "PATH", "kubelet pod resources API socket"},
+    {"kubelet-plugins-dir", OPT_DRA_PLUGINS, "IOQOS_KUBELET_PLUGINS_DIR", "/var/lib/kubelet/plugins",
+     "DIR", "dra mode: kubelet plugins directory (our DRA socket is DIR/ioqos.io/dra.sock)"},
+    {"kubelet-registry-dir", OPT_DRA_REGISTRY, "IOQOS_KUBELET_REGISTRY_DIR",
+     "/var/lib/kubelet/plugins_registry", "DIR",
+     "dra mode: kubelet plugin registration directory (we create DIR/ioqos.io-reg.sock)"},
     {"state-dir", OPT_STATE, "IOQOS_STATE_DIR", "/var/lib/ioqos", "DIR",
      "host directory for state that must survive restarts (init container grants)"},
     {"config", OPT_CONFIG, "IOQOS_CONFIG", NULL, "FILE",
@@ -105,7 +113,10 @@ void plugin_opts_usage(FILE *f) {
   fprintf(f, "usage: ioqos-plugin [FLAGS]\n\n"
              "Kubernetes device plugin for disk I/O: advertises ioqos/bandwidth and ioqos/iops\n"
              "units of this node's managed disks to kubelet and writes each pod's grant into its\n"
-             "cgroup (io.max / blkio.throttle) before the pod's containers start.\n\nFlags:\n");
+             "cgroup (io.max / blkio.throttle) before the pod's containers start. With --mode=dra\n"
+             "it is the DRA driver ioqos.io instead: one ResourceSlice device per disk with\n"
+             "consumable bandwidth and iops, each claim's share written before the pod's sandbox.\n"
+             "\nFlags:\n");
   for (size_t i = 0; i < NFLAGS; i++) {
     const struct flag *fl = &g_flags[i];
     char lhs[96];
@@ -215,6 +226,8 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
   o->help = given[idx_of(OPT_HELP)] != NULL;
   o->version = given[idx_of(OPT_VERSION)] != NULL;
   o->device_plugin_dir = VAL(OPT_DP_DIR);
+  o->kubelet_plugins_dir = VAL(OPT_DRA_PLUGINS);
+  o->kubelet_registry_dir = VAL(OPT_DRA_REGISTRY);
   o->pod_resources_socket = VAL(OPT_PODRES);
   o->state_dir = VAL(OPT_STATE);
   o->config = VAL(OPT_CONFIG);
@@ -257,6 +270,13 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     o->explain_socket = xs;
   }
 
+  if (strcmp(VAL(OPT_MODE), "device-plugin") == 0)
+    o->mode = PLUGIN_MODE_DEVICE_PLUGIN;
+  else if (strcmp(VAL(OPT_MODE), "dra") == 0)
+    o->mode = PLUGIN_MODE_DRA;
+  else
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "--mode '%.80s': must be device-plugin or dra",
+                    VAL(OPT_MODE));
   if (ioq_cg_driver_parse(VAL(OPT_DRIVER), &o->cgroup_driver, e) < 0) {
     ioq_err_prefix(e, "--cgroup-driver");
     return -1;
@@ -280,6 +300,8 @@ int plugin_opts_parse(int argc, char **argv, struct plugin_opts *o, ioq_err *e) 
     const char *name;
   } abs_paths[] = {{OPT_DP_DIR, "--device-plugin-dir"}, {OPT_PODRES, "--pod-resources-socket"},
                    {OPT_STATE, "--state-dir"},
+                   {OPT_DRA_PLUGINS, "--kubelet-plugins-dir"},
+                   {OPT_DRA_REGISTRY, "--kubelet-registry-dir"},
                    {OPT_CGROOT, "--cgroupfs-root"},       {OPT_SYSFS, "--sysfs-root"},
                    {OPT_KCGROOT, "--kubelet-cgroup-root"}};
   for (size_t i = 0; i < sizeof abs_paths / sizeof abs_paths[0]; i++) {

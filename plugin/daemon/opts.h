@@ -14,7 +14,16 @@
 
 #define PLUGIN_OPTS_MAX_WARNINGS 4
 
+enum plugin_mode { PLUGIN_MODE_DEVICE_PLUGIN, PLUGIN_MODE_DRA };
+
 struct plugin_opts {
+  /* device-plugin: ioqos/bandwidth and ioqos/iops through kubelet's device
+   * plugin API (+ the scheduler extender); dra: one ResourceSlice device per
+   * disk with consumable capacity, claims prepared through kubelet's DRA
+   * plugin API (docs/dra.md). One mode per node: a disk is never sold twice. */
+  enum plugin_mode mode;
+  const char *kubelet_plugins_dir;  /* dra: <dir>/ioqos.io/dra.sock */
+  const char *kubelet_registry_dir; /* dra: <dir>/ioqos.io-reg.sock */
   const char *device_plugin_dir;    /* kubelet's device-plugins dir */
   const char *pod_resources_socket; /* kubelet's pod resources socket */
   const char *state_dir;            /* state kept across restarts */

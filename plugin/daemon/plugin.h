@@ -29,6 +29,8 @@ struct podcache;
 struct reconciler;
 struct registrar;
 struct ungranted;
+struct drastate;
+struct dradriver;
 
 #define KUBELET_SOCKET_NAME "kubelet.sock"
 #define DP_API_VERSION "v1beta1"
@@ -64,6 +66,8 @@ struct plugin {
   _Atomic(struct reconciler *) rec; /* read by the informer thread */
   struct registrar *reg;
   struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
+  struct drastate *dra;     /* DRA mode: the prepared claims; NULL in device-plugin mode */
+  struct dradriver *drad;   /* DRA mode: kubelet's DRA service, registration, ResourceSlice */
   struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
   struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "drastate.h"
 #include "filelog.h"
 #include "podgrant.h"
 #include "podtable_internal.h"
@@ -398,6 +399,8 @@ static int grant_of(struct podtable *f, const struct podres_pod *pr, const struc
   char **init = init_units(f, pi, init_res, init_ids, n_init_ids, &n_init);
   int grc = podgrant_compute(pr, pi, init, n_init, &res->grant, e);
   pt_free_strs(init, n_init);
+  if (grc == 0 && f->o.dra)
+    grc = drastate_pod_grant(f->o.dra, pi->uid, &res->grant, e);
   if (grc < 0) {
     res->fail = FAIL_GRANT;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -700,9 +703,11 @@ struct missing_pod {
 /* Whether kubelet's List shows the pod with its units: listed with some, or
  * listed without any while its regular init container's (never listed) are
  * what it holds. */
-static bool listed_with_units(const struct podres_list *l, const struct applied_pod *ap) {
+static bool listed_with_units(struct podtable *f, const struct podres_list *l,
+                              const struct applied_pod *ap) {
   const struct podres_pod *pr = podres_find_pod(l, ap->ns, ap->name);
-  return pr && (pr->n_ctrs || pt_holds_init(ap));
+  return pr && (pr->n_ctrs || pt_holds_init(ap) ||
+                (f->o.dra && drastate_pod_has(f->o.dra, NULL, NULL, ap->uid)));
 }
 
 /* The remembered pods applied before the List, with what the cgroup tree
@@ -774,7 +779,7 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
     struct applied_pod *ap = &f->pods[i];
     const struct missing_pod *mp = find_missing(miss, n_miss, ap);
     if (ap->applied_at >= listed->asked_at ||
-        (listed_with_units(listed, ap) && !(mp && mp->replaced))) {
+        (listed_with_units(f, listed, ap) && !(mp && mp->replaced))) {
       ap->missing_since = 0;
       i++;
       continue;

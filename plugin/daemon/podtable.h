@@ -62,6 +62,9 @@ struct podtable_opts {
   bool io_weight, bfq_weight, enable_controllers;
   struct catalog *catalog;
   const char *state_file; /* where init container grants are saved; NULL: nowhere */
+  /* DRA mode: the prepared claims (drastate.h), whose units join each pod's
+   * grant and are the held units of every disk; NULL in device-plugin mode */
+  struct drastate *dra;
 };
 
 

@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "diskstate.h"
+#include "drastate.h"
 #include "drift.h"
 #include "listview.h"
 #include "podtable.h"
@@ -205,8 +206,9 @@ void reconcile_pass(struct plugin *p) {
   for (size_t i = 0; pi && i < list.n && !atomic_load(&p->stopping); i++) {
     const struct podres_pod *pr = &list.pods[i];
     /* a pod without listed units matters only if it has a grant in place:
-     * its regular init container's, which kubelet does not list */
-    bool init_only = !pr->n_ctrs;
+     * its regular init container's, which kubelet does not list, or (DRA
+     * mode) its prepared claims' */
+    bool init_only = !pr->n_ctrs && !(p->dra && drastate_pod_has(p->dra, pr->ns, pr->name, NULL));
     if (init_only && !lost &&
         podtable_init_held(p->table, pr->ns, pr->name, NULL, -1, NULL, 0) != 1)
       continue;

@@ -88,6 +88,7 @@ Test(draclaim, one_share) {
   cr_assert_eq(c->shares[0].units[IOQ_RES_IOPS], 0);
   cr_assert_eq(c->n_pods, 1);
   cr_assert_str_eq(c->pods[0], POD1);
+  cr_assert_str_eq(c->pod_names[0], "p");
   free(c);
   free(t);
 }
@@ -161,6 +162,10 @@ Test(draclaim, refusals) {
        "reserved for no pod"},
       {OURS("sda", "{}"), "{\"resource\":\"pods\",\"name\":\"p\"}", IOQ_EINVAL_INPUT, "reservedFor[0].uid is missing"},
       {OURS("sda", "{}"), "7", IOQ_EINVAL_INPUT, "reservedFor[0] is not an object"},
+      {OURS("sda", "{}"), "{\"resource\":\"pods\",\"uid\":\"" POD1 "\"}", IOQ_EINVAL_INPUT,
+       "reservedFor[0].name is missing"},
+      {OURS("sda", "{}"), "{\"resource\":\"pods\",\"name\":\"A/b\",\"uid\":\"" POD1 "\"}",
+       IOQ_EINVAL_INPUT, "reservedFor[0].name 'A/b' is not a pod name"},
       {OURS("sda", "{}"), RESERVED_POD("../../etc"), IOQ_EINVAL_INPUT, "reservedFor[0].uid"},
       {OURS("sda", "{}"), RESERVED_POD("A1B2C3D4-0000-4000-8000-000000000001"), IOQ_EINVAL_INPUT,
        "reservedFor[0].uid"},

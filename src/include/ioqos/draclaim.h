@@ -37,7 +37,7 @@ struct ioq_dra_share {
   uint64_t units[IOQ_RES_COUNT];    /* consumed bandwidth / iops units */
 };
 
-/* About 42 KiB (the API's bounds): allocate it, do not put it on a thread's
+/* About 107 KiB (the API's bounds): allocate it, do not put it on a thread's
  * small stack. */
 struct ioq_dra_claim {
   char uid[IOQ_DRA_UID_MAX + 1];
@@ -45,8 +45,10 @@ struct ioq_dra_claim {
   char name[IOQ_DRA_OBJ_NAME_MAX + 1];
   struct ioq_dra_share shares[IOQ_DRA_MAX_RESULTS];
   size_t n_shares;
-  /* reservedFor pod UIDs, each checked with ioq_pod_uid_check() */
+  /* reservedFor pods: UIDs, each checked with ioq_pod_uid_check(), and
+   * names (the claim's namespace is theirs) */
   char pods[IOQ_DRA_MAX_RESERVED][IOQ_DRA_UID_MAX + 1];
+  char pod_names[IOQ_DRA_MAX_RESERVED][IOQ_DRA_OBJ_NAME_MAX + 1];
   size_t n_pods;
 };
 

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dradriver.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dra/v1/api.pb-c.h"
+#include "draprepare.h"
+#include "drapub.h"
+#include "endpoint.h"
+#include "grpcs.h"
+#include "ioqos/draslice.h"
+#include "ioqos/fsutil.h"
+#include "ioqos/log.h"
+#include "ioqos/monoclock.h"
+#include "metrics.h"
+#include "plugin.h"
+#include "pluginregistration/v1/api.pb-c.h"
+
+/* The request and response messages of dra/v1 and dra/v1beta1 are the same
+ * bytes except v1's Device.share_id (field 5, kubelet >= 1.35): both
+ * services are served with the v1 messages, and share_id stays unset on
+ * v1beta1 answers (docs/dra.md, "The DRA kubelet service"). */
+#define DRA_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+#define DRA_V1BETA1 "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+
+struct dradriver {
+  struct plugin *p;
+  char dra_sock[PATH_MAX];
+  char reg_sock[PATH_MAX];
+  struct grpcs *dra_srv, *reg_srv;
+  struct drapub *pub;
+  atomic_bool registered;
+  atomic_bool notified; /* kubelet said something (registered or not) */
+};
+
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
+
+/* ---- registration (kubelet is the client) ---- */
+
+static void h_get_info(void *ud, const ProtobufCMessage *req, struct grpcs_reply *out) {
+  struct dradriver *d = ud;
+  (void)req;
+  static char *versions[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin"}; /* most preferred first */
+  Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
+  info.type = "DRAPlugin";
+  info.name = IOQ_DRA_DRIVER;
+  info.endpoint = d->dra_sock;
+  info.n_supported_versions = 2;
+  info.supported_versions = versions;
+  ioq_debug("dra GetInfo from kubelet endpoint=%s", d->dra_sock);
+  grpcs_reply_pack(out, &info.base);
+}
+
+static void h_notify(void *ud, const ProtobufCMessage *req, struct grpcs_reply *out) {
+  struct dradriver *d = ud;
+  const Pluginregistration__RegistrationStatus *st = (const void *)req;
+  atomic_store(&d->notified, true);
+  if (st->plugin_registered) {
+    if (!atomic_exchange(&d->registered, true))
+      ioq_info("dra driver registered with kubelet driver=%s endpoint=%s", IOQ_DRA_DRIVER,
+               d->dra_sock);
+    metrics_inc(d->p->metrics, C_REGISTER_OK);
+  } else {
+    atomic_store(&d->registered, false);
+    metrics_inc(d->p->metrics, C_REGISTER_FAIL);
+    ioq_error("kubelet refused the dra driver driver=%s error=\"%s\"", IOQ_DRA_DRIVER,
+              st->error && *st->error ? st->error : "(no reason given)");
+  }
+  Pluginregistration__RegistrationStatusResponse r = PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
+  grpcs_reply_pack(out, &r.base);
+}
+
+/* ---- the DRA service ---- */
+
+/* "<request>/<subrequest>" -> "<request>": kubelet matches request names
+ * of the claim's spec */
+static char *request_of(const char *r) {
+  const char *slash = strchr(r, '/');
+  return strndup(r, slash ? (size_t)(slash - r) : strlen(r));
+}
+
+static void free_devices(Device **dv, size_t n) {
+  for (size_t i = 0; dv && i < n; i++) {
+    if (!dv[i])
+      continue;
+    if (dv[i]->request_names)
+      free(dv[i]->request_names[0]);
+    free(dv[i]->request_names);
+    free(dv[i]);
+  }
+  free(dv);
+}
+
+/* The Device entries of a prepared claim; pointers into r stay valid while
+ * r lives. NULL on OOM. */
+static Device **devices_of(const struct dra_rec *r, bool v1, const char *pool, size_t *n) {
+  Device **dv = calloc(r->n_shares ? r->n_shares : 1, sizeof *dv);
+  *n = 0;
+  for (size_t i = 0; dv && i < r->n_shares; i++) {
+    Device *x = calloc(1, sizeof *x);
+    char **names = calloc(1, sizeof *names);
+    char *req = request_of(r->shares[i].request);
+    if (!x || !names || !req) {
+      free(x);
+      free(names);
+      free(req);
+      free_devices(dv, *n);
+      return NULL;
+    }
+    k8s__io__kubelet__pkg__apis__dra__v1__device__init(x);
+    names[0] = req;
+    x->n_request_names = 1;
+    x->request_names = names;
+    x->pool_name = (char *)pool; /* the node's pool */
+    x->device_name = (char *)r->shares[i].device;
+    /* no CDI devices: nothing is injected into containers, the limit is
+     * on the pod cgroup */
+    if (v1 && r->shares[i].share_id[0])
+      x->share_id = (char *)r->shares[i].share_id;
+    dv[(*n)++] = x;
+  }
+  return dv;
+}
+
+static void prepare(struct dradriver *d, const ProtobufCMessage *msg, bool v1,
+                    struct grpcs_reply *out) {
+  typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry Entry;
+  typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse One;
+  const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest *req = (const void *)msg;
+  size_t n = req->n_claims;
+  Entry *ents = calloc(n ? n : 1, sizeof *ents), **ep = calloc(n ? n : 1, sizeof *ep);
+  One *ones = calloc(n ? n : 1, sizeof *ones);
+  struct dra_rec *recs = calloc(n ? n : 1, sizeof *recs);
+  char **errs = calloc(n ? n : 1, sizeof *errs);
+  if (!ents || !ep || !ones || !recs || !errs) {
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory (%zu claims)", n);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const Claim *c = req->claims[i];
+    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(&ents[i]);
+    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(&ones[i]);
+    ents[i].key = c->uid;
+    ents[i].value = &ones[i];
+    ep[i] = &ents[i];
+    ioq_err e;
+    if (dra_prepare_claim(d->p, c->namespace_, c->uid, c->name, &recs[i], &e) < 0) {
+      metrics_inc(d->p->metrics, C_DRA_PREPARE_FAIL);
+      ioq_warn("dra claim not prepared claim=%s/%s uid=%s error=\"%s\"", c->namespace_, c->name,
+               c->uid, e.msg);
+      errs[i] = strdup(e.msg);
+      ones[i].error = errs[i] ? errs[i] : "out of memory";
+      continue;
+    }
+    metrics_inc(d->p->metrics, C_DRA_PREPARED);
+    size_t nd = 0;
+    ones[i].devices = devices_of(&recs[i], v1, d->p->opts.node_name, &nd);
+    ones[i].n_devices = nd;
+    if (!ones[i].devices)
+      ones[i].error = "out of memory (devices of the answer)";
+  }
+  K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse resp =
+      K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
+  resp.n_claims = n;
+  resp.claims = ep;
+  grpcs_reply_pack(out, &resp.base);
+out:
+  for (size_t i = 0; ones && i < n; i++)
+    free_devices(ones[i].devices, ones[i].n_devices);
+  for (size_t i = 0; errs && i < n; i++)
+    free(errs[i]);
+  free(errs);
+  free(recs);
+  free(ones);
+  free(ep);
+  free(ents);
+}
+
+static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct grpcs_reply *out) {
+  typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry Entry;
+  typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse One;
+  const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest *req = (const void *)msg;
+  size_t n = req->n_claims;
+  Entry *ents = calloc(n ? n : 1, sizeof *ents), **ep = calloc(n ? n : 1, sizeof *ep);
+  One *ones = calloc(n ? n : 1, sizeof *ones);
+  char **errs = calloc(n ? n : 1, sizeof *errs);
+  if (!ents || !ep || !ones || !errs) {
+    grpcs_reply_error(out, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory (%zu claims)", n);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const Claim *c = req->claims[i];
+    k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(&ents[i]);
+    k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&ones[i]);
+    ents[i].key = c->uid;
+    ents[i].value = &ones[i];
+    ep[i] = &ents[i];
+    ioq_err e;
+    if (dra_unprepare_claim(d->p, c->namespace_, c->uid, c->name, &e) < 0) {
+      metrics_inc(d->p->metrics, C_DRA_UNPREPARE_FAIL);
+      ioq_warn("dra claim not unprepared claim=%s/%s uid=%s error=\"%s\"", c->namespace_, c->name,
+               c->uid, e.msg);
+      errs[i] = strdup(e.msg);
+      ones[i].error = errs[i] ? errs[i] : "out of memory";
+      continue;
+    }
+    metrics_inc(d->p->metrics, C_DRA_UNPREPARED);
+  }
+  K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse resp =
+      K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
+  resp.n_claims = n;
+  resp.claims = ep;
+  grpcs_reply_pack(out, &resp.base);
+out:
+  for (size_t i = 0; errs && i < n; i++)
+    free(errs[i]);
+  free(errs);
+  free(ones);
+  free(ep);
+  free(ents);
+}
+
+static void h_prepare_v1(void *ud, const ProtobufCMessage *m, struct grpcs_reply *o) {
+  prepare(ud, m, true, o);
+}
+static void h_prepare_v1beta1(void *ud, const ProtobufCMessage *m, struct grpcs_reply *o) {
+  prepare(ud, m, false, o);
+}
+static void h_unprepare(void *ud, const ProtobufCMessage *m, struct grpcs_reply *o) {
+  unprepare(ud, m, o);
+}
+
+static const struct grpcs_method g_dra_methods[] = {
+    {DRA_V1 "NodePrepareResources", &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+     GRPCS_UNARY_BLOCKING, h_prepare_v1},
+    {DRA_V1 "NodeUnprepareResources",
+     &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
+     GRPCS_UNARY_BLOCKING, h_unprepare},
+    {DRA_V1BETA1 "NodePrepareResources",
+     &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+     GRPCS_UNARY_BLOCKING, h_prepare_v1beta1},
+    {DRA_V1BETA1 "NodeUnprepareResources",
+     &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
+     GRPCS_UNARY_BLOCKING, h_unprepare},
+};
+
+static const struct grpcs_method g_reg_methods[] = {
+    {"/pluginregistration.Registration/GetInfo", &pluginregistration__info_request__descriptor,
+     GRPCS_UNARY, h_get_info},
+    {"/pluginregistration.Registration/NotifyRegistrationStatus",
+     &pluginregistration__registration_status__descriptor, GRPCS_UNARY, h_notify},
+};
+
+static void observe(void *ud, const char *path, grpc_status_code code, double seconds) {
+  (void)ud;
+  ioq_debug("rpc done method=%s code=%d seconds=%.6f", path, (int)code, seconds);
+}
+
+/* ---- start / stop ---- */
+
+int dradriver_reg_socket(const struct plugin *p, char *out, size_t outsz, ioq_err *e) {
+  return ioq_path_join(out, outsz, e, p->opts.kubelet_registry_dir,
+                       IOQ_DRA_DRIVER DRA_REG_SOCKET_SUFFIX, NULL);
+}
+
+/* Unix socket paths have at most 107 bytes (sun_path). */
+static int check_len(const char *path, ioq_err *e) {
+  if (strlen(path) > 107)
+    return ioq_fail(e, ENAMETOOLONG, "socket path %s is longer than a unix socket path can be (107 bytes)",
+                    path);
+  return 0;
+}
+
+struct dradriver *dradriver_start(struct plugin *p, ioq_err *e) {
+  struct dradriver *d = calloc(1, sizeof *d);
+  if (!d) {
+    ioq_fail(e, ENOMEM, "out of memory (dra driver)");
+    return NULL;
+  }
+  d->p = p;
+  char dir[PATH_MAX];
+  if (ioq_path_join(dir, sizeof dir, e, p->opts.kubelet_plugins_dir, IOQ_DRA_DRIVER, NULL) < 0 ||
+      ioq_path_join(d->dra_sock, sizeof d->dra_sock, e, dir, DRA_SOCKET_NAME, NULL) < 0 ||
+      dradriver_reg_socket(p, d->reg_sock, sizeof d->reg_sock, e) < 0 ||
+      check_len(d->dra_sock, e) < 0 || check_len(d->reg_sock, e) < 0 || ioq_mkdir_p(dir, e) < 0 ||
+      ioq_mkdir_p(p->opts.kubelet_registry_dir, e) < 0 ||
+      endpoint_check_free(d->dra_sock, e) < 0 || endpoint_check_free(d->reg_sock, e) < 0)
+    goto fail;
+  /* the service first: kubelet >= 1.34 dials it as soon as it registers us */
+  struct grpcs_config dc = {.name = "dra " IOQ_DRA_DRIVER,
+                            .socket_path = d->dra_sock,
+                            .methods = g_dra_methods,
+                            .n_methods = sizeof g_dra_methods / sizeof g_dra_methods[0],
+                            .ud = d,
+                            .observe = observe};
+  if (!(d->dra_srv = grpcs_start(&dc, e)))
+    goto fail;
+  if (!(d->pub = drapub_start(p, e)))
+    goto fail;
+  struct grpcs_config rc = {.name = "registration " IOQ_DRA_DRIVER,
+                            .socket_path = d->reg_sock,
+                            .methods = g_reg_methods,
+                            .n_methods = sizeof g_reg_methods / sizeof g_reg_methods[0],
+                            .ud = d,
+                            .observe = observe};
+  if (!(d->reg_srv = grpcs_start(&rc, e)))
+    goto fail;
+  ioq_info("dra driver serving driver=%s endpoint=%s registration=%s versions=v1.DRAPlugin,"
+           "v1beta1.DRAPlugin",
+           IOQ_DRA_DRIVER, d->dra_sock, d->reg_sock);
+  return d;
+fail:
+  dradriver_stop(d);
+  return NULL;
+}
+
+void dradriver_stop(struct dradriver *d) {
+  if (!d)
+    return;
+  /* registration first: kubelet deregisters the driver when the socket goes */
+  if (d->reg_srv)
+    grpcs_stop(d->reg_srv, false);
+  if (d->dra_srv)
+    grpcs_stop(d->dra_srv, false);
+  drapub_stop(d->pub); /* deletes the node's slice */
+  free(d);
+}
+
+bool dradriver_ready(struct dradriver *d, char *why, size_t whysz) {
+  if (!d)
+    return snprintf(why, whysz, "dra driver not started"), false;
+  if (!atomic_load(&d->registered))
+    return snprintf(why, whysz, "dra driver %s not registered with kubelet%s", IOQ_DRA_DRIVER,
+                    atomic_load(&d->notified) ? " (kubelet refused it: see the log)" : ""),
+           false;
+  return drapub_ready(d->pub, why, whysz);
+}
+
+bool dradriver_live(struct dradriver *d, char *why, size_t whysz) {
+  double now = ioq_mono_s();
+  struct grpcs *s[2] = {d ? d->dra_srv : NULL, d ? d->reg_srv : NULL};
+  for (int i = 0; i < 2; i++) {
+    double t = s[i] ? grpcs_last_tick(s[i]) : 0;
+    if (t > 0 && now - t > 10)
+      return snprintf(why, whysz, "gRPC loop of the dra %s socket has not run for %.0f s",
+                      i ? "registration" : "service", now - t),
+             false;
+  }
+  return true;
+}
