@@ -202,7 +202,8 @@ static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct g
     ents[i].value = &ones[i];
     ep[i] = &ents[i];
     ioq_err e;
-    if (dra_unprepare_claim(d->p, c->namespace_, c->uid, c->name, &e) < 0) {
+    int u = dra_unprepare_claim(d->p, c->namespace_, c->uid, c->name, &e);
+    if (u < 0) {
       metrics_inc(d->p->metrics, C_DRA_UNPREPARE_FAIL);
       ioq_warn("dra claim not unprepared claim=%s/%s uid=%s error=\"%s\"", c->namespace_, c->name,
                c->uid, e.msg);
@@ -210,7 +211,8 @@ static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct g
       ones[i].error = errs[i] ? errs[i] : "out of memory";
       continue;
     }
-    metrics_inc(d->p->metrics, C_DRA_UNPREPARED);
+    if (u > 0)
+      metrics_inc(d->p->metrics, C_DRA_UNPREPARED);
   }
   K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse resp =
       K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;

@@ -226,7 +226,7 @@ int dra_unprepare_claim(struct plugin *p, const char *ns, const char *uid, const
       /* no pod cgroup: the kernel dropped its limits with it */
       ioq_info("dra claim unprepared claim=%s/%s uid=%s pod=%s/%s reason=\"pod cgroup gone (%s)\"",
                ns, name, uid, r->ns, r->pod_name, e->msg);
-      rc = 0;
+      rc = 1;
       goto out;
     }
     ioq_err undo;
@@ -238,7 +238,7 @@ int dra_unprepare_claim(struct plugin *p, const char *ns, const char *uid, const
   }
   ioq_info("dra claim unprepared claim=%s/%s uid=%s pod=%s/%s cgroup=%s writes=%u", ns, name, uid,
            r->ns, r->pod_name, res->cgroup, res->writes);
-  rc = 0;
+  rc = 1;
 out:
   free(r);
   free(pi);

@@ -25,7 +25,8 @@
 
 struct plugin;
 
-/* *out (heap: it is large) = what was recorded. */
+/* *out (heap: it is large) = what was recorded. Unprepare returns 1 when
+ * it undid a claim, 0 when the claim was not prepared here, -1 + *e. */
 int dra_prepare_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
                       struct dra_rec *out, ioq_err *e);
 int dra_unprepare_claim(struct plugin *p, const char *ns, const char *uid, const char *name,

@@ -2,18 +2,33 @@
 # SPDX-License-Identifier: Apache-2.0
 """A stand-in for the Kubernetes API server, for tests (python http.server).
 
-Serves core/v1 pods, nodes and events from memory with the wire behaviour
-ioqos relies on; the code under test talks to it with its real libcurl client:
+Serves core/v1 pods, nodes and events, and resource.k8s.io/v1 resourceslices
+(cluster-scoped) and resourceclaims, from memory with the wire behaviour ioqos
+relies on; the code under test talks to it with its real libcurl client:
 
-- list: GET /api/v1/RES and /api/v1/namespaces/NS/RES, limit/continue
-  pagination, fieldSelector (a=b, a==b, a!=b, comma-separated)
+- list: GET /api/v1/RES, /api/v1/namespaces/NS/RES (and the same under
+  /apis/resource.k8s.io/v1), limit/continue pagination, fieldSelector (a=b,
+  a==b, a!=b, comma-separated; dotted paths such as spec.nodeName; for the
+  resource.k8s.io kinds only the field labels the real server supports, 400
+  otherwise)
 - watch: the same with watch=1: chunked {"type":..,"object":..} lines from
   resourceVersion on (none or 0: the current objects as ADDED first), BOOKMARK
   events every second with allowWatchBookmarks=true, an ERROR event with a 410
   Status for a resourceVersion older than the last compaction (compact() ends
   the open streams), the end of the stream at timeoutSeconds
 - get: GET .../RES/NAME
-- create: POST .../RES (409 if the name is taken)
+- create: POST .../RES (409 if the name is taken; metadata.generateName:
+  the name is that + 5 random characters; creationTimestamp set)
+- replace: PUT .../RES/NAME (404 if absent, 409 Conflict for a
+  metadata.resourceVersion or uid that is not the stored one; uid and
+  creationTimestamp kept)
+- delete: DELETE .../RES/NAME (200 with the object; 409 for DeleteOptions
+  preconditions that fail)
+- resource.k8s.io only: metadata.generation (1 at create, +1 when the spec
+  changes), ResourceSlice validation (422: driver, pool, node selection,
+  device names, limits; driver and nodeName immutable) and quantities in
+  canonical form ("1000" -> "1k": capacity values and request policies, on
+  every store, test helpers included), as the real server does
 - merge patch: PATCH .../RES/NAME, application/merge-patch+json only (RFC 7386;
   415 otherwise, 422 if the patch changes metadata.uid)
 - pods/binding: POST .../pods/NAME/binding (409 for a UID precondition that
@@ -27,13 +42,17 @@ In-process use (Python tests):
     api.put({"kind": "Pod", "metadata": {...}, ...})   # ADDED / MODIFIED event
     api.delete("Pod", "ns", "name"); api.compact(); api.close_watches()
     api.inject(path="/api/v1/nodes/", method="PATCH", status=500, count=2)
+    api.slices(node="node-a", driver="ioqos.io"); api.put_claim(claim)
+    api.delete_claim("ns", "name")
     api.wait(lambda: api.events, what="an event"); api.stop()
 
 State the tests read: nodes (name -> Node) and pods ((namespace, name) -> Pod)
-are the live stores; events (the Event objects created, in order), patches
-((namespace, name, patch) for namespaced objects, (name, patch) for cluster-
-scoped ones), bindings ((namespace, name, uid, node)), requests
-([{"method","path","body","contentType"}]).
+are the live stores (objects[KIND] for any kind, keyed the same way); events
+(the Event objects created, in order), patches ((namespace, name, patch) for
+namespaced objects, (name, patch) for cluster-scoped ones), bindings
+((namespace, name, uid, node)), requests ([{"method","path","body",
+"contentType"}]); slices(node, driver) and claim(ns, name) read the
+resource.k8s.io stores.
 
 As a process (tests/kube/test_kube_client.c):
 
@@ -65,6 +84,7 @@ import bisect
 import copy
 import json
 import os
+import random
 import re
 import ssl
 import sys
@@ -77,9 +97,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cvwait import cv_wait  # noqa: E402
 
-# resource name -> (kind, namespaced)
-RESOURCES = {"pods": ("Pod", True), "nodes": ("Node", False), "events": ("Event", True)}
-KINDS = {kind: (res, namespaced) for res, (kind, namespaced) in RESOURCES.items()}
+# URL path prefix of an API group -> (apiVersion, {resource name: (kind, namespaced)})
+GROUPS = {
+    ("api", "v1"): ("v1", {"pods": ("Pod", True), "nodes": ("Node", False), "events": ("Event", True)}),
+    ("apis", "resource.k8s.io", "v1"): ("resource.k8s.io/v1", {
+        "resourceslices": ("ResourceSlice", False), "resourceclaims": ("ResourceClaim", True)}),
+}
+RESOURCES = GROUPS[("api", "v1")][1]  # the core group
+KINDS = {kind: (res, namespaced) for _, group in GROUPS.values() for res, (kind, namespaced) in group.items()}
+API_VERSIONS = {kind: api_version for api_version, group in GROUPS.values() for kind, _ in group.values()}
+# the field labels of fieldSelector (kinds not listed: any path, unchecked)
+FIELD_LABELS = {"ResourceSlice": {"metadata.name", "spec.nodeName", "spec.driver"},
+                "ResourceClaim": {"metadata.name", "metadata.namespace"}}
+NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # what the real server's generateName suffix is made of
+SI_SUFFIXES = ["", "k", "M", "G", "T", "P", "E"]
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_DEVICES, MAX_ATTRS_CAPS = 128, 32  # per ResourceSlice, per device
 REASONS = {400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed",
            409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid",
            500: "InternalError"}
@@ -116,6 +149,114 @@ def selector_match(obj, sel):
         if ((cur if isinstance(cur, str) else "") == v) == neg:
             return False
     return True
+
+
+def check_field_labels(kind, sel):
+    """400, as the real server answers, for a fieldSelector naming a field
+    the kind does not index (kinds without a FIELD_LABELS entry: unchecked)."""
+    labels = FIELD_LABELS.get(kind)
+    for term in filter(None, (sel or "").split(",")):
+        f = re.split(r"!=|==|=", term, maxsplit=1)[0]
+        if labels is not None and f not in labels:
+            raise Failure(400, 'field label not supported: %s' % f)
+        if f == term:
+            raise Failure(400, "invalid selector: '%s'; can't understand '%s'" % (sel, term))
+
+
+def resource_of(kind):
+    """The qualified resource name of a kind, as error messages say it: "pods",
+    "resourceslices.resource.k8s.io"."""
+    group = API_VERSIONS[kind].rpartition("/")[0]
+    return KINDS[kind][0] + ("." + group if group else "")
+
+
+def canonical_quantity(q):
+    """A plain non-negative integer quantity in the real server's canonical
+    form: multiples of 1000 with an SI suffix ("2000" -> "2k", "1500" stays,
+    "0" stays). Anything else is returned as it is."""
+    if isinstance(q, int) and not isinstance(q, bool) and q >= 0:
+        q = str(q)
+    if not isinstance(q, str) or not q.isascii() or not q.isdigit():
+        return q
+    v, exp = int(q), 0
+    while v and v % 1000 == 0 and exp + 1 < len(SI_SUFFIXES):
+        v, exp = v // 1000, exp + 1
+    return "%d%s" % (v, SI_SUFFIXES[exp])
+
+
+def canonical_slice(obj):
+    """Canonicalises the quantities of a ResourceSlice in place: each
+    spec.devices[].capacity[*] value and requestPolicy (default, validValues,
+    validRange min/max/step)."""
+    for dev in ((obj.get("spec") or {}).get("devices") or []):
+        for cap in ((dev.get("capacity") if isinstance(dev, dict) else None) or {}).values():
+            if not isinstance(cap, dict):
+                continue
+            if "value" in cap:
+                cap["value"] = canonical_quantity(cap["value"])
+            pol = cap.get("requestPolicy")
+            if not isinstance(pol, dict):
+                continue
+            if "default" in pol:
+                pol["default"] = canonical_quantity(pol["default"])
+            if isinstance(pol.get("validValues"), list):
+                pol["validValues"] = [canonical_quantity(v) for v in pol["validValues"]]
+            rng = pol.get("validRange")
+            if isinstance(rng, dict):
+                for k in ("min", "max", "step"):
+                    if k in rng:
+                        rng[k] = canonical_quantity(rng[k])
+    return obj
+
+
+def slice_errors(obj, old=None):
+    """What the real server's validation refuses in a ResourceSlice (a subset):
+    a list of "field: problem" strings, empty when it is valid. old: the
+    stored slice of an update (driver and nodeName are immutable)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return ["spec: Required value"]
+    errs = []
+    if not spec.get("driver"):
+        errs.append("spec.driver: Required value")
+    pool = spec.get("pool")
+    if not isinstance(pool, dict) or not pool.get("name"):
+        errs.append("spec.pool.name: Required value")
+    else:
+        count = pool.get("resourceSliceCount")
+        if not isinstance(count, int) or count <= 0:
+            errs.append("spec.pool.resourceSliceCount: Invalid value: %r: must be greater than zero" % (count,))
+        if not isinstance(pool.get("generation", 0), int) or pool.get("generation", 0) < 0:
+            errs.append("spec.pool.generation: Invalid value: must be greater than or equal to 0")
+    chosen = [f for f in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection") if spec.get(f)]
+    if len(chosen) != 1:
+        errs.append("spec: Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                    "`perDeviceNodeSelection` is required (got %s)" % (", ".join(chosen) or "none"))
+    devices = spec.get("devices") or []
+    if not isinstance(devices, list):
+        return errs + ["spec.devices: Invalid value: not a list"]
+    if len(devices) > MAX_DEVICES:
+        errs.append("spec.devices: Too many: %d: must have at most %d items" % (len(devices), MAX_DEVICES))
+    seen = set()
+    for i, dev in enumerate(devices):
+        name = dev.get("name") if isinstance(dev, dict) else None
+        if not isinstance(name, str) or not name:
+            errs.append("spec.devices[%d].name: Required value" % i)
+            continue
+        if len(name) > 63 or not DNS_LABEL.match(name):
+            errs.append("spec.devices[%d].name: Invalid value: %r: not a DNS label" % (i, name))
+        if name in seen:
+            errs.append("spec.devices[%d].name: Duplicate value: %r" % (i, name))
+        seen.add(name)
+        n = len(dev.get("attributes") or {}) + len(dev.get("capacity") or {})
+        if n > MAX_ATTRS_CAPS:
+            errs.append("spec.devices[%d]: Invalid value: %d attributes and capacities, at most %d"
+                        % (i, n, MAX_ATTRS_CAPS))
+    if old is not None:
+        for f in ("driver", "nodeName"):
+            if spec.get(f) != (old.get("spec") or {}).get(f):
+                errs.append("spec.%s: Invalid value: %r: field is immutable" % (f, spec.get(f)))
+    return errs
 
 
 class Failure(Exception):
@@ -220,11 +361,13 @@ class ApiServer:
             obj = copy.deepcopy(obj)
             kind = kind or obj["kind"]
             obj.setdefault("kind", kind)
-            obj.setdefault("apiVersion", "v1")
+            obj.setdefault("apiVersion", API_VERSIONS[kind])
             md = obj.setdefault("metadata", {})
             self.rv += 1
             md["resourceVersion"] = str(self.rv)
             md.setdefault("uid", "%08x-0000-4000-8000-%012x" % (self.rv, self.rv))
+            if kind == "ResourceSlice":
+                canonical_slice(obj)
             store = self.objects[kind]
             key = self._key(kind, md.get("namespace"), md["name"])
             etype = "MODIFIED" if key in store else "ADDED"
@@ -329,6 +472,31 @@ class ApiServer:
     def pod(self, ns, name):
         return self.get("Pod", ns, name)
 
+    def slices(self, node=None, driver=None):
+        """Copies of the stored ResourceSlices (by name), those of one
+        spec.nodeName and/or spec.driver if given."""
+        with self.cv:
+            return [copy.deepcopy(o) for _, o in sorted(self.objects["ResourceSlice"].items())
+                    if (node is None or (o.get("spec") or {}).get("nodeName") == node)
+                    and (driver is None or (o.get("spec") or {}).get("driver") == driver)]
+
+    def put_slice(self, obj):
+        return self.put(obj, "ResourceSlice")
+
+    def delete_slice(self, name):
+        return self.delete("ResourceSlice", None, name)
+
+    def put_claim(self, obj):
+        """Stores a ResourceClaim as given (status.allocation, reservedFor: as
+        the scheduler writes them), unvalidated; returns the stored copy."""
+        return self.put(obj, "ResourceClaim")
+
+    def claim(self, ns, name):
+        return self.get("ResourceClaim", ns, name)
+
+    def delete_claim(self, ns, name):
+        return self.delete("ResourceClaim", ns, name)
+
     expire_watches = compact
 
     # ---- serving ----
@@ -359,33 +527,32 @@ class ApiServer:
                 raise Failure(r["status"], r["message"])
 
     def _route(self, parts):
-        """/api/v1/[namespaces/NS/]RES[/NAME[/SUB]] -> (kind, ns, name, sub)."""
-        if parts[:2] != ["api", "v1"]:
+        """/api/v1/[namespaces/NS/]RES[/NAME[/SUB]] (or /apis/GROUP/VERSION/...)
+        -> (kind, ns, name, sub)."""
+        for prefix, (_, resources) in GROUPS.items():
+            if tuple(parts[:len(prefix)]) == prefix:
+                rest = parts[len(prefix):]
+                break
+        else:
             raise Failure(404, "the server could not find the requested resource")
-        rest, ns = parts[2:], None
+        ns = None
         if rest[:1] == ["namespaces"] and len(rest) >= 3:
             ns, rest = rest[1], rest[2:]
-        if not rest or rest[0] not in RESOURCES or len(rest) > 3:
+        if not rest or rest[0] not in resources or len(rest) > 3:
             raise Failure(404, "the server could not find the requested resource")
-        kind, namespaced = RESOURCES[rest[0]]
+        kind, namespaced = resources[rest[0]]
         if (ns is not None and not namespaced) or (ns is None and namespaced and len(rest) > 1):
             raise Failure(404, "the server could not find the requested resource")
         return kind, ns, (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
 
     def _handle(self, method, kind, ns, name, sub, q, body, headers):
         """One non-watch request, with the lock held: (code, answer)."""
-        res = KINDS[kind][0]
+        res = resource_of(kind)
         if name is None:
             if method == "GET":
                 return 200, self._list(kind, ns, q)
             if method == "POST" and (ns is not None or not KINDS[kind][1]):
-                obj = json.loads(body)
-                md = obj.setdefault("metadata", {})
-                if ns is not None:
-                    md["namespace"] = ns
-                if self._stored(kind, ns, md.get("name")) is not None:
-                    raise Failure(409, '%s "%s" already exists' % (res, md.get("name")), "AlreadyExists")
-                return 201, self.put(obj, kind)
+                return 201, self._create(kind, ns, json.loads(body))
             raise Failure(405, "method %s not allowed on %s" % (method, res))
         if sub == "binding" and kind == "Pod" and method == "POST":
             return 201, self._bind(ns, name, json.loads(body))
@@ -406,9 +573,96 @@ class ApiServer:
             uid = (patch.get("metadata") or {}).get("uid")
             if uid and uid != obj["metadata"].get("uid"):
                 raise Failure(422, "metadata.uid: field is immutable")
+            new = merge_patch(copy.deepcopy(obj), patch)
+            self._validate(kind, new, obj)
             self.patches.append(((ns, name) if KINDS[kind][1] else (name,)) + (patch,))
-            return 200, self.put(merge_patch(obj, patch), kind)
+            return 200, self.put(new, kind)
+        if method == "PUT":
+            return 200, self._replace(kind, ns, name, obj, json.loads(body))
+        if method == "DELETE":
+            opts = json.loads(body) if body.strip() else {}
+            pre = (opts or {}).get("preconditions") or {}
+            md = obj["metadata"]
+            if pre.get("uid") and pre["uid"] != md.get("uid"):
+                raise Failure(409, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                              % (pre["uid"], md.get("uid")), "Conflict")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
+                raise Failure(409, "Precondition failed: ResourceVersion in precondition: %s, "
+                                   "ResourceVersion in object meta: %s"
+                              % (pre["resourceVersion"], md.get("resourceVersion")), "Conflict")
+            return 200, self.delete(kind, ns, name)
         raise Failure(405, "method %s not allowed on %s" % (method, res))
+
+    @staticmethod
+    def _versioned(kind):
+        """Kinds outside the core group get metadata.generation."""
+        return API_VERSIONS[kind] != "v1"
+
+    def _validate(self, kind, obj, old=None):
+        """Raises 422 Invalid for what the real server refuses; bumps
+        metadata.generation of an update whose spec changed."""
+        if kind == "ResourceSlice":
+            errs = slice_errors(obj, old)
+            if errs:
+                raise Failure(422, '%s.%s "%s" is invalid: %s' % (
+                    kind, API_VERSIONS[kind].rpartition("/")[0], obj["metadata"].get("name", ""),
+                    "; ".join(errs)), "Invalid")
+        if self._versioned(kind) and old is not None:
+            gen = old["metadata"].get("generation", 1)
+            spec_old, spec_new = old.get("spec"), obj.get("spec")
+            if kind == "ResourceSlice":  # compare what would be stored
+                spec_old = canonical_slice(copy.deepcopy(old)).get("spec")
+                spec_new = canonical_slice(copy.deepcopy(obj)).get("spec")
+            obj["metadata"]["generation"] = gen + 1 if spec_new != spec_old else gen
+
+    def _create(self, kind, ns, obj):
+        """POST: a new object; generateName, creationTimestamp, generation."""
+        md = obj.setdefault("metadata", {})
+        if ns is not None:
+            md["namespace"] = ns
+        if not md.get("name") and md.get("generateName"):
+            base = md["generateName"][:58]  # the real server keeps names within 63
+            while True:
+                md["name"] = base + "".join(random.choice(NAME_CHARS) for _ in range(5))
+                if self._stored(kind, ns, md["name"]) is None:
+                    break
+        if not md.get("name"):
+            raise Failure(422, "metadata.name: Required value: name or generateName is required", "Invalid")
+        if self._stored(kind, ns, md["name"]) is not None:
+            raise Failure(409, '%s "%s" already exists' % (resource_of(kind), md["name"]), "AlreadyExists")
+        md["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        if self._versioned(kind):
+            md["generation"] = 1
+        self._validate(kind, obj)
+        return self.put(obj, kind)
+
+    def _replace(self, kind, ns, name, cur, obj):
+        """PUT: replaces the stored object `cur`; 409 for a stale resourceVersion."""
+        md = obj.setdefault("metadata", {})
+        if md.get("name") != name:
+            raise Failure(400, "the name of the object (%s) does not match the name on the URL (%s)"
+                          % (md.get("name", ""), name))
+        if ns is not None:
+            if md.get("namespace") not in (None, "", ns):
+                raise Failure(400, "the namespace of the provided object does not match the namespace "
+                                   "sent on the request")
+            md["namespace"] = ns
+        cmd = cur["metadata"]
+        if md.get("uid") and md["uid"] != cmd.get("uid"):
+            raise Failure(409, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                          % (md["uid"], cmd.get("uid")), "Conflict")
+        if md.get("resourceVersion") and md["resourceVersion"] != cmd.get("resourceVersion"):
+            raise Failure(409, 'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                               'please apply your changes to the latest version and try again'
+                          % (resource_of(kind), name), "Conflict")
+        md["uid"] = cmd.get("uid")
+        for k in ("creationTimestamp", "generation"):
+            if k in cmd:
+                md[k] = cmd[k]
+            else:
+                md.pop(k, None)
+        self._validate(kind, obj, cur)
+        return self.put(obj, kind)
 
     def _bind(self, ns, name, b):
         pod = copy.deepcopy(self._stored("Pod", ns, name))
@@ -447,7 +701,7 @@ class ApiServer:
         meta = {"resourceVersion": str(rv)}
         if len(page) < len(keys):
             meta["continue"] = json.dumps([rv, page[-1]], separators=(",", ":"))
-        return {"kind": kind + "List", "apiVersion": "v1", "metadata": meta,
+        return {"kind": kind + "List", "apiVersion": API_VERSIONS[kind], "metadata": meta,
                 "items": [self.objects[kind][k] for k in page]}
 
     def _watch(self, h, kind, ns, q):
@@ -507,7 +761,8 @@ class ApiServer:
                     # every change up to `current` was in `new`: the stream is there
                     since = max(since, current)
                     h.chunk(json.dumps({"type": "BOOKMARK", "object": {
-                        "kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(since)}}}))
+                        "kind": kind, "apiVersion": API_VERSIONS[kind],
+                        "metadata": {"resourceVersion": str(since)}}}))
                     next_bookmark = time.monotonic() + self.bookmark_interval
             h.wfile.write(b"0\r\n\r\n")
             h.wfile.flush()
@@ -562,6 +817,8 @@ class ApiServer:
                 return h.send_json(code, json.dumps(obj))
             self._before(method, h.path, body, h.headers, client_cn=_client_cn(h))
             kind, ns, name, sub = self._route(parts)
+            if method == "GET" and name is None:
+                check_field_labels(kind, q.get("fieldSelector"))
             if method == "GET" and name is None and q.get("watch") in ("1", "true"):
                 return self._watch(h, kind, ns, q)
             with self.cv:

@@ -1,0 +1,378 @@
+# SPDX-License-Identifier: Apache-2.0
+"""DRA mode (--mode=dra): the real daemon as the DRA driver ioqos.io.
+
+kubelet is played by dra_kubelet.DraKubelet (python3-grpcio, plugin
+registration v1 and the DRA v1/v1beta1 services of proto/) and by the
+harness's pod resources stand-in; the API server by tests/support/apiserver.py,
+which stores the ResourceSlice the daemon publishes and the ResourceClaims
+the tests write as kube-scheduler would have allocated them. Enforcement goes
+into the fake cgroup v2 tree (systemd layout) of the harness; HostBlkio below
+does the same on the host's real cgroup v1 hierarchy, and tests/e2e/test-dra.sh
+on a real cgroup v2 kernel. The fake disk fakedisk0 (250:0) has 1000 MiB/s and
+100000 IOPS: 1000 bandwidth units and 1000 IOPS units."""
+import os
+import re
+import subprocess
+import time
+import unittest
+
+from harness import (BIN, MIB, NODE, PluginTest, iomax_of, new_uid, pod_object, read,
+                     v2_pod_cgroup, write)
+from dra_kubelet import DraKubelet  # after harness: it puts the proto modules on sys.path
+
+DRIVER = "ioqos.io"
+DISK, DEV = "fakedisk0", "250:0"
+
+
+def claim_object(name, uid, pod_name, pod_uid, consumed, device=DISK, ns="default", pool=NODE,
+                 driver=DRIVER, request="disk", share_id="6a0c", reserved=None):
+    """A ResourceClaim as the API server returns it once kube-scheduler
+    allocated it: one result of `driver`, `consumed` ({"bandwidth": "200"}),
+    reserved for one pod (or the `reserved` list)."""
+    result = {"request": request, "driver": driver, "pool": pool, "device": device,
+              "consumedCapacity": consumed}
+    if share_id is not None:
+        result["shareID"] = share_id
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns, "uid": uid},
+        "spec": {"devices": {"requests": [{"name": request, "exactly": {
+            "deviceClassName": "ioqos-disk", "capacity": {"requests": consumed}}}]}},
+        "status": {
+            "allocation": {"devices": {"results": [result]}, "nodeSelector": {}},
+            "reservedFor": reserved if reserved is not None else [
+                {"resource": "pods", "name": pod_name, "uid": pod_uid}],
+        },
+    }
+
+
+class DraTest(PluginTest):
+    def start_dra(self, extra=(), register=True):
+        env = self.env
+        self.plugins_dir = os.path.join(env.root, "plugins")
+        self.registry_dir = os.path.join(env.root, "plugins_registry")
+        d = self.start(extra=["--mode=dra", "--kubelet-plugins-dir", self.plugins_dir,
+                              "--kubelet-registry-dir", self.registry_dir] + list(extra),
+                       ready=False)
+        if register:
+            self.kubelet_dra = DraKubelet(self.registry_dir)
+            self.addCleanup(self.kubelet_dra.close)
+            self.kubelet_dra.register()
+            d.wait_ready()
+        return d
+
+    def pod(self, name, qos="burstable", ns="default"):
+        """A pod bound here whose cgroup kubelet made (before prepare)."""
+        uid = new_uid()
+        self.env.api.put_pod(pod_object(name, uid, ns=ns, qos={"burstable": "Burstable",
+                                                                "guaranteed": "Guaranteed",
+                                                                "besteffort": "BestEffort"}[qos],
+                                        phase="Pending"))
+        self.env.kubelet.set_pod(ns, name, {"app": {}})
+        return uid, v2_pod_cgroup(self.env.cgroup_root, uid, qos, atomic=True)
+
+    def claim(self, pod_name, pod_uid, consumed, name=None, **kw):
+        name = name or "%s-disk-%s" % (pod_name, new_uid()[:5])
+        uid = new_uid()
+        self.env.api.put_claim(claim_object(name, uid, pod_name, pod_uid, consumed, **kw))
+        return ("default" if "ns" not in kw else kw["ns"], uid, name)
+
+    def slice_devices(self):
+        s = self.env.api.slices(node=NODE, driver=DRIVER)
+        return s, {d["name"]: d for sl in s for d in sl["spec"]["devices"]}
+
+
+class Registration(DraTest):
+    def test_registers_publishes_and_sells_nothing_as_device_plugin(self):
+        d = self.start_dra()
+        info = self.kubelet_dra.info
+        self.assertEqual(info.type, "DRAPlugin")
+        self.assertEqual(info.name, DRIVER)
+        self.assertEqual(info.endpoint, os.path.join(self.plugins_dir, DRIVER, "dra.sock"))
+        self.assertEqual(list(info.supported_versions), ["v1.DRAPlugin", "v1beta1.DRAPlugin"])
+        self.assertEqual(self.kubelet_dra.version, "v1.DRAPlugin")
+        self.assertTrue(os.path.exists(os.path.join(self.registry_dir, DRIVER + "-reg.sock")))
+        # one slice, owned by the Node, one device per disk, capacity in units
+        slices, devs = self.slice_devices()
+        self.assertEqual(len(slices), 1, slices)
+        sl = slices[0]
+        node_uid = self.env.api.get("Node", None, NODE)["metadata"]["uid"]
+        self.assertEqual([o["uid"] for o in sl["metadata"]["ownerReferences"]], [node_uid])
+        self.assertEqual(sl["spec"]["pool"]["name"], NODE)
+        self.assertEqual(sl["spec"]["pool"]["resourceSliceCount"], 1)
+        dev = devs[DISK]
+        self.assertTrue(dev["allowMultipleAllocations"])
+        self.assertEqual(dev["attributes"]["disk"], {"string": DISK})
+        # the API server canonicalises 1000 to 1k: compared by value by the daemon
+        self.assertEqual(dev["capacity"]["bandwidth"]["value"], "1k")
+        self.assertEqual(dev["capacity"]["iops"]["value"], "1k")
+        self.assertEqual(dev["capacity"]["bandwidth"]["requestPolicy"]["validRange"]["step"], "1")
+        # no device plugin: nothing registered with kubelet's device-plugin socket
+        self.assertEqual(os.listdir(self.env.dp_dir), [x for x in os.listdir(self.env.dp_dir)
+                                                      if not x.startswith("ioqos-")])
+        self.assertFalse(self.env.kubelet.registrations, self.env.kubelet.registrations)
+        self.assertIn("dra driver registered with kubelet driver=ioqos.io", d.text())
+        # the same content is never written again (generation stays)
+        gen = sl["spec"]["pool"]["generation"]
+        time.sleep(2.5)
+        self.assertEqual(self.slice_devices()[0][0]["spec"]["pool"]["generation"], gen)
+        self.assertEqual(self.env.api.count("PUT", "/apis/resource.k8s.io/v1/resourceslices"), 0)
+        # SIGTERM: kubelet deregisters us (socket gone) and the slice goes
+        self.assertEqual(d.terminate(), 0)
+        self.assertFalse(os.path.exists(os.path.join(self.registry_dir, DRIVER + "-reg.sock")))
+        self.assertEqual(self.env.api.slices(node=NODE, driver=DRIVER), [])
+
+    def test_kubelet_refusal_keeps_it_unready(self):
+        d = self.start_dra(register=False)
+        k = DraKubelet(self.registry_dir)
+        self.addCleanup(k.close)
+        with self.assertRaises(Exception):
+            k.register(reject="driver ioqos.io: no such version")
+        d.wait_log(r'kubelet refused the dra driver driver=ioqos.io error="driver ioqos.io: no such '
+                   r'version"')
+        code, body = d.http("/readyz")
+        self.assertEqual(code, 503, body)
+        self.assertIn("not registered with kubelet", body)
+        k.register()  # kubelet tries again later
+        d.wait_ready()
+
+    def test_the_other_mode_on_the_same_node_is_refused(self):
+        self.start_dra()
+        env = self.env
+        out = subprocess.run([BIN, "--device-plugin-dir", env.dp_dir, "--state-dir", env.state_dir + "2",
+                              "--pod-resources-socket", env.podres_sock, "--node-name", NODE,
+                              "--kube-api-server", env.api.url, "--cgroupfs-root", env.cgroup_root,
+                              "--sysfs-root", env.sysfs_root, "--kubelet-registry-dir",
+                              self.registry_dir, "--metrics-address", "", "--explain-socket", "off",
+                              "--config", env.config_path],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("--mode=device-plugin: a dra mode instance runs on this node", out.stdout + out.stderr)
+
+
+class Prepare(DraTest):
+    def test_limits_in_place_before_the_sandbox_and_cleared_at_unprepare(self):
+        d = self.start_dra()
+        k = self.kubelet_dra
+        uid, cg = self.pod("db")
+        self.assertEqual(read(os.path.join(cg, "io.max")), "", "nothing before prepare")
+        c = self.claim("db", uid, {"bandwidth": "200", "iops": "10"})
+        got = k.prepare([c])
+        self.assertEqual(got[c[1]]["error"], "", got)
+        self.assertEqual(got[c[1]]["devices"], [{"request_names": ["disk"], "pool_name": NODE,
+                                                 "device_name": DISK, "cdi_device_ids": [],
+                                                 "share_id": "6a0c"}])
+        # written and read back before the answer: kubelet creates the sandbox after it
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": 200 * MIB, "wbps": 200 * MIB,
+                                             "riops": 1000, "wiops": 1000})
+        self.assertRegex(d.text(), r"dra claim prepared claim=default/%s uid=%s pod=default/db "
+                                   r"pod_uid=%s cgroup=%s disk=%s device=%s request=disk share_id=6a0c "
+                                   r"bandwidth_units=200 iops_units=10" %
+                         (c[2], c[1], uid, re.escape(cg), DISK, DISK))
+        self.assertEqual(d.metric("ioqos_dra_claims_prepared_total"), 1)
+        # again (kubelet retries after its own restart): same answer, no write
+        self.assertEqual(k.prepare([c]), got)
+        # the held units count for the node annotation and pods without a grant
+        self.env.api.wait(lambda: '"allocated":{"ioqos/bandwidth":200,"ioqos/iops":10}'
+                          in (self.env.api.annotation(NODE, "ioqos.io/devices") or ""),
+                          what="held units in the node annotation")
+        # drift is corrected like any grant's
+        write(os.path.join(cg, "io.max"), "%s rbps=max wbps=max riops=max wiops=max\n" % DEV)
+        d.wait_log(r"limit drift corrected pod=default/db uid=%s" % uid, timeout=15)
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 200 * MIB)
+        # unprepare: limits go; again: nothing to do, no error
+        self.assertEqual(k.unprepare([c]), {c[1]: ""})
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": None, "wbps": None, "riops": None, "wiops": None})
+        self.assertEqual(k.unprepare([c]), {c[1]: ""})
+        self.assertEqual(d.metric("ioqos_dra_claims_unprepared_total"), 1)
+
+    def test_two_claims_of_one_pod_add_up_and_v1beta1_has_no_share_id(self):
+        self.start_dra()
+        k = self.kubelet_dra
+        uid, cg = self.pod("db")
+        a = self.claim("db", uid, {"bandwidth": "100"})
+        b = self.claim("db", uid, {"iops": "5"}, share_id=None)
+        got = k.prepare([a, b], version="v1beta1")
+        self.assertEqual({u: r["error"] for u, r in got.items()}, {a[1]: "", b[1]: ""})
+        self.assertIsNone(got[a[1]]["devices"][0]["share_id"])
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": 100 * MIB, "wbps": 100 * MIB,
+                                             "riops": 500, "wiops": 500})
+        k.unprepare([a], version="v1beta1")
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": None, "wbps": None, "riops": 500, "wiops": 500})
+
+    def test_restart_keeps_claims_and_republishes(self):
+        d = self.start_dra()
+        k = self.kubelet_dra
+        uid, cg = self.pod("db")
+        c = self.claim("db", uid, {"bandwidth": "300"})
+        self.assertEqual(k.prepare([c])[c[1]]["error"], "")
+        self.assertEqual(d.terminate(), 0)
+        self.assertEqual(self.env.api.slices(node=NODE, driver=DRIVER), [])
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB, "limits stay across a restart")
+        k.close()
+        d2 = self.start_dra()  # kubelet registers the new instance (new socket)
+        self.assertRegex(d2.text(), r"prepared DRA claims restored claims=1")
+        self.assertEqual(len(self.env.api.slices(node=NODE, driver=DRIVER)), 1)
+        # kubelet never prepares again: the restored claim is kept in place
+        write(os.path.join(cg, "io.max"), "")
+        d2.wait_log(r"limit drift corrected pod=default/db uid=%s" % uid, timeout=15)
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB)
+        self.assertEqual(self.kubelet_dra.unprepare([c]), {c[1]: ""})
+        self.assertIsNone(iomax_of(cg, DEV)["wbps"])
+
+    def test_kubelet_restart_deletes_slices_they_come_back(self):
+        d = self.start_dra()
+        (name,) = [s["metadata"]["name"] for s in self.env.api.slices(node=NODE, driver=DRIVER)]
+        self.env.api.delete_slice(name)  # kubelet >= 1.34 at its start
+        self.env.api.wait(lambda: self.env.api.slices(node=NODE, driver=DRIVER), timeout=20,
+                          what="the slice published again")
+        d.wait_log(r"resourceslice created name=\S+ pool=%s generation=0 devices=1" % NODE)
+
+    def test_capacity_change_bumps_the_generation(self):
+        d = self.start_dra()
+        (sl,) = self.env.api.slices(node=NODE, driver=DRIVER)
+        # someone edits the slice (or an older ioqos wrote other content)
+        sl["spec"]["devices"][0]["capacity"]["bandwidth"]["value"] = "5"
+        self.env.api.put_slice(sl)
+        self.env.api.wait(lambda: self.env.api.slices(node=NODE, driver=DRIVER)[0]["spec"]["pool"]
+                          ["generation"] == 1, timeout=20, what="the slice rewritten")
+        (sl,) = self.env.api.slices(node=NODE, driver=DRIVER)
+        self.assertEqual(sl["spec"]["devices"][0]["capacity"]["bandwidth"]["value"], "1k")
+        d.wait_log(r"resourceslice updated name=%s pool=%s generation=1" % (sl["metadata"]["name"], NODE))
+
+
+class Ungranted(DraTest):
+    """nodePolicy.ungranted works the same in DRA mode: the claims' units are
+    what is held, the rest of the disk is the pool of pods without a grant."""
+    env_args = {"extra_config": {"nodePolicy": {"ungranted": {"enable": True, "intervalMs": 300}}}}
+
+    def test_pods_without_a_claim_share_what_claims_do_not_hold(self):
+        d = self.start_dra()
+        uid, cg = self.pod("db")
+        _, other = self.pod("batch")
+        c = self.claim("db", uid, {"bandwidth": "300"})
+        self.assertEqual(self.kubelet_dra.prepare([c])[c[1]]["error"], "")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            lim = iomax_of(other, DEV)
+            if lim and lim["wbps"] == 700 * MIB:
+                break
+            time.sleep(0.05)
+        self.assertEqual(iomax_of(other, DEV)["wbps"], 700 * MIB, read(os.path.join(other, "io.max")))
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB, "the claim's grant is left alone")
+        # unprepared: nothing is held, so nothing bounds the others
+        self.kubelet_dra.unprepare([c])
+        d.wait_log(r"ungranted bounds removed disk=%s pods=1 reason=\"no pod holds units of the disk\"" % DISK,
+                   timeout=10)
+
+
+class BadInput(DraTest):
+    """Every refusal: a clear error for the claim, nothing written."""
+
+    def assert_refused(self, claims, pattern, cg, version=None):
+        got = self.kubelet_dra.prepare(claims, version=version)
+        self.assertEqual(set(got), {c[1] for c in claims}, "every claim has an entry")
+        for c in claims:
+            self.assertRegex(got[c[1]]["error"], pattern)
+            self.assertEqual(got[c[1]]["devices"], [])
+        self.assertEqual(read(os.path.join(cg, "io.max")), "", "nothing written")
+
+    def test_refusals(self):
+        d = self.start_dra()
+        uid, cg = self.pod("db")
+        other_uid, _ = self.pod("web")
+        cases = [
+            (("default", new_uid(), "nosuch"), r"claim default/nosuch does not exist in the API server"),
+            (self.claim("db", uid, {"bandwidth": "20"}, pool="node-b"), r"pool"),
+            (self.claim("db", uid, {"bandwidth": "20"}, driver="gpu.example.com"), r"gpu\.example\.com"),
+            (self.claim("db", uid, {"bandwidth": "5000"}), r"above|more than"),
+            (self.claim("db", uid, {"bandwidth": "abc"}), r"quantity"),
+            (self.claim("db", uid, {"bandwidth": "20"}, device="nosuchdisk"), r"nosuchdisk"),
+            (self.claim("db", uid, {"bandwidth": "20"}, reserved=[
+                {"resource": "pods", "name": "db", "uid": uid},
+                {"resource": "pods", "name": "web", "uid": other_uid}]),
+             r"reserved for 2 pods.*ResourceClaimTemplate"),
+            (self.claim("db", other_uid, {"bandwidth": "20"}), r"reserved for pod db with UID %s, "
+                                                                r"the pod of that name has UID %s"
+             % (other_uid, uid)),
+            (("../etc", new_uid(), "x"), r"not a namespace name"),
+        ]
+        for c, pattern in cases:
+            with self.subTest(pattern=pattern):
+                self.assert_refused([c], pattern, cg)
+        # the UID kubelet sends differs from the claim's (deleted and recreated)
+        ns, _, name = self.claim("db", uid, {"bandwidth": "20"})
+        self.assert_refused([(ns, new_uid(), name)], r"deleted and recreated", cg)
+        # a good claim beside a bad one: each answered on its own
+        good = self.claim("db", uid, {"bandwidth": "20"})
+        got = self.kubelet_dra.prepare([good, ("default", new_uid(), "nosuch")])
+        self.assertEqual(got[good[1]]["error"], "")
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 20 * MIB)
+        self.assertGreaterEqual(d.metric("ioqos_dra_claim_prepare_errors_total"), len(cases) + 2)
+        # garbage protobuf: INVALID_ARGUMENT, the daemon lives on
+        code, details = self.kubelet_dra.raw(
+            "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", b"\x0a\xff\xff\xff")
+        self.assertEqual(code.name, "INVALID_ARGUMENT", details)
+        self.assertIsNone(d.proc.poll())
+
+    def test_api_server_down_fails_closed(self):
+        self.start_dra()
+        uid, cg = self.pod("db")
+        c = self.claim("db", uid, {"bandwidth": "20"})
+        self.env.api.inject(path="/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+                            method="GET", status=503, message="etcd unavailable")
+        self.assert_refused([c], r"HTTP 503", cg)
+
+
+BLKIO = "/sys/fs/cgroup/blkio"
+
+
+def host_disk():
+    for name in sorted(os.listdir("/sys/block")):
+        if name.startswith(("loop", "ram", "zram", "dm-", "md", "sr", "nbd")):
+            continue
+        return name, read("/sys/block/%s/dev" % name).strip()
+    return None, None
+
+
+HOST_DISK, HOST_DEV = host_disk()
+ROOT = "/ioqos-dra-test-%d" % os.getpid()
+
+
+@unittest.skipUnless(os.path.exists(BLKIO + "/blkio.throttle.read_bps_device") and os.geteuid() == 0
+                     and HOST_DISK, "needs root and a cgroup v1 blkio hierarchy at " + BLKIO)
+class HostBlkio(DraTest):
+    """Prepare and unprepare on the host's real cgroup v1 blkio hierarchy,
+    below a child cgroup of our own (kubelet's cgroupfs layout)."""
+    env_args = {"cgroup_root": "/sys/fs/cgroup", "sysfs_root": "/sys", "disks": ((HOST_DISK, HOST_DEV),),
+                "kubelet_cgroup_root": ROOT, "driver": "cgroupfs"}
+
+    def remove_tree(self):
+        top = os.path.join(BLKIO, ROOT.strip("/"))
+        for dirpath, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
+            os.rmdir(dirpath)
+
+    def test_prepare_and_unprepare_on_real_blkio(self):
+        d = self.start_dra()
+        uid = new_uid()
+        self.env.api.put_pod(pod_object("db", uid, qos="Burstable", phase="Pending"))
+        self.env.kubelet.set_pod("default", "db", {"app": {}})
+        cg = os.path.join(BLKIO, ROOT.strip("/"), "kubepods", "burstable", "pod" + uid)
+        os.makedirs(cg)
+        self.addCleanup(self.remove_tree)
+        self.assertEqual(read(cg + "/blkio.throttle.read_bps_device"), "")
+        name, cuid = "db-disk", new_uid()
+        self.env.api.put_claim(claim_object(name, cuid, "db", uid, {"bandwidth": "200", "iops": "30"},
+                                            device=HOST_DISK.replace("_", "-").lower()))
+        got = self.kubelet_dra.prepare([("default", cuid, name)])
+        self.assertEqual(got[cuid]["error"], "", got)
+        for f, v in (("read_bps", 200 * MIB), ("write_bps", 200 * MIB), ("read_iops", 3000),
+                     ("write_iops", 3000)):
+            self.assertEqual(read(cg + "/blkio.throttle.%s_device" % f).strip(), "%s %d" % (HOST_DEV, v))
+        self.assertIn("readback=", d.text())
+        self.assertEqual(self.kubelet_dra.unprepare([("default", cuid, name)]), {cuid: ""})
+        self.assertEqual(read(cg + "/blkio.throttle.read_bps_device"), "")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
