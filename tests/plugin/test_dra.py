@@ -374,5 +374,59 @@ class HostBlkio(DraTest):
         self.assertEqual(read(cg + "/blkio.throttle.read_bps_device"), "")
 
 
+V2_DISK = os.environ.get("IOQOS_DRA_V2_DISK")  # set by tests/e2e/test-dra.sh inside the VM
+CG2 = "/sys/fs/cgroup"
+
+
+@unittest.skipUnless(V2_DISK and os.path.exists(CG2 + "/cgroup.controllers") and os.geteuid() == 0,
+                     "runs inside the cgroup v2 VM (tests/e2e/test-dra.sh)")
+class HostV2(DraTest):
+    """Prepare and unprepare on a real cgroup v2 kernel (the e2e VM), with
+    kubelet's cgroupfs layout below a child cgroup of our own."""
+    env_args = {"cgroup_root": CG2, "sysfs_root": "/sys",
+                "disks": ((V2_DISK, read("/sys/block/%s/dev" % V2_DISK).strip() if V2_DISK else ""),),
+                "kubelet_cgroup_root": ROOT, "driver": "cgroupfs"}
+
+    def remove_tree(self):
+        top = os.path.join(CG2, ROOT.strip("/"))
+        for dirpath, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
+            os.rmdir(dirpath)
+
+    def test_prepare_and_unprepare_on_real_cgroup_v2(self):
+        dev = read("/sys/block/%s/dev" % V2_DISK).strip()
+        # what kubelet makes before prepare: the QoS and pod cgroups, io enabled
+        uid = new_uid()
+        top = os.path.join(CG2, ROOT.strip("/"))
+        cg = os.path.join(top, "kubepods", "burstable", "pod" + uid)
+        self.addCleanup(self.remove_tree)
+        parent = CG2
+        for part in (ROOT.strip("/"), "kubepods", "burstable", "pod" + uid):
+            write(os.path.join(parent, "cgroup.subtree_control"), "+io +memory")
+            parent = os.path.join(parent, part)
+            os.mkdir(parent)
+        d = self.start_dra()
+        self.env.api.put_pod(pod_object("db", uid, qos="Burstable", phase="Pending"))
+        self.env.kubelet.set_pod("default", "db", {"app": {}})
+        self.assertNotIn(dev, read(cg + "/io.max"), "no limit before prepare")
+        self.assertNotIn(dev, read(cg + "/io.stat"), "0 bytes before prepare")
+        name, cuid = "db-disk", new_uid()
+        self.env.api.put_claim(claim_object(name, cuid, "db", uid, {"bandwidth": "50", "iops": "3"},
+                                            device=V2_DISK))
+        got = self.kubelet_dra.prepare([("default", cuid, name)])
+        self.assertEqual(got[cuid]["error"], "", got)
+        self.assertEqual(iomax_of(cg, dev), {"rbps": 50 * MIB, "wbps": 50 * MIB, "riops": 300,
+                                             "wiops": 300}, read(cg + "/io.max"))
+        self.assertIn("readback=", d.text())
+        # I/O of a process in the pod cgroup is charged there (the limit's cgroup)
+        out = subprocess.run(["sh", "-c", "echo $$ > %s/cgroup.procs && exec dd if=/dev/%s of=/dev/null "
+                              "bs=64k count=64 iflag=direct status=none" % (cg, V2_DISK)],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        stat = [ln for ln in read(cg + "/io.stat").splitlines() if ln.startswith(dev + " ")]
+        self.assertTrue(stat and "rbytes=4194304" in stat[0], stat)
+        self.assertEqual(self.kubelet_dra.unprepare([("default", cuid, name)]), {cuid: ""})
+        self.assertNotIn(dev, read(cg + "/io.max"), "cleared at unprepare")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
