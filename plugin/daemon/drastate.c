@@ -346,6 +346,22 @@ void drastate_disk_units(struct drastate *s, const char *disk, uint64_t out[IOQ_
   pthread_mutex_unlock(&s->lock);
 }
 
+size_t drastate_pod_recs(struct drastate *s, const char *pod_uid, struct dra_rec **out) {
+  *out = NULL;
+  pthread_mutex_lock(&s->lock);
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    n += strcmp(s->recs[i].pod_uid, pod_uid) == 0;
+  if (n && (*out = malloc(n * sizeof **out))) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+      if (strcmp(s->recs[i].pod_uid, pod_uid) == 0)
+        (*out)[k++] = s->recs[i];
+  }
+  pthread_mutex_unlock(&s->lock);
+  return *out ? n : 0;
+}
+
 size_t drastate_count(struct drastate *s) {
   pthread_mutex_lock(&s->lock);
   size_t n = s->n;

@@ -76,5 +76,8 @@ bool drastate_pod_has(struct drastate *s, const char *ns, const char *name, cons
 /* Adds the units claims hold on a disk to out[]. */
 void drastate_disk_units(struct drastate *s, const char *disk, uint64_t out[IOQ_RES_COUNT]);
 size_t drastate_count(struct drastate *s);
+/* Copies of the pod's claims (malloc'd in *out, NULL when none or out of
+ * memory); returns how many. */
+size_t drastate_pod_recs(struct drastate *s, const char *pod_uid, struct dra_rec **out);
 
 #endif

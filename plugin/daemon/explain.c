@@ -2,6 +2,7 @@
 /* The explain document (explain.h). Read-only: lookups in the pod cache, the
  * pod table, the ungranted bounds, the events history and one pod resources
  * List; the cgroup resolver is run again (it only looks). */
+#include "drastate.h"
 #include "catalog.h"
 #include "podtable.h"
 #include "events.h"
@@ -269,9 +270,50 @@ static const char *how_text(const char *how) {
   return how;
 }
 
+/* DRA mode: kube-scheduler chose the disk when it allocated the pod's
+ * claims; the reason is the claims' allocation results on it. */
+static json_object *dra_reason_of(struct plugin *p, const struct pod_info *pi, const char *disk,
+                                  json_object *o) {
+  struct dra_rec *recs;
+  size_t n = drastate_pod_recs(p->dra, pi->uid, &recs);
+  json_object *arr = json_object_new_array();
+  char names[400] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < recs[i].n_shares; k++) {
+      const struct dra_share_rec *x = &recs[i].shares[k];
+      if (strcmp(x->disk, disk) != 0)
+        continue;
+      json_object *c = json_object_new_object();
+      char who[IOQ_DRA_NS_MAX + IOQ_DRA_OBJ_NAME_MAX + 2];
+      snprintf(who, sizeof who, "%s/%s", recs[i].ns, recs[i].name);
+      put_str(c, "claim", who);
+      put_str(c, "uid", recs[i].claim_uid);
+      put_str(c, "request", x->request);
+      put_str(c, "device", x->device);
+      put_str(c, "shareID", x->share_id);
+      put_u64(c, "bandwidthUnits", x->units[IOQ_RES_BANDWIDTH]);
+      put_u64(c, "iopsUnits", x->units[IOQ_RES_IOPS]);
+      push(arr, c);
+      if (used < sizeof names) {
+        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", who);
+        used += w > 0 ? (size_t)w : 0;
+      }
+    }
+  free(recs);
+  char summary[512];
+  snprintf(summary, sizeof summary, "kube-scheduler allocated it to the pod's DRA claim%s %s",
+           json_object_array_length(arr) == 1 ? "" : "s", names[0] ? names : "(none recorded)");
+  put_str(o, "summary", summary);
+  add(o, "claims", arr);
+  return o;
+}
+
 static json_object *reason_of(struct plugin *p, const struct pod_info *pi, const char *disk,
                               const struct cat_disk *cd) {
   json_object *o = json_object_new_object();
+  if (p->dra)
+    return dra_reason_of(p, pi, disk, o);
   const char *cls = pi->need_ok ? pi->need.class_name : "default";
   put_str(o, "podClass", cls);
   put_str(o, "diskClass", cd ? cd->disk.class_name : "");

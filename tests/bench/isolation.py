@@ -131,6 +131,13 @@ def write(path, text):
         f.write(text)
 
 
+def quantity(q):
+    """A Kubernetes quantity of whole units as the API server writes them
+    ("1k", "800", "2M") -> int."""
+    mult = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9}
+    return int(q[:-1]) * mult[q[-1]] if q and q[-1] in mult else int(q)
+
+
 def si(n):
     """9800 -> '9.8k'"""
     return "%.1fk" % (n / 1000.0) if n >= 1000 else "%.0f" % n
@@ -622,6 +629,104 @@ class Cluster:
         return rc
 
 
+class DraCluster(Cluster):
+    """The same plugin in --mode=dra (docs/dra.md): it publishes a ResourceSlice
+    and kubelet (tests/plugin/dra_kubelet.py) prepares each pod's claim before
+    the sandbox, where the device-plugin run has Allocate + PreStartContainer.
+    A claim is written to the API stand-in as kube-scheduler would allocate it:
+    the pod's units as consumed capacity of the disk's device. Everything after
+    the grant is in place (enforcement, node policy, monitor, explain) is the
+    same code in both modes."""
+
+    def start(self, args, disk, fraction, reconcile_s, log_level, plugin_log):
+        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
+        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
+        sys.path.insert(0, args.proto_py)
+        sys.path.insert(0, os.path.join(REPO, "tests", "plugin"))
+        import harness  # noqa: E402
+        from dra_kubelet import DraKubelet  # noqa: E402  (after harness: proto modules)
+        self.h = harness
+        self.disk = disk
+        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, fraction
+        extra = self.plugin_config(args, disk)
+        self.config_extra = extra
+        self.args_plugin_log = plugin_log
+        self.env = harness.Env(
+            bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=CG, sysfs_root="/sys",
+            kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
+            reconcile_s=reconcile_s, extra_config=extra)
+        self.kubelet, self.api = self.env.kubelet, self.env.api
+        registry = os.path.join(self.env.root, "plugins_registry")
+        self.daemon = self.env.start_daemon(extra=[
+            "--log-level", log_level, "--mode=dra",
+            "--kubelet-plugins-dir", os.path.join(self.env.root, "plugins"),
+            "--kubelet-registry-dir", registry])
+        self.dra = DraKubelet(registry)
+        self.dra.register(timeout=60)
+        self.daemon.wait_ready(timeout=60)
+        self.claims = {}
+        self.units = {}
+        deadline = time.monotonic() + 60
+        while not self.units and time.monotonic() < deadline:
+            for sl in self.api.slices(driver="ioqos.io"):
+                for dev in sl["spec"]["devices"]:
+                    if dev["attributes"]["disk"]["string"] == disk.name:
+                        self.units = {harness.BW: quantity(dev["capacity"]["bandwidth"]["value"]),
+                                      harness.IOPS: quantity(dev["capacity"]["iops"]["value"])}
+                        self.device = dev["name"]
+            time.sleep(0.1)
+        if not self.units:
+            raise RuntimeError("no ResourceSlice device for %s within 60 s" % disk.name)
+
+    def allocatable(self, res):
+        return self.units[res]
+
+    def admit(self, pod, bw, iops):
+        """The pod object and its claim, allocated and reserved for it; kubelet
+        lists the pod without devices. Returns (the claim, no envs)."""
+        h = self.h
+        self.api.put_pod(h.pod_object(pod.name, pod.uid, ns=NS, qos="Burstable"))
+        consumed = {}
+        if bw:
+            consumed["bandwidth"] = str(bw)
+        if iops:
+            consumed["iops"] = str(iops)
+        name, uid = pod.name + "-disk", str(uuid.uuid4())
+        self.api.put_claim({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NS, "uid": uid},
+            "spec": {"devices": {"requests": [{"name": "disk", "exactly": {
+                "deviceClassName": "ioqos-disk", "capacity": {"requests": consumed}}}]}},
+            "status": {"allocation": {"devices": {"results": [{
+                "request": "disk", "driver": "ioqos.io", "pool": h.NODE, "device": self.device,
+                "shareID": uid[:8], "consumedCapacity": consumed}]}},
+                "reservedFor": [{"resource": "pods", "name": pod.name, "uid": pod.uid}]}})
+        self.kubelet.set_pod(NS, pod.name, {"app": {}})
+        self.claims[pod.name] = (NS, uid, name)
+        return [(NS, uid, name)], {}
+
+    def prestart(self, ids):
+        """NodePrepareResources: what kubelet calls before the sandbox."""
+        got = self.dra.prepare(ids)
+        bad = {u: r["error"] for u, r in got.items() if r["error"]}
+        if bad:
+            raise RuntimeError("NodePrepareResources failed: %s" % bad)
+
+    def release(self, pods):
+        for p in pods:
+            c = self.claims.pop(p.name, None)
+            if c:
+                errs = {u: e for u, e in self.dra.unprepare([c]).items() if e}
+                if errs:
+                    log("warning: NodeUnprepareResources failed: %s" % errs)
+                self.api.delete_claim(c[0], c[2])
+        return super().release(pods)
+
+    def close(self):
+        self.dra.close()
+        return super().close()
+
+
 def ctl_apply(args, cgdir, disk, **kv):
     cmd = [args.ioqosctl, "apply", "--cgroup", cgdir, "--device", disk.devno]
     for k, v in kv.items():
@@ -743,7 +848,7 @@ class Scenario:
         setup_pod.remove()
         log("starting ioqos-plugin (kubelet and API server stand-ins)")
         t = time.monotonic()
-        self.cluster = Cluster(a, self.disk)
+        self.cluster = (DraCluster if a.grant_via == "dra" else Cluster)(a, self.disk)
         h = self.cluster.h
         log("plugin registered in %.1f s: %d ioqos/bandwidth units (MiB/s) and %d ioqos/iops units "
             "(100 IOPS) on %s (capacity %d MiB/s, %d IOPS, allocatable fraction %g)" % (
@@ -758,6 +863,7 @@ class Scenario:
             "capacity_bw_bytes": a.capacity_bw, "capacity_iops": a.capacity_iops,
             "control_throttle_factor": a.control_factor,
             "allocatable_fraction": a.fraction,
+            "grant_via": a.grant_via,
             "units": {"bw": self.cluster.allocatable(h.BW), "iops": self.cluster.allocatable(h.IOPS)},
             "runtime_s": a.runtime, "ramp_s": a.ramp, "rounds": a.rounds,
             "db_grant_factor": a.db_grant_factor, "backup_jobs": BACKUP_JOBS,
@@ -1258,6 +1364,9 @@ def main():
     ap.add_argument("--nonrot", action="store_true", help="mark the disks non-rotational (iocost SSD model)")
     ap.add_argument("--accuracy", action="store_true", help="also the io.max accuracy runs")
     ap.add_argument("--overhead", action="store_true", help="also the overhead runs")
+    ap.add_argument("--grant-via", choices=("device-plugin", "dra"), default="device-plugin",
+                    help="how grants reach the plugin: Allocate + PreStartContainer, or the plugin "
+                         "in --mode=dra with claims prepared by NodePrepareResources")
     ap.add_argument("--plugin", required=True)
     ap.add_argument("--ioqosctl", required=True)
     ap.add_argument("--proto-py", required=True)

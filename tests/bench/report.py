@@ -850,9 +850,11 @@ def main():
             "allocatable_bw_units": {r["meta"]["kind"]: r["meta"]["units"]["bw"] for r in raws},
             "rounds_desc": "%s round%s" % ("/".join(map(str, rounds)), "" if rounds == [1] else "s"),
             "settings": "%s round(s) per case in rotated stage order, %s s measured per stage after %s s ramp, "
-                        "allocatable fraction %s, iocost for weight-only: %s" % (
+                        "allocatable fraction %s, iocost for weight-only: %s, grants via %s" % (
                             "/".join(map(str, rounds)), m0.get("runtime_s"), m0.get("ramp_s"),
-                            m0.get("allocatable_fraction"), m0.get("iocost_qos")),
+                            m0.get("allocatable_fraction"), m0.get("iocost_qos"),
+                            "DRA claims (--mode=dra, NodePrepareResources)" if m0.get("grant_via") == "dra"
+                            else "the device plugin (Allocate + PreStartContainer)"),
             "raw": {r["meta"]["kind"]: r["meta"] for r in raws},
             "sandbox_delay_s": m0.get("ungranted", {}).get("sandbox_delay_s"),
         },

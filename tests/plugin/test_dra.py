@@ -10,6 +10,7 @@ into the fake cgroup v2 tree (systemd layout) of the harness; HostBlkio below
 does the same on the host's real cgroup v1 hierarchy, and tests/e2e/test-dra.sh
 on a real cgroup v2 kernel. The fake disk fakedisk0 (250:0) has 1000 MiB/s and
 100000 IOPS: 1000 bandwidth units and 1000 IOPS units."""
+import json
 import os
 import re
 import subprocess
@@ -172,6 +173,19 @@ class Prepare(DraTest):
         self.assertEqual(d.metric("ioqos_dra_claims_prepared_total"), 1)
         # again (kubelet retries after its own restart): same answer, no write
         self.assertEqual(k.prepare([c]), got)
+        # ioqosctl explain: the same pod view as a device-plugin grant, the reason is the claim
+        r = subprocess.run([os.environ["IOQOS_CTL_BIN"], "explain", "--socket",
+                            os.path.join(self.env.state_dir, "plugin.sock"), "--json", "default/db"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertTrue(doc["granted"], doc)
+        (g,) = doc["grants"]
+        self.assertEqual(g["reason"]["summary"],
+                         "kube-scheduler allocated it to the pod's DRA claim default/%s" % c[2])
+        self.assertEqual(g["reason"]["claims"][0]["bandwidthUnits"], 200)
+        self.assertEqual([f["readBack"] for f in doc["files"] if f["file"] == "io.max"],
+                         ["%s rbps=%d wbps=%d riops=1000 wiops=1000" % (DEV, 200 * MIB, 200 * MIB)])
         # the held units count for the node annotation and pods without a grant
         self.env.api.wait(lambda: '"allocated":{"ioqos/bandwidth":200,"ioqos/iops":10}'
                           in (self.env.api.annotation(NODE, "ioqos.io/devices") or ""),
