@@ -647,16 +647,19 @@ def markdown(summary):
     L.append("## Time to enforce")
     L.append("")
     te = summary["time_to_enforce"]
+    dra = any(r.get("grant_via") == "dra" for r in summary["meta"]["raw"].values())
+    call = "NodePrepareResources" if dra else "PreStartContainer"
+    path = ("kubelet stand-in → plugin → API claim GET, pod cache, cgroup write + read-back" if dra
+            else "kubelet stand-in → plugin → pod resources, API cache, cgroup write + read-back")
     L.append("- Bytes of I/O a pod did before its limit was in place (pod io.stat at the moment "
-             "PreStartContainer returned; the container starts only after): max **%s** over %d pod starts "
-             "(target 0)." % (te["bytes_before_limit_max"], te["pod_starts"]))
-    L.append("- io.max in place and read back when PreStartContainer returned: %s; processes in the pod "
+             "%s returned; the container starts only after): max **%s** over %d pod starts "
+             "(target 0)." % (call, te["bytes_before_limit_max"], te["pod_starts"]))
+    L.append("- io.max in place and read back when %s returned: %s; processes in the pod "
              "cgroup then: %s (the container had not started)." % (
-                 "every start" if te["limit_in_place_always"] else "**NOT every start**",
+                 call, "every start" if te["limit_in_place_always"] else "**NOT every start**",
                  te["procs_at_return_max"]))
-    L.append("- PreStartContainer round trip (kubelet stand-in → plugin → pod resources, API cache, cgroup write "
-             "+ read-back): median %.0f ms." % te["prestart_ms_median"] if te["prestart_ms_median"] is not None
-             else "- PreStartContainer round trip: –")
+    L.append("- %s round trip (%s): median %.0f ms." % (call, path, te["prestart_ms_median"])
+             if te["prestart_ms_median"] is not None else "- %s round trip: –" % call)
     if te.get("first_second_vs_grant") is not None:
         L.append("- The backup's first second of I/O, relative to its grant: %.2f (≤ 1 means throttled "
                  "from the first I/O)." % te["first_second_vs_grant"])
