@@ -323,7 +323,7 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
   val(f, before);
 }
 
-static void state(FILE *f, struct plugin *p) {
+static void endpoint_state(FILE *f, struct plugin *p) {
   metrics_head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_kubelet_registered", p);
@@ -336,6 +336,13 @@ static void state(FILE *f, struct plugin *p) {
     lbl(f, "resource", ioq_resource_name(r));
     val(f, endpoint_streams(&p->ep[r]));
   }
+}
+
+static void state(FILE *f, struct plugin *p) {
+  /* DRA mode has no device-plugin endpoints (readiness says whether the
+   * driver is registered) */
+  if (p->opts.mode == PLUGIN_MODE_DEVICE_PLUGIN)
+    endpoint_state(f, p);
   metrics_head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
   open_s(f, "ioqos_pod_cache_synced", p);
   val(f, podcache_synced(p->pods) ? 1 : 0);

@@ -17,6 +17,15 @@ configurations, and the image's runtime closure.
     check_manifests.py version
     check_manifests.py docs-values           (values docs quote vs rendered manifests)
 
+DRA mode (manifests/overlays/dra, docs/dra.md) is covered by the same
+commands: render (resource.k8s.io/v1 fields of DeviceClasses, claim
+templates and pod claims; the overlay's README links), rbac (the DRA
+ClusterRole exactly where a plugin runs with --mode=dra, and the code's
+resource.k8s.io calls), admission (ResourceSlice writes held to the node;
+the optional claim cap), workloads (kubelet's DRA directories, one mode per
+node beside every device-plugin install), examples (claims as grants, a
+quota of devices) and node-config (the disk classes DeviceClasses select).
+
 Each check first proves on a deliberately broken input that it can fail
 (a "control"), then checks the real manifests. Exit 0 all good, 1 a check
 failed, 77 kubectl is missing (ctest reports the test as skipped).
@@ -180,12 +189,14 @@ def containers(pspec):
 def cmd_render():
     dirs = kustomization_dirs()
     renders = all_renders()
+    classes = dra_overlay_classes()
     for d, docs in renders.items():
         if not docs and is_component(d):
-            # only transforms what includes it (manifests/base/image: the tag)
+            # only transforms what includes it (manifests/base/image: the
+            # tag; overlays/dra/migration: the device-plugin DaemonSets)
             ok("%s: a Component without objects of its own" % rel(d))
             continue
-        problems = object_problems(docs)
+        problems = object_problems(docs) + dra_object_problems(docs, classes)
         for p in problems:
             fail("%s: %s" % (rel(d), p))
         if not problems:
@@ -206,6 +217,11 @@ def cmd_render():
                 used.add(os.path.normpath(os.path.join(d, p["path"])))
     for f in sorted(glob.glob(os.path.join(MANIFESTS, "**", "*"), recursive=True)):
         if os.path.isdir(f):
+            continue
+        if f.endswith(".md"):
+            # an overlay's README: its links and the files it names resolve
+            for x in doc_problems(f, open(f).read()):
+                fail(x)
             continue
         try:
             if f.endswith(".json"):
@@ -236,7 +252,59 @@ def cmd_render():
             ok("control 'missing resource' is caught: %s" % str(e).splitlines()[0][:100])
     control("duplicate object", object_problems,
             [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}] * 2)
+    dra_render_controls(classes)
     finish()
+
+
+def dra_render_controls(classes):
+    """The DRA objects of overlays/dra and examples/dra, each broken once."""
+    ok("resource.k8s.io objects checked against %s; ioqos DeviceClasses: %s; device attributes: %s" % (
+        dra_facts()["api"], ", ".join(sorted(classes)), ", ".join(sorted(dra_facts()["attributes"]))))
+    if not classes:
+        fail("overlays/dra defines no DeviceClass")
+    good = render(os.path.join(MANIFESTS, "examples", "dra")) + list(classes.values())
+    if dra_object_problems(good, classes):
+        return  # reported above, with the render it belongs to
+
+    def broken(fn):
+        b = copy.deepcopy(good)
+        for o in b:
+            fn(o)
+        return b
+
+    def first_exact(o):
+        return o["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+
+    def on(kind, fn):
+        return lambda o: fn(o) if o["kind"] == kind else None
+    for what, fn in (
+            ("DeviceClass with a namespace", on("DeviceClass", lambda o: o["metadata"].__setitem__("namespace", "ioqos-dra-demo"))),
+            ("DeviceClass of any driver", on("DeviceClass", lambda o: o["spec"].__setitem__("selectors", [{"cel": {"expression": "true"}}]))),
+            ("selector on an attribute the devices lack", on("DeviceClass", lambda o: o["spec"]["selectors"].append(
+                {"cel": {"expression": 'device.attributes["ioqos.io"].model == "x"'}}))),
+            ("capacity named ioqos/bandwidth", on("ResourceClaimTemplate", lambda o: first_exact(o)["capacity"].__setitem__(
+                "requests", {"ioqos/bandwidth": "200"}))),
+            ("capacity named with the driver's domain", on("ResourceClaimTemplate", lambda o: first_exact(o)["capacity"].__setitem__(
+                "requests", {"ioqos.io/bandwidth": "200"}))),
+            ("fractional units", on("ResourceClaimTemplate", lambda o: first_exact(o)["capacity"].__setitem__(
+                "requests", {"bandwidth": "0.5"}))),
+            ("count with allocationMode All", on("ResourceClaimTemplate", lambda o: first_exact(o).__setitem__("allocationMode", "All"))),
+            ("v1beta1 field deviceClassName on the request", on("ResourceClaimTemplate", lambda o: o["spec"]["spec"]["devices"]["requests"][0].__setitem__(
+                "deviceClassName", "ioqos-fast"))),
+            ("unknown DeviceClass", on("ResourceClaimTemplate", lambda o: first_exact(o).__setitem__("deviceClassName", "ioqos-nvme"))),
+            ("claim template in resource.k8s.io/v1beta2", on("ResourceClaimTemplate", lambda o: o.__setitem__("apiVersion", "resource.k8s.io/v1beta2"))),
+            ("shared ResourceClaim", on("Pod", lambda o: o["spec"]["resourceClaims"].__setitem__(
+                0, {"name": "disk-io", "resourceClaimName": "shared"}))),
+            ("template missing", on("Pod", lambda o: o["spec"]["resourceClaims"][0].__setitem__("resourceClaimTemplateName", "nosuch"))),
+            ("container claim not in the pod", on("Pod", lambda o: o["spec"]["containers"][0]["resources"].__setitem__(
+                "claims", [{"name": "other"}]))),
+            ("claims and ioqos/bandwidth in one pod", on("Pod", lambda o: o["spec"]["containers"][0]["resources"]["requests"].__setitem__(
+                "ioqos/bandwidth", "200")))):
+        control(what, dra_object_problems, broken(fn), classes)
+    control("a ResourceClaim of its own", dra_object_problems, good + [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ioqos-dra-demo"},
+        "spec": {"devices": {"requests": [{"name": "disk", "exactly": {"deviceClassName": "ioqos-disk",
+                                                                       "capacity": {"requests": {"bandwidth": "10"}}}}]}}}], classes)
 
 
 def object_problems(docs):
@@ -254,6 +322,349 @@ def object_problems(docs):
             problems.append("duplicate object %s" % (key,))
         seen.add(key)
     return problems
+
+
+# ----------------------------------------------------------------- DRA mode
+
+# ioqos-plugin --mode=dra (docs/dra.md, manifests/overlays/dra). The driver
+# name, API version and capacity names are the C code's; the attribute names
+# are those src/draslice.c publishes.
+DRA_HEADER = "src/include/ioqos/draslice.h"
+DRA_GROUP = "resource.k8s.io"
+DRA_OVERLAY = os.path.join(MANIFESTS, "overlays", "dra")
+# the Component a device-plugin install adds while the cluster migrates
+DRA_MIGRATION = os.path.join(DRA_OVERLAY, "migration")
+DRA_MODE_LABEL = "ioqos.io/mode"  # node label: device-plugin | dra
+# what DRA mode needs beyond RBAC_EXPECTED (overlays/dra/plugin-dra-rbac.yaml):
+# the publisher lists its node's slices (no watch: it republishes on a
+# timer), creates, updates (PUT) and deletes them (drapub.c); prepare GETs
+# each claim (draprepare.c). Compared with the code like RBAC_EXPECTED.
+RBAC_DRA_EXTRA = {"ioqos-plugin": _grants([
+    (DRA_GROUP, "resourceslices", ["list", "create", "update", "delete"]),
+    (DRA_GROUP, "resourceclaims", ["get"]),
+])}
+# kubelet's directories for DRA drivers: the flags must name them, each
+# mounted at the same path (kubelet dials the endpoint path the driver
+# reports); the DRA socket is DIR/<driver>/dra.sock
+DRA_DIRS = {"kubelet-plugins-dir": "/var/lib/kubelet/plugins",
+            "kubelet-registry-dir": "/var/lib/kubelet/plugins_registry"}
+UNIX_PATH_MAX = 108  # sun_path, with its NUL
+
+# resource.k8s.io/v1 (k8s.io/api/resource/v1) and core/v1 fields of the
+# objects the manifests use; kubectl kustomize checks none of them
+DEVICE_CLASS_SPEC = {"selectors", "config", "extendedResourceName"}
+DEVICE_SELECTOR = {"cel"}
+CEL_SELECTOR = {"expression"}
+CLAIM_TEMPLATE_SPEC = {"metadata", "spec"}
+CLAIM_SPEC = {"devices"}
+DEVICE_CLAIM = {"requests", "constraints", "config"}
+DEVICE_REQUEST = {"name", "exactly", "firstAvailable"}
+EXACT_REQUEST = {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
+                 "tolerations", "capacity"}
+SUB_REQUEST = {"name", "deviceClassName", "selectors", "allocationMode", "count", "tolerations",
+               "capacity"}
+CAPACITY_REQUIREMENTS = {"requests"}
+ALLOCATION_MODES = ("ExactCount", "All")
+MAX_REQUESTS = 32
+POD_RESOURCE_CLAIM = {"name", "resourceClaimName", "resourceClaimTemplateName"}
+CONTAINER_CLAIM = {"name", "request"}
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# device.attributes["ioqos.io"].class (or ['ioqos.io']), device.capacity[...]
+CEL_DEVICE_FIELD = re.compile(r"""device\.(attributes|capacity)\[\s*["']([^"']+)["']\s*\]\.(\w+)""")
+CEL_CLASS_EQ = re.compile(r"""device\.attributes\[\s*["']([^"']+)["']\s*\]\.class\s*==\s*["']([^"']*)["']""")
+
+_dra = {}
+
+
+def dra_facts():
+    """driver, api, capacities (bandwidth, iops: the order of RESOURCES) and
+    attributes of the devices ioqos-plugin publishes, from the C sources."""
+    if not _dra:
+        slice_c = open(os.path.join(REPO, "src", "draslice.c")).read()
+        placement_c = open(os.path.join(REPO, "src", "placement.c")).read()
+        literal = set(re.findall(r'json_object_object_add\(attrs, "(\w+)"', slice_c))
+        m = re.search(r"g_cap_names\[[^\]]*\] = \{([^}]*)\}", placement_c)
+        # one bool per capability, named as cap_attr_name() does: io.bfq.weight -> ioBfqWeight
+        caps = [re.sub(r"[.-](.)", lambda x: x.group(1).upper(), c)
+                for c in re.findall(r'"([^"]+)"', m.group(1))] if m else []
+        if len(literal) < 7 or not caps or "cap_attr_name(ioq_cap_name(" not in slice_c:
+            raise Broken("src/draslice.c: found attributes %s and capabilities %s: the parser of "
+                         "this check is stale" % (sorted(literal), caps))
+        _dra.update(driver=c_define(DRA_HEADER, "IOQ_DRA_DRIVER"),
+                    api=c_define(DRA_HEADER, "IOQ_DRA_API_VERSION"),
+                    capacities=(c_define(DRA_HEADER, "IOQ_DRA_CAP_BANDWIDTH"),
+                                c_define(DRA_HEADER, "IOQ_DRA_CAP_IOPS")),
+                    attributes=literal | set(caps))
+    return _dra
+
+
+def plugin_daemonsets(docs):
+    """[(DaemonSet, container, {flag: value}, mode)] for each ioqos-plugin container."""
+    out = []
+    for o in docs:
+        if o.get("kind") != "DaemonSet":
+            continue
+        for c in ((o.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
+            argv = argv_of(c)
+            if argv and os.path.basename(argv[0]) == "ioqos-plugin":
+                f = flag_values(argv[1:])
+                out.append((o, c, f, f.get("mode") or "device-plugin"))
+    return out
+
+
+def plugin_modes(docs):
+    return {m for _, _, _, m in plugin_daemonsets(docs)}
+
+
+def unknown_fields(where, obj, allowed, api="resource.k8s.io/v1"):
+    if not isinstance(obj, dict):
+        return ["%s is not a mapping" % where]
+    return ["%s: field %s does not exist in %s" % (where, k, api) for k in sorted(set(obj) - allowed)]
+
+
+def cel_problems(where, sel, facts):
+    """A DeviceSelector: only cel.expression, and the ioqos.io attributes and
+    capacities it reads exist on the devices."""
+    p = unknown_fields(where + " selector", sel, DEVICE_SELECTOR)
+    cel = (sel or {}).get("cel") if isinstance(sel, dict) else None
+    p += unknown_fields(where + " selector cel", cel, CEL_SELECTOR)
+    expr = (cel or {}).get("expression") if isinstance(cel, dict) else None
+    if not isinstance(expr, str) or not expr.strip():
+        return p + ["%s: a selector without a CEL expression" % where]
+    for what, domain, name in CEL_DEVICE_FIELD.findall(expr):
+        if domain != facts["driver"]:
+            continue
+        known = facts["attributes"] if what == "attributes" else set(facts["capacities"])
+        if name not in known:
+            p.append("%s: device.%s[\"%s\"].%s: the ioqos devices have no such %s (%s)" % (
+                where, what, domain, name, what[:-1] if what == "attributes" else what,
+                ", ".join(sorted(known))))
+    return p
+
+
+def selects_driver(sel, driver):
+    expr = ((sel or {}).get("cel") or {}).get("expression") or ""
+    return re.search(r"""device\.driver\s*==\s*["']%s["']""" % re.escape(driver), expr) is not None
+
+
+def device_classes_of(docs):
+    return {o["metadata"]["name"]: o for o in docs if o.get("kind") == "DeviceClass"}
+
+
+def dra_overlay_classes():
+    """The DeviceClasses of overlays/dra and of its optional Components."""
+    out = {}
+    for d in kustomization_dirs():
+        if d == DRA_OVERLAY or d.startswith(DRA_OVERLAY + os.sep):
+            out.update(device_classes_of(render(d)))
+    return out
+
+
+def claim_units(v):
+    """A capacity request in whole units (int), None if it is not a whole number."""
+    try:
+        return qty(v)
+    except ValueError:
+        return None
+
+
+def request_alternatives(r):
+    """(suffix, request, its fields) of a DeviceRequest: exactly, or each firstAvailable subrequest."""
+    if isinstance(r.get("exactly"), dict):
+        return [("", r["exactly"], EXACT_REQUEST)]
+    return [("/%s" % (s.get("name") if isinstance(s, dict) else "?"), s, SUB_REQUEST)
+            for s in r.get("firstAvailable") or []]
+
+
+def claim_spec_problems(where, spec, facts, classes):
+    """A ResourceClaimSpec against resource.k8s.io/v1, and the ioqos rules for
+    requests of an ioqos DeviceClass (classes: name -> DeviceClass):
+    capacities named as the devices name them (bandwidth, iops: no domain,
+    they are in the driver's), whole positive units, an exact count."""
+    p = unknown_fields(where + " spec", spec, CLAIM_SPEC)
+    dev = (spec or {}).get("devices") or {}
+    p += unknown_fields(where + " spec.devices", dev, DEVICE_CLAIM)
+    reqs = dev.get("requests") or [] if isinstance(dev, dict) else []
+    if not reqs:
+        p.append("%s: no spec.devices.requests" % where)
+    if len(reqs) > MAX_REQUESTS:
+        p.append("%s: %d requests, the API allows %d" % (where, len(reqs), MAX_REQUESTS))
+    names = set()
+    for r in reqs:
+        n = r.get("name") if isinstance(r, dict) else None
+        w = "%s request %s" % (where, n)
+        p += unknown_fields(w, r, DEVICE_REQUEST)
+        if not isinstance(r, dict):
+            continue
+        if not isinstance(n, str) or not DNS_LABEL.match(n):
+            p.append("%s: name is not a DNS label" % w)
+        if n in names:
+            p.append("%s: a second request of that name" % w)
+        names.add(n)
+        if ("exactly" in r) == ("firstAvailable" in r):
+            p.append("%s: exactly one of exactly and firstAvailable" % w)
+        for suffix, x, fields in request_alternatives(r):
+            wx = w + suffix
+            p += unknown_fields(wx, x, fields)
+            if not isinstance(x, dict):
+                continue
+            if fields is SUB_REQUEST and not DNS_LABEL.match(str(x.get("name"))):
+                p.append("%s: subrequest name is not a DNS label" % wx)
+            cls = x.get("deviceClassName")
+            if not cls:
+                p.append("%s: no deviceClassName (required)" % wx)
+            elif cls not in classes:
+                p.append("%s: DeviceClass %s is not one the manifests define (%s)" % (wx, cls, ", ".join(sorted(classes))))
+            mode = x.get("allocationMode", "ExactCount")
+            if mode not in ALLOCATION_MODES:
+                p.append("%s: allocationMode %r is neither of %s" % (wx, mode, list(ALLOCATION_MODES)))
+            count = x.get("count")
+            if count is not None and mode != "ExactCount":
+                p.append("%s: count is for allocationMode ExactCount only" % wx)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+                p.append("%s: count %r is not a positive integer" % (wx, count))
+            for s in x.get("selectors") or []:
+                p += cel_problems(wx, s, facts)
+            cap = x.get("capacity")
+            if cap is None:
+                if cls in classes:
+                    p.append("%s: asks an ioqos disk for no capacity (capacity.requests.%s / .%s)" % ((wx,) + tuple(facts["capacities"])))
+                continue
+            p += unknown_fields(wx + " capacity", cap, CAPACITY_REQUIREMENTS)
+            creq = cap.get("requests") if isinstance(cap, dict) else None
+            if not isinstance(creq, dict) or not creq:
+                p.append("%s: capacity without requests" % wx)
+                continue
+            if cls in classes and mode != "ExactCount":
+                p.append("%s: a capacity request with allocationMode All takes a share of every disk of the node" % wx)
+            for cname, v in creq.items():
+                if cls in classes and cname not in facts["capacities"]:
+                    p.append("%s: capacity %s: the ioqos devices have %s (no domain: they are the driver's)" % (
+                        wx, cname, " and ".join(facts["capacities"])))
+                u = claim_units(v)
+                if u is None or u <= 0:
+                    p.append("%s: capacity %s: %r is not a positive whole number of units" % (wx, cname, v))
+    return p
+
+
+def dra_object_problems(docs, classes):
+    """The resource.k8s.io objects and pod claims of one render, field by
+    field (resource.k8s.io/v1), and the ioqos rules: DeviceClasses select
+    driver ioqos.io and are cluster-scoped; claims come from templates, one
+    claim per pod (ioqos-plugin refuses a claim reserved for several pods,
+    and a ResourceClaim of its own is shared by every pod that names it).
+    classes: the DeviceClasses the manifests define (name -> object)."""
+    facts = dra_facts()
+    p = []
+    templates = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o
+                 for o in docs if o.get("kind") == "ResourceClaimTemplate"}
+    for o in docs:
+        k, md = o.get("kind"), o.get("metadata") or {}
+        where = "%s/%s" % (k, md.get("name"))
+        if str(o.get("apiVersion", "")).startswith(DRA_GROUP + "/") and o.get("apiVersion") != facts["api"]:
+            p.append("%s: apiVersion %s, the driver speaks %s" % (where, o.get("apiVersion"), facts["api"]))
+        if k == "DeviceClass":
+            if md.get("namespace"):
+                p.append("%s: DeviceClasses are cluster-scoped, this one has namespace %s "
+                         "(a kustomization's namespace: applies to kinds kustomize does not know)" % (where, md["namespace"]))
+            spec = o.get("spec") or {}
+            p += unknown_fields(where + " spec", spec, DEVICE_CLASS_SPEC)
+            sels = spec.get("selectors") or []
+            for s in sels:
+                p += cel_problems(where, s, facts)
+            if not any(selects_driver(s, facts["driver"]) for s in sels):
+                p.append("%s: no selector requires device.driver == \"%s\" (it would select other drivers' devices)" % (where, facts["driver"]))
+            ern = spec.get("extendedResourceName")
+            if ern is not None and ern not in RESOURCES:
+                p.append("%s: extendedResourceName %s is not one of %s" % (where, ern, list(RESOURCES)))
+        elif k == "ResourceClaimTemplate":
+            spec = o.get("spec") or {}
+            p += unknown_fields(where + " spec", spec, CLAIM_TEMPLATE_SPEC)
+            p += claim_spec_problems(where, spec.get("spec") or {}, facts, classes)
+        elif k == "ResourceClaim":
+            p += claim_spec_problems(where, o.get("spec") or {}, facts, classes)
+            p.append("%s: a ResourceClaim of its own is shared by every pod that names it, and "
+                     "ioqos-plugin prepares a claim for one pod only: ship a ResourceClaimTemplate" % where)
+        for w, ps in pod_specs(o):
+            p += pod_claim_problems(w, ps, md.get("namespace"), templates)
+    return p
+
+
+def pod_claim_problems(where, ps, ns, templates):
+    p = []
+    names = set()
+    for pc in ps.get("resourceClaims") or []:
+        p += unknown_fields(where + " resourceClaims[]", pc, POD_RESOURCE_CLAIM, "core/v1")
+        if not isinstance(pc, dict):
+            continue
+        names.add(pc.get("name"))
+        if ("resourceClaimName" in pc) == ("resourceClaimTemplateName" in pc):
+            p.append("%s: claim %s needs exactly one of resourceClaimName and resourceClaimTemplateName" % (where, pc.get("name")))
+        if "resourceClaimName" in pc:
+            p.append("%s: claim %s names ResourceClaim %s, shared by every pod that names it (ioqos-plugin "
+                     "refuses a claim of several pods): use resourceClaimTemplateName" % (where, pc.get("name"), pc["resourceClaimName"]))
+        t = pc.get("resourceClaimTemplateName")
+        if t and (ns, t) not in templates:
+            p.append("%s: claim %s: ResourceClaimTemplate %s is not in the same kustomization and namespace" % (where, pc.get("name"), t))
+    mixed = False
+    for _, c in containers(ps):
+        res = c.get("resources") or {}
+        for cc in res.get("claims") or []:
+            p += unknown_fields("%s container %s resources.claims[]" % (where, c.get("name")), cc, CONTAINER_CLAIM, "core/v1")
+            if isinstance(cc, dict) and cc.get("name") not in names:
+                p.append("%s container %s: claim %s is not in the pod's resourceClaims" % (where, c.get("name"), cc.get("name")))
+        if any(r in (res.get(k) or {}) for k in ("requests", "limits") for r in RESOURCES):
+            mixed = True
+    if mixed and names:
+        p.append("%s: both ioqos/* resources and ResourceClaims: a pod is served by one mode, "
+                 "and a node runs one (it would fit no node)" % where)
+    return p
+
+
+def dra_pod_grants(docs, classes):
+    """{where: {resource: units}} and {class: devices} of the pods whose
+    claims come from templates asking ioqos DeviceClasses for capacity:
+    units per pod (amount x count; a firstAvailable request counts its
+    largest alternative), devices for all replicas."""
+    facts = dra_facts()
+    templates = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o
+                 for o in docs if o.get("kind") == "ResourceClaimTemplate"}
+    pods, devices = {}, {}
+    for o in docs:
+        for where, ps in pod_specs(o):
+            need = {r: 0 for r in RESOURCES}
+            for pc in ps.get("resourceClaims") or []:
+                t = templates.get(((o.get("metadata") or {}).get("namespace"), pc.get("resourceClaimTemplateName")))
+                if not t:
+                    continue
+                for r in ((((t.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []):
+                    best, best_cls, best_n = None, None, 0
+                    for _, x, _ in request_alternatives(r):
+                        if x.get("deviceClassName") not in classes:
+                            continue
+                        n = x.get("count", 1) if x.get("allocationMode", "ExactCount") == "ExactCount" else 1
+                        creq = (x.get("capacity") or {}).get("requests") or {}
+                        units = {res: (claim_units(creq.get(cap, 0)) or 0) * n
+                                 for res, cap in zip(RESOURCES, facts["capacities"])}
+                        if best is None or sum(units.values()) > sum(best.values()):
+                            best, best_cls, best_n = units, x["deviceClassName"], n
+                    if best is None:
+                        continue
+                    for res in RESOURCES:
+                        need[res] += best[res]
+                    devices[best_cls] = devices.get(best_cls, 0) + best_n * replicas_of(o)
+            if any(need.values()):
+                pods[where] = need
+    return pods, devices
+
+
+def replicas_of(o):
+    spec = o.get("spec") or {}
+    if o.get("kind") in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return spec.get("replicas", 1)
+    if o.get("kind") == "Job":
+        return spec.get("parallelism", 1)
+    return 1
 
 
 # --------------------------------------------------------------------- RBAC
@@ -299,7 +710,7 @@ def rbac_problems(docs):
     for sa, (g, builtins, probs) in sorted(grants.items()):
         problems += ["%s: %s" % (sa, p) for p in probs]
         if sa in RBAC_EXPECTED:
-            want = RBAC_EXPECTED[sa]
+            want = expected_grants(sa, docs)
             if builtins:
                 problems.append("%s is bound to roles outside the manifests: %s" % (sa, sorted(builtins)))
             for extra in sorted(g - want):
@@ -327,26 +738,48 @@ def rbac_problems(docs):
     return problems
 
 
+def expected_grants(sa, docs):
+    """RBAC_EXPECTED, plus RBAC_DRA_EXTRA in a render that runs the plugin in DRA mode."""
+    want = set(RBAC_EXPECTED[sa])
+    if "dra" in plugin_modes(docs):
+        want |= RBAC_DRA_EXTRA.get(sa, set())
+    return want
+
+
 # ioq_kube_* calls, and the extender's budget-charged GET wrapper (podsync.c)
 API_CALL = re.compile(r'(?:ioq_kube_|\bext_kube_|\bctl_kube_)(get_json_until|get_json|get_filtered|merge_patch|send_json|do|list)\s*\(')
-API_PATH = re.compile(r'"(/api/v1/[^"?]*)')
+# the core group (/api/v1/...) and named groups (/apis/resource.k8s.io/v1/...)
+API_PATH = re.compile(r'"(/apis?/[^"?]*)')
+
+
+def path_parts(path):
+    """(API group, [resource, name, subresource...]) of an API path, the
+    namespace dropped: '/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s'
+    -> ('resource.k8s.io', ['resourceclaims', '%s'])."""
+    parts = [x for x in path.split("/") if x]
+    if parts[:1] == ["api"]:
+        group, parts = "", parts[2:]
+    else:
+        group, parts = (parts[1] if len(parts) > 1 else "?"), parts[3:]
+    if parts[:1] == ["namespaces"] and len(parts) >= 3:
+        parts = parts[2:]
+    return group, parts or ["?"]
 
 
 def path_resource(path):
     """'/api/v1/namespaces/%s/pods/%s/binding' -> 'pods/binding'."""
-    parts = [x for x in path.split("/")[3:] if x]
-    if parts[:1] == ["namespaces"] and len(parts) >= 3:
-        parts = parts[2:]
+    parts = path_parts(path)[1]
     res = parts[0]
     return res + "/" + parts[2] if len(parts) >= 3 else res
 
 
+def path_group(path):
+    return path_parts(path)[0]
+
+
 def is_collection(path):
     """'/api/v1/pods' and '/api/v1/namespaces/%s/pods' name no object."""
-    parts = [x for x in path.split("/")[3:] if x]
-    if parts[:1] == ["namespaces"] and len(parts) >= 3:
-        parts = parts[2:]
-    return len(parts) == 1
+    return len(path_parts(path)[1]) == 1
 
 
 def call_verb(text, name):
@@ -364,38 +797,81 @@ def call_verb(text, name):
             "GET": "get"}.get(method, "?" + method)
 
 
+C_STRING = r'"((?:[^"\\\n]|\\.)*)"'
+
+
+def expand_path_macros(text):
+    """C text with every `#define NAME "literal"` substituted into its uses
+    (the #define lines themselves dropped) and adjacent literals joined
+    ("/apis/x" "/%s" -> "/apis/x/%s"): the paths as the calls get them."""
+    rx_def = re.compile(r'^[ \t]*#define[ \t]+(\w+)[ \t]+%s[ \t]*$' % C_STRING, re.M)
+    defs = dict(rx_def.findall(text))
+    text = rx_def.sub("", text)
+    if defs:
+        text = re.sub(r"\b(%s)\b" % "|".join(map(re.escape, defs)), lambda m: '"%s"' % defs[m.group(1)], text)
+    joined = re.compile(C_STRING + r"\s*" + C_STRING)
+    while True:
+        t = joined.sub(lambda m: '"%s%s"' % (m.group(1), m.group(2)), text)
+        if t == text:
+            return text
+        text = t
+
+
 def code_grants(text):
     """(apiGroup, resource, verb) of every API request in C source text: each
-    "/api/v1/..." path literal is paired with the first API call after it
-    (paths are built with snprintf just before the call), informers list and
-    watch their collection, ioq_kube_post_event creates events."""
+    "/api/v1/..." or "/apis/GROUP/VERSION/..." path literal (#define'd
+    literals substituted) is paired with the call whose arguments hold it, or
+    with the first API call after it (paths are built with snprintf just
+    before the call), or, written into a struct member (snprintf(d->path,
+    ...)), with every call that passes that member; informers list and watch
+    their collection, ioq_kube_post_event creates events."""
+    text = expand_path_macros(text)
     g, probs = set(), []
     for m in re.finditer(r'ioq_kube_informer_start\s*\([^,]+,\s*"([^"]+)"', text):
-        g |= {("", path_resource(m.group(1)), "list"), ("", path_resource(m.group(1)), "watch")}
+        grp, res = path_group(m.group(1)), path_resource(m.group(1))
+        g |= {(grp, res, "list"), (grp, res, "watch")}
     if re.search(r'\bioq_kube_post_event\s*\(', text):
         g.add(("", "events", "create"))
     for m in API_PATH.finditer(text):
         before = text[max(0, m.start() - 200):m.start()]
         if re.search(r'ioq_kube_informer_start\s*\([^,]+,\s*$', before):
             continue
-        call = API_CALL.search(text, m.end())
-        if not call or call.start() - m.end() > 1500:
-            probs.append("path %s is not followed by an API call" % m.group(1))
-            continue
-        v = call_verb(text[call.start():call.start() + 300], call.group(1))
-        # a GET of a collection (no object name after the resource) is a list
-        if v == "get" and is_collection(m.group(1)):
-            v = "list"
-        g.add(("", path_resource(m.group(1)), v))
+        stmt = text[text.rfind(";", 0, m.start()) + 1:m.start()]
+        member = re.search(r"\bsnprintf\s*\(\s*[A-Za-z_]\w*(?:\s*(?:->|\.)\s*\w+)*\s*(?:->|\.)\s*(\w+)\s*,", stmt)
+        inside = [c for c in API_CALL.finditer(text, max(0, m.start() - 300), m.start())
+                  if ";" not in text[c.end():m.start()]]
+        if member:
+            calls = [c for c in API_CALL.finditer(text)
+                     if re.search(r"(?:->|\.)\s*%s\b" % member.group(1), text[c.end():text.find(";", c.end())])]
+            if not calls:
+                probs.append("path %s is written into .%s, which no API call passes" % (m.group(1), member.group(1)))
+        elif inside:
+            calls = inside[-1:]
+        else:
+            call = API_CALL.search(text, m.end())
+            if not call or call.start() - m.end() > 1500:
+                probs.append("path %s is not followed by an API call" % m.group(1))
+                continue
+            calls = [call]
+        for call in calls:
+            v = call_verb(text[call.start():call.start() + 300], call.group(1))
+            # a GET of a collection (no object name after the resource) is a list
+            if v == "get" and is_collection(m.group(1)):
+                v = "list"
+            g.add((path_group(m.group(1)), path_resource(m.group(1)), v))
     return g, probs
 
 
-def dirs_code_grants(dirs):
+def sources_text(dirs):
     text = ""
     for d in dirs:
         for f in sorted(glob.glob(os.path.join(REPO, d, "**", "*.c"), recursive=True)):
             text += open(f).read() + "\n"
-    return code_grants(text)
+    return text
+
+
+def dirs_code_grants(dirs):
+    return code_grants(sources_text(dirs))
 
 
 def sa_code_grants(sa):
@@ -479,6 +955,8 @@ def cmd_rbac():
         used, probs = sa_code_grants(sa)
         for x in probs:
             fail("%s sources: %s" % (sa, x))
+        # both modes' calls are in one binary: the code is compared with both lists
+        want = want | RBAC_DRA_EXTRA.get(sa, set())
         if used != want:
             fail("%s: the code uses %s, RBAC grants %s" % (
                 sa, sorted(fmt_grant(x) for x in used), sorted(fmt_grant(x) for x in want)))
@@ -505,6 +983,34 @@ def cmd_rbac():
         'snprintf(path, sizeof path, "/api/v1/namespaces/%s/secrets/%s", ns, n);\n'
         'ioq_kube_get_json(k, path, &o, NULL, e);')[0] - RBAC_EXPECTED["ioqos-plugin"] == set()
         else ["secrets get is used but not granted"])
+    control("a list of claims the plugin has no verb for", lambda: [] if code_grants(
+        'snprintf(path, sizeof path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims", ns);\n'
+        'ioq_kube_get_json(k, path, &o, NULL, e);')[0] - RBAC_EXPECTED["ioqos-plugin"] - RBAC_DRA_EXTRA["ioqos-plugin"] == set()
+        else ["resourceclaims list is used but not granted"])
+    granted = RBAC_EXPECTED["ioqos-plugin"] | RBAC_DRA_EXTRA["ioqos-plugin"]
+    control("a POST through a #define'd path", lambda: sorted(fmt_grant(x) for x in code_grants(
+        '#define CLAIMS "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims"\n'
+        'snprintf(path, sizeof path, CLAIMS, ns);\n'
+        'if (ioq_kube_send_json(k, "POST", path, "application/json", w, &o, NULL, e) < 0) return -1;\n')[0] - granted))
+    control("a list through a path kept in a struct member", lambda: sorted(fmt_grant(x) for x in code_grants(
+        'static int f(struct d *d) { return ioq_kube_get_json_until(k, d->lp, &st, &o, NULL, e); }\n'
+        'void init(struct d *d) { snprintf(d->lp, sizeof d->lp, "/apis/resource.k8s.io/v1" "/deviceclasses?x=%s", s); }\n'
+        )[0] - granted))
+    control("a slice patch read as a core-group grant", lambda: [] if code_grants(
+        'snprintf(path, sizeof path, "/apis/resource.k8s.io/v1/resourceslices/%s", n);\n'
+        'ioq_kube_merge_patch(k, path, body, e);')[0] <= RBAC_DRA_EXTRA["ioqos-plugin"]
+        else ["resourceslices patch is used but not granted"])
+    # DRA mode: its ClusterRole where the plugin runs with --mode=dra, nowhere else
+    dra = render(DRA_OVERLAY)
+    if "dra" not in plugin_modes(dra):
+        fail("%s runs no plugin with --mode=dra" % rel(DRA_OVERLAY))
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin-dra":
+            o["rules"] = [r for r in o["rules"] if r["resources"] != ["resourceclaims"]]
+    control("DRA plugin cannot read claims", rbac_problems, bad)
+    control("DRA role in a device-plugin install", rbac_problems, copy.deepcopy(base) + [
+        o for o in dra if o["kind"] in ("ClusterRole", "ClusterRoleBinding") and o["metadata"]["name"] == "ioqos-plugin-dra"])
     # controls: one extra verb, one missing verb, a wildcard, an extra binding
     bad = copy.deepcopy(base)
     for o in bad:
@@ -570,16 +1076,18 @@ def admission_problems(docs):
     for sa_obj in (o for o in docs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] in own):
         sa, ns = sa_obj["metadata"]["name"], sa_obj["metadata"].get("namespace")
         user = "system:serviceaccount:%s:%s" % (ns, sa)
-        writes = {(r, v) for (g, r, v) in sa_grants(docs).get(sa, (set(), set(), []))[0]
-                  if v in ("patch", "update")}
-        for res, verb in sorted(writes):
+        grants = sa_grants(docs).get(sa, (set(), set(), []))[0]
+        writes = {(g, r, v) for (g, r, v) in grants
+                  if v in ("patch", "update") and (g, r) != (DRA_GROUP, "resourceslices")}
+        p += slice_policy_problems(sa, user, grants, policies)
+        for grp, res, verb in sorted(writes):
             cover = []
             for name, pol in policies.items():
                 spec = pol.get("spec") or {}
                 conds = " ".join(c.get("expression", "") for c in spec.get("matchConditions") or [])
                 rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
                 if user in conds and any(res in (r.get("resources") or []) and "UPDATE" in (r.get("operations") or [])
-                                         for r in rules):
+                                         and grp in (r.get("apiGroups") or [""]) for r in rules):
                     cover.append((name, spec))
             if not cover:
                 p.append("%s may %s %s but no admission policy matching user %s narrows it" % (sa, verb, res, user))
@@ -594,6 +1102,44 @@ def admission_problems(docs):
                     p.append("policy %s never compares with oldObject: it cannot tell what changed" % name)
                 if sa == "ioqos-plugin" and (NODE_NAME_EXTRA not in text or "object.metadata.name" not in text):
                     p.append("policy %s does not tie the node to the token's %s" % (name, NODE_NAME_EXTRA))
+    return p
+
+
+VERB_OPERATION = {"create": "CREATE", "update": "UPDATE", "patch": "UPDATE", "delete": "DELETE"}
+
+
+def slice_policy_problems(sa, user, grants, policies):
+    """DRA mode: RBAC lets the plugin write every ResourceSlice of the
+    cluster; each create, update and delete it may do is held by a policy
+    (failing closed) to slices of its driver whose spec.nodeName and pool are
+    the node in its token (overlays/dra/resourceslice-policy.yaml)."""
+    ops = {VERB_OPERATION[v] for (g, r, v) in grants
+           if (g, r) == (DRA_GROUP, "resourceslices") and v in VERB_OPERATION}
+    if not ops:
+        return []
+    p, covered = [], set()
+    driver = dra_facts()["driver"]
+    for name, pol in sorted(policies.items()):
+        spec = pol.get("spec") or {}
+        conds = " ".join(c.get("expression", "") for c in spec.get("matchConditions") or [])
+        rules = [r for r in (spec.get("matchConstraints") or {}).get("resourceRules") or []
+                 if "resourceslices" in (r.get("resources") or []) and DRA_GROUP in (r.get("apiGroups") or [])]
+        mine = ops & {o for r in rules for o in r.get("operations") or []}
+        if user not in conds or not mine:
+            continue
+        covered |= mine
+        text = json.dumps(spec.get("validations") or []) + json.dumps(spec.get("variables") or [])
+        if spec.get("failurePolicy") != "Fail":
+            p.append("policy %s: failurePolicy %s, want Fail" % (name, spec.get("failurePolicy")))
+        for need, why in ((NODE_NAME_EXTRA, "the token's node"), ("spec.nodeName", "the slice's node"),
+                          ("pool.name", "the slice's pool"), ("'%s'" % driver, "the driver"),
+                          ("oldObject", "the slice being updated or deleted")):
+            if need not in text:
+                p.append("policy %s never looks at %s (%s): a plugin could write another node's or driver's "
+                         "slices" % (name, why, need))
+    for op in sorted(ops - covered):
+        p.append("%s may %s resourceslices (%s) but no admission policy matching user %s holds it to its node" % (
+            sa, op, DRA_GROUP, user))
     return p
 
 
@@ -614,7 +1160,8 @@ def cmd_admission():
         for x in probs:
             fail("%s: %s" % (rel(d), x))
         if not probs:
-            ok("%s: every node/pod patch of the ioqos accounts is held to its own annotation" % rel(d))
+            ok("%s: every node/pod patch of the ioqos accounts is held to its own annotation%s" % (
+                rel(d), ", every ResourceSlice write to the plugin's node" if "dra" in plugin_modes(docs) else ""))
     if not n:
         fail("no full install rendered")
     base = render(os.path.join(MANIFESTS, "base"))
@@ -638,7 +1185,70 @@ def cmd_admission():
         if o["kind"] == "ValidatingAdmissionPolicyBinding":
             o["spec"]["validationActions"] = ["Audit"]
     control("policy only audits", admission_problems, bad)
+    # DRA mode: the plugin's ResourceSlice writes
+    dra = render(DRA_OVERLAY)
+    control("no ResourceSlice policy", admission_problems,
+            [o for o in dra if o["metadata"]["name"] != "ioqos-plugin-own-resourceslices"])
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "ioqos-plugin-own-resourceslices":
+            o["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["CREATE", "UPDATE"]
+    control("slice deletes not held", admission_problems, bad)
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "ioqos-plugin-own-resourceslices":
+            o["spec"]["validations"] = [v for v in o["spec"]["validations"] if "pool" not in v["expression"]]
+    control("slice pool not tied to the node", admission_problems, bad)
+    claim_cap_checks()
     finish()
+
+
+def claim_cap_problems(docs):
+    """overlays/dra/claim-cap: a policy, bound with Deny and failing closed,
+    on the creation of ResourceClaims and ResourceClaimTemplates, that
+    compares the bandwidth capacity requests with a cap."""
+    p = []
+    cap = dra_facts()["capacities"][0]
+    pols = [o for o in docs if o["kind"] == "ValidatingAdmissionPolicy"]
+    if len(pols) != 1:
+        return ["%d ValidatingAdmissionPolicies, want 1" % len(pols)]
+    spec, name = pols[0].get("spec") or {}, pols[0]["metadata"]["name"]
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    for res in ("resourceclaims", "resourceclaimtemplates"):
+        if not any(res in (r.get("resources") or []) and DRA_GROUP in (r.get("apiGroups") or [])
+                   and "CREATE" in (r.get("operations") or []) for r in rules):
+            p.append("%s does not check the creation of %s" % (name, res))
+    if spec.get("failurePolicy") != "Fail":
+        p.append("%s: failurePolicy %s, want Fail" % (name, spec.get("failurePolicy")))
+    text = json.dumps(spec.get("variables") or []) + json.dumps(spec.get("validations") or [])
+    for need in ("capacity.requests", "'%s'" % cap, "firstAvailable", "object.spec.spec", "count"):
+        if need not in text:
+            p.append("%s never looks at %s" % (name, need))
+    if not any(v.get("messageExpression") or v.get("message") for v in spec.get("validations") or []):
+        p.append("%s denies without a message" % name)
+    b = [o for o in docs if o["kind"] == "ValidatingAdmissionPolicyBinding" and (o.get("spec") or {}).get("policyName") == name]
+    if not b or b[0]["spec"].get("validationActions") != ["Deny"]:
+        p.append("%s is not bound with validationActions [Deny]" % name)
+    return p
+
+
+def claim_cap_checks():
+    d = os.path.join(DRA_OVERLAY, "claim-cap")
+    docs = render(d)
+    probs = claim_cap_problems(docs)
+    for x in probs:
+        fail("%s: %s" % (rel(d), x))
+    if not probs:
+        ok("%s: claims and claim templates are held to a bandwidth cap (optional, not in overlays/dra)" % rel(d))
+    if any(o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == docs[0]["metadata"]["name"]
+           for o in render(DRA_OVERLAY)):
+        fail("%s: the optional claim cap is part of overlays/dra itself" % rel(d))
+    bad = copy.deepcopy(docs)
+    for o in bad:
+        if o["kind"] == "ValidatingAdmissionPolicy":
+            o["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = ["resourceclaims"]
+    control("claim templates not capped", claim_cap_problems, bad)
+    control("claim cap not bound", claim_cap_problems, [o for o in docs if o["kind"] == "ValidatingAdmissionPolicy"])
 
 
 # -------------------------------------------------------- scheduler config
@@ -1058,7 +1668,12 @@ def plugin_problems(ds, docs):
     if not c:
         return ["%s: no container runs %sioqos-plugin" % (where, BIN_DIR)]
     f = flag_values(argv_of(c)[1:])
-    p += plugin_privilege_problems(where, ps, c)
+    mode = f.get("mode") or "device-plugin"
+    if mode not in ("device-plugin", "dra"):
+        p.append("%s: --mode=%s is neither device-plugin nor dra" % (where, mode))
+    p += plugin_privilege_problems(where, ps, c, mode == "dra")
+    if mode == "dra":
+        p += dra_plugin_problems(where, ds, ps, c, f)
     if ps.get("priorityClassName") != "system-node-critical":
         p.append("%s: priorityClassName is %r" % (where, ps.get("priorityClassName")))
     if not any(t.get("operator") == "Exists" and not t.get("key") for t in ps.get("tolerations") or []):
@@ -1152,6 +1767,12 @@ PLUGIN_HOST_PATHS = {
     "/dev/disk": "ro",                        # /dev/disk/by-* selectors
     "/var/lib/ioqos": "rw",                   # calibration results, state
 }
+# and in DRA mode (overlays/dra): the driver's own directory under kubelet's
+# plugins/ (not the other drivers' sockets beside it) and the registry
+PLUGIN_HOST_PATHS_DRA = {
+    "/var/lib/kubelet/plugins/ioqos.io": "rw",   # dra.sock, kubelet dials it
+    "/var/lib/kubelet/plugins_registry": "rw",   # ioqos.io-reg.sock, kubelet's plugin watcher
+}
 
 
 def mount_access(vm):
@@ -1160,7 +1781,38 @@ def mount_access(vm):
     return "rro" if vm.get("recursiveReadOnly") in ("Enabled", "IfPossible") else "ro"
 
 
-def plugin_privilege_problems(where, ps, c):
+def dra_plugin_problems(where, ds, ps, c, f):
+    """--mode=dra: kubelet's DRA directories from the flags, each the host's
+    at the same path and writable, socket paths that fit a sockaddr_un, and
+    only nodes labelled for DRA mode (one mode per node)."""
+    p = []
+    driver = dra_facts()["driver"]
+    socks = {"kubelet-plugins-dir": os.path.join(f.get("kubelet-plugins-dir") or "", driver, "dra.sock"),
+             "kubelet-registry-dir": os.path.join(f.get("kubelet-registry-dir") or "", driver + "-reg.sock")}
+    for flag, host in DRA_DIRS.items():
+        v = f.get(flag)
+        if not v:
+            p.append("%s: --%s not set" % (where, flag))
+            continue
+        if v.rstrip("/") != host:
+            p.append("%s: --%s=%s is not kubelet's %s" % (where, flag, v, host))
+        sock = socks[flag]
+        hp = host_path_of(c, ps, os.path.dirname(sock))
+        if not hp or hp[0] != os.path.dirname(sock):
+            p.append("%s: %s is not the host's directory at the same path (mounted: %s): kubelet "
+                     "would dial a socket that is not there" % (where, os.path.dirname(sock), hp and hp[0]))
+        elif hp[1].get("readOnly"):
+            p.append("%s: %s is mounted read-only" % (where, os.path.dirname(sock)))
+        if len(sock) >= UNIX_PATH_MAX:
+            p.append("%s: socket %s is longer than a unix socket path can be" % (where, sock))
+    sel = ps.get("nodeSelector") or {}
+    if sel.get(DRA_MODE_LABEL) != "dra":
+        p.append("%s: runs in DRA mode on nodes not labelled %s=dra (nodeSelector %s): a node may "
+                 "then run both modes" % (where, DRA_MODE_LABEL, sel))
+    return p
+
+
+def plugin_privilege_problems(where, ps, c, dra=False):
     p = []
     sc = c.get("securityContext") or {}
     psc = ps.get("securityContext") or {}
@@ -1188,9 +1840,11 @@ def plugin_privilege_problems(where, ps, c):
         if not hp:
             continue
         path = hp["path"].rstrip("/") or "/"
-        want = PLUGIN_HOST_PATHS.get(path)
+        allowed = dict(PLUGIN_HOST_PATHS, **(PLUGIN_HOST_PATHS_DRA if dra else {}))
+        want = allowed.get(path)
         if want is None:
-            p.append("%s: host path %s is not one the plugin needs (%s)" % (where, path, sorted(PLUGIN_HOST_PATHS)))
+            p.append("%s: host path %s is not one the plugin needs%s (%s)" % (
+                where, path, " in this mode" if path in PLUGIN_HOST_PATHS_DRA else "", sorted(allowed)))
         elif mount_access(vm) != want:
             p.append("%s: host path %s is mounted %s, want %s" % (where, path, mount_access(vm), want))
         if vm.get("mountPropagation") not in (None, "None"):
@@ -1296,11 +1950,99 @@ def workload_problems(docs):
             p += extender_problems(o, docs)
     if not n_ds:
         p.append("no plugin DaemonSet")
+    modes = plugin_modes(docs)
     # a complete install (with the namespace) has the extender too; parts
-    # such as base/plugin hold the DaemonSet alone
-    if find(docs, "Namespace", "ioqos-system") and n_ext != 1:
+    # such as base/plugin hold the DaemonSet alone. In DRA mode kube-scheduler
+    # allocates the claims itself: no extender, no second scheduler
+    if len(modes) > 1:
+        p.append("plugin DaemonSets in both modes in one install: one install, one mode (overlays/dra/README.md)")
+    elif modes == {"dra"}:
+        for o in docs:
+            if o["kind"] in ("Deployment", "Service", "NetworkPolicy", "ServiceAccount") and \
+                    o["metadata"]["name"] in ("ioqos-scheduler-ext", SCHEDULER_SA):
+                p.append("%s/%s in a DRA-mode install, which needs no extender or scheduler" % (o["kind"], o["metadata"]["name"]))
+            if o["kind"] == "ConfigMap" and any("KubeSchedulerConfiguration" in str(v) for v in (o.get("data") or {}).values()):
+                p.append("ConfigMap/%s: a scheduler configuration in a DRA-mode install" % o["metadata"]["name"])
+    elif find(docs, "Namespace", "ioqos-system") and n_ext != 1:
         p.append("a full install needs the extender Deployment, found %d" % n_ext)
     return p
+
+
+def mode_split_problems(dra_docs, dp_docs, with_migration):
+    """A DRA install (overlays/dra) applied beside a device-plugin install
+    while a cluster migrates: their DaemonSets have different names (else
+    applying one replaces the other), the objects both have are the same
+    (else each apply undoes the other), and with the migration Component
+    no node runs both modes (their nodeSelectors differ on one label)."""
+    p = []
+    dra_ds = [o for o, _, _, m in plugin_daemonsets(dra_docs) if m == "dra"]
+    dp_ds = [o for o, _, _, m in plugin_daemonsets(dp_docs) if m != "dra"]
+
+    def key(o):
+        md = o["metadata"]
+        return (o["apiVersion"].split("/")[0] if "/" in o["apiVersion"] else "", o["kind"], md.get("namespace", ""), md["name"])
+    dp = {key(o): o for o in dp_docs}
+    for o in dra_docs:
+        k = key(o)
+        if k in dp and o["kind"] == "DaemonSet":
+            p.append("DaemonSet %s is in both installs: applying one replaces the other's" % o["metadata"]["name"])
+        elif k in dp and dp[k] != o:
+            p.append("%s %s differs between the installs: applying one undoes the other" % (o["kind"], o["metadata"]["name"]))
+    if with_migration:
+        for a in dra_ds:
+            for b in dp_ds:
+                sa = a["spec"]["template"]["spec"].get("nodeSelector") or {}
+                sb = b["spec"]["template"]["spec"].get("nodeSelector") or {}
+                if not any(k in sb and sb[k] != v for k, v in sa.items()):
+                    p.append("DaemonSets %s and %s may both run on one node (nodeSelectors %s, %s)" % (
+                        a["metadata"]["name"], b["metadata"]["name"], sa, sb))
+            if not dp_ds:
+                p.append("no device-plugin DaemonSet to compare with")
+    return p
+
+
+def render_with_migration(d):
+    """d's render with the migration Component added (a kustomization in a
+    temporary directory naming both)."""
+    with tempfile.TemporaryDirectory() as t:
+        with open(os.path.join(t, "kustomization.yaml"), "w") as fh:
+            fh.write("resources:\n  - %s\ncomponents:\n  - %s\n" % (os.path.relpath(d, t), os.path.relpath(DRA_MIGRATION, t)))
+        return render(t)
+
+
+def mode_split_checks():
+    """overlays/dra beside every device-plugin install (README.md, "Migration")."""
+    dra = render(DRA_OVERLAY)
+    installs = [d for d in kustomization_dirs() if not is_component(d) and d != DRA_OVERLAY
+                and find(render(d), "Namespace", "ioqos-system") and plugin_modes(render(d)) == {"device-plugin"}]
+    if not installs:
+        fail("no device-plugin install to check overlays/dra against")
+    for d in installs:
+        probs = mode_split_problems(dra, render(d), False)
+        probs += ["with %s: %s" % (rel(DRA_MIGRATION), x) for x in mode_split_problems(dra, render_with_migration(d), True)]
+        for x in probs:
+            fail("%s beside %s: %s" % (rel(DRA_OVERLAY), rel(d), x))
+        if not probs:
+            ok("%s beside %s: own DaemonSet, shared objects identical; with %s no node runs both modes" % (
+                rel(DRA_OVERLAY), rel(d), rel(DRA_MIGRATION)))
+    base = render(os.path.join(MANIFESTS, "base"))
+    mig = render_with_migration(os.path.join(MANIFESTS, "base"))
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "DaemonSet":
+            o["metadata"]["name"] = "ioqos-plugin"
+    control("DRA DaemonSet named as the device-plugin one", mode_split_problems, bad, base, False)
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
+            o["rules"][0]["verbs"].append("delete")
+    control("shared ClusterRole changed by the DRA install", mode_split_problems, bad, base, False)
+    control("device-plugin install without the migration Component", mode_split_problems, dra, base, True)
+    bad = copy.deepcopy(dra)
+    for o in bad:
+        if o["kind"] == "DaemonSet":
+            o["spec"]["template"]["spec"]["nodeSelector"].pop(DRA_MODE_LABEL)
+    control("DRA DaemonSet on every node", mode_split_problems, bad, mig, True)
 
 
 def is_component(d):
@@ -1323,7 +2065,8 @@ def cmd_workloads():
         for x in probs:
             fail("%s: %s" % (rel(d), x))
         if not probs:
-            ok("%s: plugin DaemonSet(s) and extender Deployment wired right" % rel(d))
+            ok("%s: plugin DaemonSet(s) and extender Deployment wired right" % rel(d) if plugin_modes(docs) != {"dra"} else
+               "%s: plugin DaemonSet(s) wired right for DRA mode, no extender or scheduler" % rel(d))
     base = render(os.path.join(MANIFESTS, "base"))
 
     def mutate(kind, fn):
@@ -1371,6 +2114,30 @@ def cmd_workloads():
     control("probe on the scheduling port", workload_problems, mutate("Deployment", lambda o: ext_container(o)["livenessProbe"]["httpGet"].__setitem__("port", "https")))
     control("no NetworkPolicy", workload_problems, [o for o in base if o["kind"] != "NetworkPolicy"])
     control("scheduling port open to all", workload_problems, mutate("NetworkPolicy", lambda o: o["spec"]["ingress"][0].pop("from")))
+    # DRA mode (overlays/dra)
+    dra = render(DRA_OVERLAY)
+
+    def dra_mutate(fn):
+        b = copy.deepcopy(dra)
+        for o in b:
+            if o["kind"] == "DaemonSet":
+                fn(o, o["spec"]["template"]["spec"], plugin_container(o))
+        return b
+    control("DRA socket directory at another path inside", workload_problems, dra_mutate(lambda o, ps, c: [
+        m.__setitem__("mountPath", "/plugins") for m in c["volumeMounts"] if m["name"] == "dra-plugin"]))
+    control("registry mounted read-only", workload_problems, dra_mutate(lambda o, ps, c: [
+        m.__setitem__("readOnly", True) for m in c["volumeMounts"] if m["name"] == "plugins-registry"]))
+    control("all of kubelet's plugins/ mounted", workload_problems, dra_mutate(lambda o, ps, c: [
+        v["hostPath"].__setitem__("path", "/var/lib/kubelet/plugins") for v in ps["volumes"] if v["name"] == "dra-plugin"]))
+    control("--kubelet-plugins-dir left out", workload_problems, dra_mutate(lambda o, ps, c: c.__setitem__(
+        "args", [a for a in c["args"] if not a.startswith("--kubelet-plugins-dir")])))
+    control("DRA DaemonSet not held to DRA nodes", workload_problems, dra_mutate(lambda o, ps, c: ps["nodeSelector"].pop(DRA_MODE_LABEL)))
+    control("extender in a DRA install", lambda: [x for x in workload_problems(dra + [o for o in base if o["kind"] == "Deployment"])
+                                                  if "DRA-mode" in x])
+    control("registry mounted in device-plugin mode", workload_problems, mutate("DaemonSet", lambda o: (
+        o["spec"]["template"]["spec"]["volumes"].append({"name": "r", "hostPath": {"path": "/var/lib/kubelet/plugins_registry"}}),
+        plugin_container(o)["volumeMounts"].append({"name": "r", "mountPath": "/var/lib/kubelet/plugins_registry"}))))
+    mode_split_checks()
     finish()
 
 
@@ -1555,7 +2322,35 @@ def cmd_node_config(ioqosctl):
                     fail("%s: %s asks for class %s, which no node configuration defines (%s)" %
                          (rel(d), where, cl, sorted(classes)))
     ok("every ioqos.io/class named by a pod exists: %s" % sorted(classes))
+    # DRA mode: the disk classes the DeviceClasses select (attribute class)
+    dcs = dra_overlay_classes()
+    probs = device_class_class_problems(dcs, classes)
+    for x in probs:
+        fail(x)
+    if not probs:
+        ok("every disk class a DeviceClass selects exists: %s" % ", ".join(
+            "%s=%s" % (n, c) for n, c in sorted(device_class_disk_classes(dcs).items())))
+    control("DeviceClass for a class no node has", device_class_class_problems, dict(dcs, **{"ioqos-nvme": {
+        "kind": "DeviceClass", "metadata": {"name": "ioqos-nvme"}, "spec": {"selectors": [{"cel": {
+            "expression": 'device.driver == "ioqos.io" && device.attributes["ioqos.io"].class == "nvme"'}}]}}}), classes)
     finish()
+
+
+def device_class_disk_classes(dcs):
+    """{DeviceClass: disk class} for the DeviceClasses that select one."""
+    out = {}
+    driver = dra_facts()["driver"]
+    for name, o in dcs.items():
+        for sel in (o.get("spec") or {}).get("selectors") or []:
+            for domain, cl in CEL_CLASS_EQ.findall(((sel or {}).get("cel") or {}).get("expression") or ""):
+                if domain == driver:
+                    out[name] = cl
+    return out
+
+
+def device_class_class_problems(dcs, classes):
+    return ["DeviceClass %s selects disk class %s, which no node configuration defines (%s)" % (n, c, sorted(classes))
+            for n, c in sorted(device_class_disk_classes(dcs).items()) if c not in classes]
 
 
 # ---------------------------------------------------------------- examples
@@ -1623,23 +2418,65 @@ def grant_problems(docs):
     return p, pods
 
 
+DEVICE_QUOTA = re.compile(r"^(.+)\.deviceclass\.resource\.k8s\.io/devices$")
+
+
+def dra_quota_problems(rq, devices, classes):
+    """A quota for DRA claims counts devices per ioqos DeviceClass
+    (<class>.deviceclass.resource.k8s.io/devices), covers every class the
+    examples claim from, and the examples fit it; requests.ioqos/* keys
+    would suggest a bound they are not (claims request no extended resource)."""
+    p, counted = [], {}
+    name = rq["metadata"]["name"]
+    for k, v in (rq["spec"].get("hard") or {}).items():
+        if "ioqos/" in k:
+            p.append("ResourceQuota %s: %s does not see DRA claims (they request no extended resource)" % (name, k))
+        m = DEVICE_QUOTA.match(k)
+        if m and m.group(1) not in classes:
+            p.append("ResourceQuota %s: %s names a DeviceClass the manifests do not define" % (name, k))
+        elif m:
+            counted[m.group(1)] = qty(v)
+    if not counted:
+        p.append("ResourceQuota %s counts no ioqos devices (<class>.deviceclass.resource.k8s.io/devices)" % name)
+    for cls, n in sorted(devices.items()):
+        if cls not in counted:
+            p.append("ResourceQuota %s does not count the examples' devices of class %s" % (name, cls))
+        elif n > counted[cls]:
+            p.append("the examples claim %d devices of %s, over their own quota %d" % (n, cls, counted[cls]))
+    return p
+
+
 def cmd_examples():
     d = os.path.join(MANIFESTS, "examples")
     dirs = [x for x in kustomization_dirs() if x.startswith(d)]
+    classes = dra_overlay_classes()
     total = 0
     for x in dirs:
         docs = render(x)
         probs, pods = grant_problems(docs)
+        dra_pods, devices = dra_pod_grants(docs, classes)
         for q in probs:
             fail("%s: %s" % (rel(x), q))
-        total += len(pods)
-        if not probs:
+        total += len(pods) + len(dra_pods)
+        if not probs and pods:
             ok("%s: %d workloads with grants, requests == limits" % (rel(x), len(pods)))
+        if dra_pods:
+            ok("%s: %d workloads with ResourceClaims for ioqos capacity: %s" % (rel(x), len(dra_pods), ", ".join(
+                "%s %s" % (w, {k: v for k, v in n.items() if v}) for w, n in sorted(dra_pods.items()))))
         # every workload example has a grant
         for o in docs:
             for where, _ in list(pod_specs(o)) + list(vm_pod(o)):
-                if where not in pods:
+                if where not in pods and where not in dra_pods:
                     fail("%s: %s has no ioqos grant" % (rel(x), where))
+        # DRA examples: the quota counts devices
+        if dra_pods and not pods:
+            for rq in [o for o in docs if o["kind"] == "ResourceQuota"]:
+                qp = dra_quota_problems(rq, devices, classes)
+                for q in qp:
+                    fail("%s: %s" % (rel(x), q))
+                if not qp:
+                    ok("%s: ResourceQuota %s counts devices, the examples (%s) fit" % (rel(x), rq["metadata"]["name"], devices))
+            continue
         # quota: requests. keys only, both resources, and the examples fit
         for rq in [o for o in docs if o["kind"] == "ResourceQuota"]:
             hard = rq["spec"]["hard"]
@@ -1675,7 +2512,7 @@ def cmd_examples():
     if not total:
         fail("no example workload with a grant")
     kinds = {o["kind"] for x in dirs for o in render(x)}
-    for k in ("ResourceQuota", "LimitRange", "StatefulSet", "CronJob", "Pod", "VirtualMachine"):
+    for k in ("ResourceQuota", "LimitRange", "StatefulSet", "CronJob", "Pod", "VirtualMachine", "ResourceClaimTemplate"):
         if k not in kinds:
             fail("examples have no %s" % k)
     # controls
@@ -1684,6 +2521,18 @@ def cmd_examples():
     control("request != limit", lambda: grant_problems(bad)[0])
     bad[0]["spec"]["containers"][0]["resources"] = {"requests": {"ioqos/iops": "5"}}
     control("request without limit", lambda: grant_problems(bad)[0])
+    dra = render(os.path.join(d, "dra"))
+    _, devices = dra_pod_grants(dra, classes)
+    quota = next(o for o in dra if o["kind"] == "ResourceQuota")
+    bad = copy.deepcopy(quota)
+    bad["spec"]["hard"] = {k: "1" for k in bad["spec"]["hard"]}
+    control("DRA examples over their device quota", dra_quota_problems, bad, devices, classes)
+    bad = copy.deepcopy(quota)
+    bad["spec"]["hard"] = {"requests.ioqos/bandwidth": "1000"}
+    control("DRA quota on requests.ioqos/bandwidth", dra_quota_problems, bad, devices, classes)
+    # each replica has a claim of its own: five workers need five devices
+    control("five workers, four devices of their class", dra_quota_problems, quota, dra_pod_grants(
+        [o if o["kind"] != "Deployment" else dict(o, spec=dict(o["spec"], replicas=5)) for o in dra], classes)[1], classes)
     finish()
 
 
