@@ -25,6 +25,10 @@
  * bytes except v1's Device.share_id (field 5, kubelet >= 1.35): both
  * services are served with the v1 messages, and share_id stays unset on
  * v1beta1 answers (docs/dra.md, "The DRA kubelet service"). */
+/* kubelet batches the claims of one pod per call, and a pod has far fewer;
+ * the bound keeps one call's memory small (a prepared claim is ~10 KiB) */
+#define DRA_MAX_CLAIMS_PER_CALL 128
+
 #define DRA_V1 "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define DRA_V1BETA1 "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 
@@ -134,6 +138,11 @@ static void prepare(struct dradriver *d, const ProtobufCMessage *msg, bool v1,
   typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse One;
   const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest *req = (const void *)msg;
   size_t n = req->n_claims;
+  if (n > DRA_MAX_CLAIMS_PER_CALL) {
+    grpcs_reply_error(out, GRPC_STATUS_INVALID_ARGUMENT, "%zu claims in one call, at most %d", n,
+                      DRA_MAX_CLAIMS_PER_CALL);
+    return;
+  }
   Entry *ents = calloc(n ? n : 1, sizeof *ents), **ep = calloc(n ? n : 1, sizeof *ep);
   One *ones = calloc(n ? n : 1, sizeof *ones);
   struct dra_rec *recs = calloc(n ? n : 1, sizeof *recs);
@@ -187,6 +196,11 @@ static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct g
   typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse One;
   const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest *req = (const void *)msg;
   size_t n = req->n_claims;
+  if (n > DRA_MAX_CLAIMS_PER_CALL) {
+    grpcs_reply_error(out, GRPC_STATUS_INVALID_ARGUMENT, "%zu claims in one call, at most %d", n,
+                      DRA_MAX_CLAIMS_PER_CALL);
+    return;
+  }
   Entry *ents = calloc(n ? n : 1, sizeof *ents), **ep = calloc(n ? n : 1, sizeof *ep);
   One *ones = calloc(n ? n : 1, sizeof *ones);
   char **errs = calloc(n ? n : 1, sizeof *errs);

@@ -466,6 +466,11 @@ class Cluster:
 
     def start(self, args, disk, fraction, reconcile_s, log_level, plugin_log):
         """Starts the plugin with plugin_config() and waits for its units."""
+        self.make_env(args, disk, fraction, reconcile_s, plugin_log)
+        self.start_daemon(log_level)
+
+    def make_env(self, args, disk, fraction, reconcile_s, plugin_log):
+        """The kubelet and API server stand-ins and the plugin's config."""
         os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
         os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
         sys.path.insert(0, args.proto_py)
@@ -482,6 +487,10 @@ class Cluster:
             kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
             reconcile_s=reconcile_s, extra_config=extra)
         self.kubelet, self.api = self.env.kubelet, self.env.api
+
+    def start_daemon(self, log_level):
+        """The device-plugin mode: registered, its units listed."""
+        harness = self.h
         self.daemon = self.env.start_daemon(extra=["--log-level", log_level])
         self.kubelet.wait_registered(harness.BW, timeout=60)
         self.kubelet.wait_registered(harness.IOPS, timeout=60)
@@ -638,24 +647,11 @@ class DraCluster(Cluster):
     the grant is in place (enforcement, node policy, monitor, explain) is the
     same code in both modes."""
 
-    def start(self, args, disk, fraction, reconcile_s, log_level, plugin_log):
-        os.environ["IOQOS_PLUGIN_BIN"] = args.plugin
-        os.environ["IOQOS_PROTO_PY_DIR"] = args.proto_py
-        sys.path.insert(0, args.proto_py)
-        sys.path.insert(0, os.path.join(REPO, "tests", "plugin"))
-        import harness  # noqa: E402
+    def start_daemon(self, log_level):
+        """The DRA mode: registered by the DRA kubelet stand-in, the disk's
+        device in the slice."""
+        harness, disk = self.h, self.disk
         from dra_kubelet import DraKubelet  # noqa: E402  (after harness: proto modules)
-        self.h = harness
-        self.disk = disk
-        self.cap_bw, self.cap_iops, self.fraction = args.capacity_bw, args.capacity_iops, fraction
-        extra = self.plugin_config(args, disk)
-        self.config_extra = extra
-        self.args_plugin_log = plugin_log
-        self.env = harness.Env(
-            bw_bytes=self.cap_bw, iops=self.cap_iops, disks=(), cgroup_root=CG, sysfs_root="/sys",
-            kubelet_cgroup_root="/", driver="systemd", device_selects=[disk.dev],
-            reconcile_s=reconcile_s, extra_config=extra)
-        self.kubelet, self.api = self.env.kubelet, self.env.api
         registry = os.path.join(self.env.root, "plugins_registry")
         self.daemon = self.env.start_daemon(extra=[
             "--log-level", log_level, "--mode=dra",

@@ -20,6 +20,7 @@ import unittest
 from harness import (BIN, MIB, NODE, PluginTest, iomax_of, new_uid, pod_object, read,
                      v2_pod_cgroup, write)
 from dra_kubelet import DraKubelet  # after harness: it puts the proto modules on sys.path
+from test_v1_blkio import BLKIO, host_disk  # only these: its test classes must not run here
 
 DRIVER = "ioqos.io"
 DISK, DEV = "fakedisk0", "250:0"
@@ -149,6 +150,22 @@ class Registration(DraTest):
                              capture_output=True, text=True, timeout=30)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("--mode=device-plugin: a dra mode instance runs on this node", out.stdout + out.stderr)
+
+
+    def test_dra_mode_beside_a_device_plugin_instance_is_refused(self):
+        self.start()  # device-plugin mode, registered with kubelet
+        env = self.env
+        out = subprocess.run([BIN, "--mode=dra", "--device-plugin-dir", env.dp_dir,
+                              "--state-dir", env.state_dir + "2", "--pod-resources-socket", env.podres_sock,
+                              "--node-name", NODE, "--kube-api-server", env.api.url,
+                              "--cgroupfs-root", env.cgroup_root, "--sysfs-root", env.sysfs_root,
+                              "--kubelet-plugins-dir", os.path.join(env.root, "plugins"),
+                              "--kubelet-registry-dir", os.path.join(env.root, "plugins_registry"),
+                              "--metrics-address", "", "--explain-socket", "off", "--config", env.config_path],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("--mode=dra: a device-plugin mode instance runs on this node", out.stdout + out.stderr)
+        self.assertEqual(self.env.api.slices(), [], "nothing published")
 
 
 class Prepare(DraTest):
@@ -327,6 +344,10 @@ class BadInput(DraTest):
         code, details = self.kubelet_dra.raw(
             "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", b"\x0a\xff\xff\xff")
         self.assertEqual(code.name, "INVALID_ARGUMENT", details)
+        # more claims in one call than any pod has: refused whole, memory stays bounded
+        with self.assertRaises(Exception) as cm:
+            self.kubelet_dra.prepare([("default", new_uid(), "c%d" % i) for i in range(129)])
+        self.assertIn("129 claims in one call, at most 128", str(cm.exception))
         self.assertIsNone(d.proc.poll())
 
     def test_api_server_down_fails_closed(self):
@@ -338,15 +359,11 @@ class BadInput(DraTest):
         self.assert_refused([c], r"HTTP 503", cg)
 
 
-BLKIO = "/sys/fs/cgroup/blkio"
-
-
-def host_disk():
-    for name in sorted(os.listdir("/sys/block")):
-        if name.startswith(("loop", "ram", "zram", "dm-", "md", "sr", "nbd")):
-            continue
-        return name, read("/sys/block/%s/dev" % name).strip()
-    return None, None
+def remove_cgroup_tree(top):
+    """rmdir a cgroup subtree of our own, leaves first (real cgroups: the
+    files go with their directory)."""
+    for dirpath, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
+        os.rmdir(dirpath)
 
 
 HOST_DISK, HOST_DEV = host_disk()
@@ -362,9 +379,7 @@ class HostBlkio(DraTest):
                 "kubelet_cgroup_root": ROOT, "driver": "cgroupfs"}
 
     def remove_tree(self):
-        top = os.path.join(BLKIO, ROOT.strip("/"))
-        for dirpath, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
-            os.rmdir(dirpath)
+        remove_cgroup_tree(os.path.join(BLKIO, ROOT.strip("/")))
 
     def test_prepare_and_unprepare_on_real_blkio(self):
         d = self.start_dra()
@@ -402,9 +417,7 @@ class HostV2(DraTest):
                 "kubelet_cgroup_root": ROOT, "driver": "cgroupfs"}
 
     def remove_tree(self):
-        top = os.path.join(CG2, ROOT.strip("/"))
-        for dirpath, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")):
-            os.rmdir(dirpath)
+        remove_cgroup_tree(os.path.join(CG2, ROOT.strip("/")))
 
     def test_prepare_and_unprepare_on_real_cgroup_v2(self):
         dev = read("/sys/block/%s/dev" % V2_DISK).strip()
