@@ -323,6 +323,8 @@ char *ioq_node_anno_format(const struct ioq_node_state *s) {
     }
     json_object_object_add(root, "faults", faults);
   }
+  if (s->nvmet)
+    json_object_object_add(root, "nvmet", json_object_get(s->nvmet));
   if (s->published_at > 0) {
     time_t t = (time_t)s->published_at;
     struct tm tm;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ioqos/nvmet.h"
 #include "commands.h"
 #include "ioqos/cglayout.h"
 #include "ioqos/cgwrite.h"
@@ -348,7 +349,14 @@ int cmd_show(int argc, char **argv) {
   struct ioq_cg cg;
   if (ioq_cg_open(dir, ver, &cg, &e) < 0)
     return fail(cmd, &e);
-  printf("cgroup %s (cgroup v%d)\n", cg.dir, cg.version == IOQ_CGV2 ? 2 : 1);
+  uint64_t cgid = 0;
+  ioq_err ie;
+  /* on cgroup v2 the kernel's cgroup ID (what nvmet's namespace cgroup_id
+   * takes, ioqos/nvmet.h) */
+  if (cg.version == IOQ_CGV2 && ioq_cgroup_id(cg.dir, &cgid, &ie) == 0)
+    printf("cgroup %s (cgroup v2, id %" PRIu64 ")\n", cg.dir, cgid);
+  else
+    printf("cgroup %s (cgroup v%d)\n", cg.dir, cg.version == IOQ_CGV2 ? 2 : 1);
   printf("limits and weights:\n");
   static const char *const v2files[] = {"io.max", "io.weight", "io.bfq.weight", "io.latency"};
   static const char *const v1files[] = {

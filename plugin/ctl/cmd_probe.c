@@ -9,8 +9,10 @@
 #include "ioqos/config.h"
 #include "ioqos/pace.h"
 #include "ioqos/placement.h"
+#include "ioqos/nvmet.h"
 #include "ioqos/probe.h"
 #include "ioqos/ungranted.h"
+#include "probe_nvmet.h"
 #include "util.h"
 
 static void usage(FILE *f) {
@@ -202,7 +204,8 @@ static json_object *blockdev_json(const struct ioq_blockdev *b) {
   return o;
 }
 
-static void print_json(const struct ioq_config *cfg, const struct ioq_inventory *inv) {
+static void print_json(const struct ioq_config *cfg, const struct ioq_inventory *inv,
+                       const struct ioq_nvmet_inventory *nv, const char *nv_err) {
   json_object *root = json_object_new_object();
   json_object *cg = json_object_new_object();
   json_object_object_add(cg, "version", json_object_new_int((int)inv->layout.io_version));
@@ -294,6 +297,13 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     json_object_array_add(faults, f);
   }
   json_object_object_add(root, "selectErrors", faults);
+  if (nv_err) {
+    json_object *ne = json_object_new_object();
+    json_object_object_add(ne, "error", json_object_new_string(nv_err));
+    json_object_object_add(root, "nvmet", ne);
+  } else {
+    json_object_object_add(root, "nvmet", ioq_nvmet_json(nv));
+  }
   printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(root);
 }
@@ -343,12 +353,28 @@ int cmd_probe(int argc, char **argv) {
     ioq_config_free(&cfg);
     return 1;
   }
-  if (json)
-    print_json(&cfg, &inv);
-  else
+  /* what the node exports over NVMe-oF (ioqos/nvmet.h): its own part of
+   * the report, a failure there does not hide the disks */
+  struct ioq_nvmet_inventory nv;
+  ioq_err ne = {0};
+  bool nv_ok = ioq_nvmet_probe(&po.roots, &nv, &ne) == 0;
+  if (json) {
+    print_json(&cfg, &inv, &nv, nv_ok ? NULL : ne.msg);
+  } else {
     print_text(&cfg, &inv);
+    if (nv_ok)
+      probe_nvmet_text(&nv);
+    else
+      printf("\nnvmet (NVMe-oF target): ERROR: %s\n", ne.msg);
+  }
   /* the report is complete; the errors also go to stderr for scripts */
   int rc = 0;
+  if (nv_ok) {
+    ioq_nvmet_free(&nv);
+  } else {
+    fprintf(stderr, "ioqosctl probe: %s\n", ne.msg);
+    rc = 1;
+  }
   for (size_t i = 0; i < inv.n_faults; i++, rc = 1)
     fprintf(stderr, "ioqosctl probe: %s\n", inv.faults[i].reason);
   for (size_t i = 0; i < inv.n; i++)

@@ -76,7 +76,8 @@ static void h_notify(void *ud, const ProtobufCMessage *req, struct grpcs_reply *
     ioq_error("kubelet refused the dra driver driver=%s error=\"%s\"", IOQ_DRA_DRIVER,
               st->error && *st->error ? st->error : "(no reason given)");
   }
-  Pluginregistration__RegistrationStatusResponse r = PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
+  Pluginregistration__RegistrationStatusResponse r =
+      PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
   grpcs_reply_pack(out, &r.base);
 }
 
@@ -153,7 +154,8 @@ static void prepare(struct dradriver *d, const ProtobufCMessage *msg, bool v1,
   }
   for (size_t i = 0; i < n; i++) {
     const Claim *c = req->claims[i];
-    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(&ents[i]);
+    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
+        &ents[i]);
     k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(&ones[i]);
     ents[i].key = c->uid;
     ents[i].value = &ones[i];
@@ -194,7 +196,8 @@ out:
 static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct grpcs_reply *out) {
   typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry Entry;
   typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse One;
-  const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest *req = (const void *)msg;
+  const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest *req =
+      (const void *)msg;
   size_t n = req->n_claims;
   if (n > DRA_MAX_CLAIMS_PER_CALL) {
     grpcs_reply_error(out, GRPC_STATUS_INVALID_ARGUMENT, "%zu claims in one call, at most %d", n,
@@ -210,7 +213,8 @@ static void unprepare(struct dradriver *d, const ProtobufCMessage *msg, struct g
   }
   for (size_t i = 0; i < n; i++) {
     const Claim *c = req->claims[i];
-    k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(&ents[i]);
+    k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
+        &ents[i]);
     k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&ones[i]);
     ents[i].key = c->uid;
     ents[i].value = &ones[i];
@@ -253,7 +257,8 @@ static void h_unprepare(void *ud, const ProtobufCMessage *m, struct grpcs_reply 
 }
 
 static const struct grpcs_method g_dra_methods[] = {
-    {DRA_V1 "NodePrepareResources", &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+    {DRA_V1 "NodePrepareResources",
+     &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
      GRPCS_UNARY_BLOCKING, h_prepare_v1},
     {DRA_V1 "NodeUnprepareResources",
      &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
@@ -288,8 +293,8 @@ int dradriver_reg_socket(const struct plugin *p, char *out, size_t outsz, ioq_er
 /* Unix socket paths have at most 107 bytes (sun_path). */
 static int check_len(const char *path, ioq_err *e) {
   if (strlen(path) > 107)
-    return ioq_fail(e, ENAMETOOLONG, "socket path %s is longer than a unix socket path can be (107 bytes)",
-                    path);
+    return ioq_fail(e, ENAMETOOLONG,
+                    "socket path %s is longer than a unix socket path can be (107 bytes)", path);
   return 0;
 }
 
@@ -305,8 +310,8 @@ struct dradriver *dradriver_start(struct plugin *p, ioq_err *e) {
       ioq_path_join(d->dra_sock, sizeof d->dra_sock, e, dir, DRA_SOCKET_NAME, NULL) < 0 ||
       dradriver_reg_socket(p, d->reg_sock, sizeof d->reg_sock, e) < 0 ||
       check_len(d->dra_sock, e) < 0 || check_len(d->reg_sock, e) < 0 || ioq_mkdir_p(dir, e) < 0 ||
-      ioq_mkdir_p(p->opts.kubelet_registry_dir, e) < 0 ||
-      endpoint_check_free(d->dra_sock, e) < 0 || endpoint_check_free(d->reg_sock, e) < 0)
+      ioq_mkdir_p(p->opts.kubelet_registry_dir, e) < 0 || endpoint_check_free(d->dra_sock, e) < 0 ||
+      endpoint_check_free(d->reg_sock, e) < 0)
     goto fail;
   /* the service first: kubelet >= 1.34 dials it as soon as it registers us */
   struct grpcs_config dc = {.name = "dra " IOQ_DRA_DRIVER,

@@ -66,7 +66,8 @@ static int fetch_claim(struct plugin *p, const char *ns, const char *uid, const 
     for (char *s = snippet; *s; s++)
       if (*s < 0x20 || *s == 0x7f)
         *s = ' ';
-    ioq_fail(e, EIO, "claim %s/%s: GET %s answered HTTP %ld: %s", ns, name, path, r.status, snippet);
+    ioq_fail(e, EIO, "claim %s/%s: GET %s answered HTTP %ld: %s", ns, name, path, r.status,
+             snippet);
     goto out;
   }
   *n_disks = offered_disks(p, disks);

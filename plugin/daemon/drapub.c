@@ -42,9 +42,10 @@ static int node_uid(struct drapub *d, char *out, size_t outsz, ioq_err *e) {
     return -1;
   }
   const char *uid = ioq_json_str_at(node, "metadata", "uid");
-  int rc = uid && ioq_copy(out, outsz, uid)
-               ? 0
-               : ioq_fail(e, IOQ_EINVAL_INPUT, "node %s: no usable metadata.uid", d->p->opts.node_name);
+  int rc =
+      uid && ioq_copy(out, outsz, uid)
+          ? 0
+          : ioq_fail(e, IOQ_EINVAL_INPUT, "node %s: no usable metadata.uid", d->p->opts.node_name);
   json_object_put(node);
   return rc;
 }
@@ -64,8 +65,8 @@ static size_t offered(struct drapub *d, struct ioq_disk **out) {
 
 static bool owned_by(json_object *slice, const char *uid) {
   json_object *refs = ioq_json_field(ioq_json_field(slice, "metadata"), "ownerReferences");
-  for (size_t i = 0; refs && json_object_is_type(refs, json_type_array) &&
-                     i < json_object_array_length(refs);
+  for (size_t i = 0;
+       refs && json_object_is_type(refs, json_type_array) && i < json_object_array_length(refs);
        i++) {
     const char *u = ioq_json_str(json_object_array_get_idx(refs, i), "uid");
     if (u && strcmp(u, uid) == 0)
@@ -75,7 +76,8 @@ static bool owned_by(json_object *slice, const char *uid) {
 }
 
 static int64_t generation_of(json_object *slice) {
-  json_object *g = ioq_json_field(ioq_json_field(ioq_json_field(slice, "spec"), "pool"), "generation");
+  json_object *g =
+      ioq_json_field(ioq_json_field(ioq_json_field(slice, "spec"), "pool"), "generation");
   return g && json_object_is_type(g, json_type_int) && json_object_get_int64(g) >= 0
              ? json_object_get_int64(g)
              : 0;

@@ -67,7 +67,8 @@ static json_object *rec_json(const struct dra_rec *r) {
     json_object_object_add(j, "device", json_object_new_string(x->device));
     json_object_object_add(j, "request", json_object_new_string(x->request));
     json_object_object_add(j, "shareID", json_object_new_string(x->share_id));
-    json_object_object_add(j, "bandwidth", json_object_new_int64((int64_t)x->units[IOQ_RES_BANDWIDTH]));
+    json_object_object_add(j, "bandwidth",
+                           json_object_new_int64((int64_t)x->units[IOQ_RES_BANDWIDTH]));
     json_object_object_add(j, "iops", json_object_new_int64((int64_t)x->units[IOQ_RES_IOPS]));
     json_object_array_add(sh, j);
   }
@@ -123,7 +124,8 @@ static int take_field(json_object *o, const char *key, char *out, size_t outsz, 
   return 0;
 }
 
-static int take_units(json_object *o, const char *key, uint64_t *out, const char *where, ioq_err *e) {
+static int take_units(json_object *o, const char *key, uint64_t *out, const char *where,
+                      ioq_err *e) {
   json_object *v = ioq_json_field(o, key);
   if (!v || !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
     return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: %s is not a whole number of units", where, key);
@@ -237,7 +239,8 @@ int drastate_put(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
   ssize_t i = find_locked(s, r->claim_uid);
   if (i < 0) {
     if (s->n >= DRASTATE_MAX_CLAIMS) {
-      rc = ioq_fail(e, IOQ_EINVAL_INPUT, "this node already holds %d prepared claims (the most kept)",
+      rc = ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "this node already holds %d prepared claims (the most kept)",
                     DRASTATE_MAX_CLAIMS);
       goto out;
     }
@@ -298,7 +301,8 @@ bool drastate_get(struct drastate *s, const char *claim_uid, struct dra_rec *out
 
 /* ---- reads ---- */
 
-int drastate_pod_grant(struct drastate *s, const char *pod_uid, struct ioq_pod_grant *g, ioq_err *e) {
+int drastate_pod_grant(struct drastate *s, const char *pod_uid, struct ioq_pod_grant *g,
+                       ioq_err *e) {
   int rc = 0;
   pthread_mutex_lock(&s->lock);
   for (size_t i = 0; i < s->n && rc == 0; i++) {

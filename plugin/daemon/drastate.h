@@ -69,7 +69,8 @@ bool drastate_get(struct drastate *s, const char *claim_uid, struct dra_rec *out
 
 /* Adds the units of every claim of the pod to *g (disks merged by name).
  * Fails when the pod's disks would exceed IOQ_POD_DISKS_MAX. */
-int drastate_pod_grant(struct drastate *s, const char *pod_uid, struct ioq_pod_grant *g, ioq_err *e);
+int drastate_pod_grant(struct drastate *s, const char *pod_uid, struct ioq_pod_grant *g,
+                       ioq_err *e);
 /* true if some claim is prepared for this pod (by namespace/name, or by UID
  * when uid is non-NULL) */
 bool drastate_pod_has(struct drastate *s, const char *ns, const char *name, const char *uid);

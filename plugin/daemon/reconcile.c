@@ -27,6 +27,7 @@
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/nodeanno.h"
+#include "ioqos/nvmet.h"
 #include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "nodepolicy.h"
@@ -262,6 +263,34 @@ void reconcile_pass(struct plugin *p) {
 
 /* ---- node annotation ---- */
 
+/* What the node exports over NVMe-oF, for the annotation: NULL when the
+ * nvmet module is not loaded (nothing to say). The verdict is logged when
+ * it changes. */
+static json_object *nvmet_state(struct plugin *p) {
+  static char last[IOQ_ERR_MSG_MAX + 400];
+  struct ioq_nvmet_inventory inv;
+  ioq_err e;
+  char now[sizeof last];
+  json_object *j = NULL;
+  if (ioq_nvmet_probe(&p->probe.roots, &inv, &e) < 0) {
+    snprintf(now, sizeof now, "error: %s", e.msg);
+    if (strcmp(now, last) != 0)
+      ioq_warn("nvmet probe failed error=\"%s\"", e.msg);
+  } else {
+    snprintf(now, sizeof now, "%s %s %zu %s", ioq_nvmet_state_name(inv.state),
+             ioq_nvmet_cgid_name(inv.cgroup_id), inv.n, inv.reason);
+    if (strcmp(now, last) != 0 && (inv.state != IOQ_NVMET_NO_MODULE || last[0]))
+      ioq_info("nvmet target state=%s cgroup_id=%s namespaces=%zu reason=\"%s\"",
+               ioq_nvmet_state_name(inv.state), ioq_nvmet_cgid_name(inv.cgroup_id), inv.n,
+               inv.reason);
+    if (inv.state != IOQ_NVMET_NO_MODULE)
+      j = ioq_nvmet_json(&inv);
+    ioq_nvmet_free(&inv);
+  }
+  snprintf(last, sizeof last, "%s", now);
+  return j;
+}
+
 /* published_at 0: the content only, to compare with the last one sent */
 static char *annotation_text(struct plugin *p, time_t published_at) {
   struct ioq_node_state st = {0};
@@ -280,7 +309,9 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
     struct ioq_select_fault *f;
     st.n_faults = catalog_faults(p->catalog, &f);
     st.faults = f;
+    st.nvmet = nvmet_state(p);
     text = f ? ioq_node_anno_format(&st) : NULL;
+    json_object_put(st.nvmet);
     free(f);
   }
   free(st.disks);

@@ -17,8 +17,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (BIN, MIB, NODE, PluginTest, iomax_of, new_uid, pod_object, read,
-                     v2_pod_cgroup, write)
+from harness import (BIN, MIB, NODE, PluginTest, fake_disk, iomax_of, new_uid, pod_object, read,
+                     remove_fake_disk, v2_pod_cgroup, write)
 from dra_kubelet import DraKubelet  # after harness: it puts the proto modules on sys.path
 from test_v1_blkio import BLKIO, host_disk  # only these: its test classes must not run here
 
@@ -270,6 +270,28 @@ class Prepare(DraTest):
         (sl,) = self.env.api.slices(node=NODE, driver=DRIVER)
         self.assertEqual(sl["spec"]["devices"][0]["capacity"]["bandwidth"]["value"], "1k")
         d.wait_log(r"resourceslice updated name=%s pool=%s generation=1" % (sl["metadata"]["name"], NODE))
+
+
+class Health(DraTest):
+    """A disk that goes away leaves the slice (the scheduler places no new
+    claim on it) and comes back with it; each change is one generation."""
+    env_args = {"disks": (("diska", "250:0"), ("diskb", "250:16"))}
+
+    def devices(self):
+        (sl,) = self.env.api.slices(node=NODE, driver=DRIVER)
+        return sorted(d["name"] for d in sl["spec"]["devices"]), sl["spec"]["pool"]["generation"]
+
+    def test_disk_gone_and_back(self):
+        d = self.start_dra()
+        self.assertEqual(self.devices(), (["diska", "diskb"], 0))
+        remove_fake_disk(self.env.sysfs_root, "diskb", "250:16")
+        self.env.api.wait(lambda: self.devices()[0] == ["diska"], timeout=20, what="diskb out of the slice")
+        self.assertEqual(self.devices(), (["diska"], 1))
+        d.wait_log(r"resourceslice updated name=\S+ pool=%s generation=1 devices=1" % NODE)
+        fake_disk(self.env.sysfs_root, "diskb", "250:16")
+        self.env.api.wait(lambda: self.devices()[0] == ["diska", "diskb"], timeout=20,
+                          what="diskb back in the slice")
+        self.assertEqual(self.devices(), (["diska", "diskb"], 2))
 
 
 class Ungranted(DraTest):

@@ -191,3 +191,29 @@ Test(nodeanno, published_at_roundtrip_and_optional) {
     cr_assert(strstr(e.msg, "publishedAt"), "%s", e.msg);
   }
 }
+
+/* issue 16: what the node exports over NVMe-oF is written for people; the
+ * extender's reader ignores it */
+Test(nodeanno, nvmet_is_written_and_ignored_by_readers) {
+  struct ioq_disk_state d = {0};
+  strcpy(d.name, "nvme0n1");
+  strcpy(d.dev, "259:0");
+  strcpy(d.class_name, "default");
+  d.healthy = true;
+  json_object *nv = json_tokener_parse("{\"state\":\"present\",\"cgroupID\":\"absent\",\"namespaces\":"
+                                       "[{\"subsystem\":\"nqn.x\",\"nsid\":1}]}");
+  cr_assert_not_null(nv);
+  struct ioq_node_state s = {.version = 1, .node = "node-a", .units = {{1048576, 100}}, .disks = &d,
+                             .n_disks = 1, .nvmet = nv};
+  char *txt = ioq_node_anno_format(&s);
+  cr_assert_not_null(txt);
+  cr_assert(strstr(txt, "\"nvmet\":{\"state\":\"present\",\"cgroupID\":\"absent\""), "%s", txt);
+  struct ioq_node_state back;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_node_anno_parse(txt, strlen(txt), &back, &e), 0, "%s", e.msg);
+  cr_assert_eq(back.n_disks, 1);
+  cr_assert_null(back.nvmet, "never parsed");
+  ioq_node_state_free(&back);
+  free(txt);
+  json_object_put(nv); /* the format took its own reference */
+}

@@ -167,12 +167,13 @@ ParameterizedTestParameters(drastate, bad_files) {
       {"{\"version\":1,\"claims\":[{\"uid\":\"c\",\"namespace\":\"n\",\"name\":\"x\",\"podUID\":"
        "\"../../etc\",\"podName\":\"p\",\"shares\":[]}]}",
        "claims[0].podUID"},
-      {"{\"version\":1,\"claims\":[{\"uid\":\"c\",\"namespace\":\"n\",\"name\":\"x\",\"podUID\":\"" POD1
+      {"{\"version\":1,\"claims\":[{\"uid\":\"c\",\"namespace\":\"n\",\"name\":\"x\",\"podUID\":"
+       "\"" POD1
        "\",\"podName\":\"p\",\"shares\":[{\"disk\":\"sda\",\"device\":\"sda\",\"request\":\"r\","
        "\"bandwidth\":-1,\"iops\":0}]}]}",
        "bandwidth is not a whole number"},
-      {"{\"version\":1,\"claims\":[{\"uid\":\"c\",\"namespace\":\"n\",\"name\":\"x\",\"podUID\":\"" POD1
-       "\",\"podName\":\"p\"}]}",
+      {"{\"version\":1,\"claims\":[{\"uid\":\"c\",\"namespace\":\"n\",\"name\":\"x\",\"podUID\":"
+       "\"" POD1 "\",\"podName\":\"p\"}]}",
        "shares is not an array"},
   };
   return cr_make_param_array(struct bad_file, p, sizeof p / sizeof p[0]);

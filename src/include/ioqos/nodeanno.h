@@ -35,6 +35,7 @@
 #ifndef IOQOS_NODEANNO_H
 #define IOQOS_NODEANNO_H
 
+#include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,9 @@ struct ioq_node_state {
   /* written, never parsed: selectors that give no disk (not owned) */
   const struct ioq_select_fault *faults;
   size_t n_faults;
+  /* written, never parsed: what the node exports over NVMe-oF
+   * (ioq_nvmet_json), NULL = nothing to say; borrowed */
+  json_object *nvmet;
 };
 
 /* Parses annotation text (len bytes, need not be NUL-terminated). */
