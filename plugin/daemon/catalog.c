@@ -468,3 +468,14 @@ out:
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
+
+size_t catalog_healthy_disks(struct catalog *c, struct ioq_disk **out) {
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(c, &cd), k = 0;
+  *out = calloc(n ? n : 1, sizeof **out);
+  for (size_t i = 0; *out && i < n; i++)
+    if (cd[i].healthy)
+      (*out)[k++] = cd[i].disk;
+  free(cd);
+  return *out ? k : 0;
+}

@@ -60,6 +60,9 @@ void catalog_totals(struct catalog *c, enum ioq_resource r, uint64_t *all, uint6
 size_t catalog_snapshot(struct catalog *c, struct cat_disk **out);
 /* Copy of one disk; false if unknown. */
 bool catalog_get(struct catalog *c, const char *name, struct cat_disk *out);
+/* The healthy disks' probe facts (malloc'd in *out, NULL on OOM; the DRA
+ * slice offers these, and a claim may name only these). Returns how many. */
+size_t catalog_healthy_disks(struct catalog *c, struct ioq_disk **out);
 
 /* The ListAndWatchResponse for r, packed (malloc'd copy), and the generation
  * it reflects. -1 only on OOM. */

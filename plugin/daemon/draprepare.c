@@ -33,18 +33,6 @@ static int check_ref(const char *ns, const char *uid, const char *name, ioq_err 
   return 0;
 }
 
-/* The disks the slice offers (what a claim may name), from the catalog. */
-static size_t offered_disks(struct plugin *p, struct ioq_disk **out) {
-  struct cat_disk *cd;
-  size_t n = catalog_snapshot(p->catalog, &cd), k = 0;
-  *out = calloc(n ? n : 1, sizeof **out);
-  for (size_t i = 0; *out && i < n; i++)
-    if (cd[i].healthy && ioq_dra_disk_publishable(&cd[i].disk, NULL))
-      (*out)[k++] = cd[i].disk;
-  free(cd);
-  return *out ? k : 0;
-}
-
 static int fetch_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
                        struct ioq_dra_claim *c, struct ioq_disk **disks, size_t *n_disks,
                        ioq_err *e) {
@@ -70,7 +58,8 @@ static int fetch_claim(struct plugin *p, const char *ns, const char *uid, const 
              snippet);
     goto out;
   }
-  *n_disks = offered_disks(p, disks);
+  /* what the slice offers: the parser refuses the unpublishable ones */
+  *n_disks = catalog_healthy_disks(p->catalog, disks);
   if (!*disks) {
     ioq_fail(e, ENOMEM, "out of memory (disks of the slice)");
     goto out;

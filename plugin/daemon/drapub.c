@@ -50,19 +50,6 @@ static int node_uid(struct drapub *d, char *out, size_t outsz, ioq_err *e) {
   return rc;
 }
 
-/* The devices offered now: healthy catalog disks (the builder leaves out
- * those that are not publishable). */
-static size_t offered(struct drapub *d, struct ioq_disk **out) {
-  struct cat_disk *cd;
-  size_t n = catalog_snapshot(d->p->catalog, &cd), k = 0;
-  *out = calloc(n ? n : 1, sizeof **out);
-  for (size_t i = 0; *out && i < n; i++)
-    if (cd[i].healthy)
-      (*out)[k++] = cd[i].disk;
-  free(cd);
-  return k;
-}
-
 static bool owned_by(json_object *slice, const char *uid) {
   json_object *refs = ioq_json_field(ioq_json_field(slice, "metadata"), "ownerReferences");
   for (size_t i = 0;
@@ -119,7 +106,8 @@ static int publish_once(struct drapub *d, ioq_err *e) {
     goto out;
   size_t n_items = items ? json_object_array_length(items) : 0;
   json_object *keep = n_items ? json_object_array_get_idx(items, 0) : NULL;
-  size_t n = offered(d, &disks), n_dev = 0;
+  /* healthy disks: the builder leaves out those that are not publishable */
+  size_t n = catalog_healthy_disks(p->catalog, &disks), n_dev = 0;
   if (!disks) {
     ioq_fail(e, ENOMEM, "out of memory (disks of the slice)");
     goto out;

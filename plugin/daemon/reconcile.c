@@ -291,8 +291,9 @@ static json_object *nvmet_state(struct plugin *p) {
   return j;
 }
 
-/* published_at 0: the content only, to compare with the last one sent */
-static char *annotation_text(struct plugin *p, time_t published_at) {
+/* published_at 0: the content only, to compare with the last one sent;
+ * nvmet: nvmet_state() (may be NULL) */
+static char *annotation_text(struct plugin *p, time_t published_at, json_object *nvmet) {
   struct ioq_node_state st = {0};
   st.version = IOQ_NODE_ANNO_VERSION;
   if (!ioq_copy(st.node, sizeof st.node, p->opts.node_name)) {
@@ -309,9 +310,8 @@ static char *annotation_text(struct plugin *p, time_t published_at) {
     struct ioq_select_fault *f;
     st.n_faults = catalog_faults(p->catalog, &f);
     st.faults = f;
-    st.nvmet = nvmet_state(p);
+    st.nvmet = nvmet;
     text = f ? ioq_node_anno_format(&st) : NULL;
-    json_object_put(st.nvmet);
     free(f);
   }
   free(st.disks);
@@ -324,8 +324,10 @@ static void publish(struct reconciler *rc) {
   /* allocated units come from the List: publish nothing before one worked */
   if (!p->kube || !listview_have_list(p->table) || ioq_mono_s() < rc->publish_due)
     return;
-  char *content = annotation_text(p, 0);
+  json_object *nvmet = nvmet_state(p); /* once: both texts below carry it */
+  char *content = annotation_text(p, 0, nvmet);
   if (!content) {
+    json_object_put(nvmet);
     ioq_error("node annotation build failed reason=out-of-memory");
     return;
   }
@@ -334,10 +336,12 @@ static void publish(struct reconciler *rc) {
   time_t now = time(NULL);
   if (rc->published && strcmp(rc->published, content) == 0 &&
       now - rc->published_at < IOQ_NODE_ANNO_REFRESH_S && now >= rc->published_at) {
+    json_object_put(nvmet);
     free(content);
     return;
   }
-  char *text = annotation_text(p, now);
+  char *text = annotation_text(p, now, nvmet);
+  json_object_put(nvmet);
   if (!text) {
     free(content);
     ioq_error("node annotation build failed reason=out-of-memory");
