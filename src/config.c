@@ -14,6 +14,8 @@
 #include "ioqos/numconv.h"
 #include "ioqos/yamljson.h"
 
+#include "config_internal.h"
+
 static const char *const g_policy_names[] = {"least-allocated", "most-allocated", "balanced"};
 
 const char *ioq_policy_name(enum ioq_policy p) {
@@ -34,7 +36,8 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->source = strdup("(built-in defaults)");
   c->kubelet_root = strdup(IOQ_DEFAULT_KUBELET_ROOT);
   c->calibration_file = strdup(IOQ_DEFAULT_CALIBRATION_FILE);
-  if (!c->source || !c->kubelet_root || !c->calibration_file) {
+  c->nvmet.parent = strdup(IOQ_DEFAULT_NVMET_PARENT);
+  if (!c->source || !c->kubelet_root || !c->calibration_file || !c->nvmet.parent) {
     ioq_config_free(c);
     return ioq_fail(e, ENOMEM, "config: out of memory for the built-in defaults");
   }
@@ -72,25 +75,13 @@ void ioq_config_free(struct ioq_config *c) {
     free(c->devices[i].class_name);
   }
   free(c->devices);
+  cfg_nvmet_free(c);
   free(c->pool);
   memset(c, 0, sizeof *c);
 }
 
 /* ---- typed field readers: each error names source and field path ---- */
 
-struct ctx {
-  const char *src;
-  ioq_err *e;
-  json_object *root; /* the document: error lines are looked up in it */
-  /* validating pools[pool_idx]: fields it sets are named pools[N].FIELD */
-  json_object *pool;
-  size_t pool_idx;
-  bool yaml; /* lines are known (json-c's own userdata means something else) */
-  /* JSON: the document path of the last error ("pools[1].devices[0].x"), so
-   * its line can be found afterwards (ERR_PATH_MAX bytes, shared by pools) */
-  char *err_path;
-};
-#define ERR_PATH_MAX 512
 
 static unsigned line_of(struct ctx *x, json_object *o) { return x->yaml ? ioq_yaml_line(o) : 0; }
 
@@ -145,7 +136,7 @@ static bool in_pool(struct ctx *x, const char *path) {
 }
 
 /* key: the unknown key an error is about (its line is the one to show) */
-static int bad_at(struct ctx *x, unsigned line, const char *path, const char *key,
+int cfg_bad_at(struct ctx *x, unsigned line, const char *path, const char *key,
                   const char *what) {
   char pre[32] = "";
   if (x->pool && in_pool(x, path))
@@ -160,13 +151,13 @@ static int bad_at(struct ctx *x, unsigned line, const char *path, const char *ke
   return ioq_fail(x->e, IOQ_EINVAL_INPUT, "%s: %s%s: %s", x->src, pre, path, what);
 }
 
-static int bad(struct ctx *x, const char *path, const char *what) {
-  return bad_at(x, path_line(x, x->root, path), path, NULL, what);
+int cfg_bad(struct ctx *x, const char *path, const char *what) {
+  return cfg_bad_at(x, path_line(x, x->root, path), path, NULL, what);
 }
 
 /* Rejects keys not in `allowed` (NULL-terminated): a typo must not be a
  * silently ignored setting. */
-static int check_keys(struct ctx *x, json_object *obj, const char *path,
+int cfg_check_keys(struct ctx *x, json_object *obj, const char *path,
                       const char *const *allowed) {
   json_object_object_foreach(obj, key, val) {
     bool ok = false;
@@ -183,22 +174,22 @@ static int check_keys(struct ctx *x, json_object *obj, const char *path,
       strncat(msg, ")", sizeof msg - strlen(msg) - 1);
       const char *p = path[0] ? path : "(top level)";
       unsigned line = line_of(x, val); /* the unknown key's own line */
-      return bad_at(x, line ? line : path_line(x, x->root, p), p, key, msg);
+      return cfg_bad_at(x, line ? line : path_line(x, x->root, p), p, key, msg);
     }
   }
   return 0;
 }
 
-static int get_string(struct ctx *x, json_object *obj, const char *key, const char *path,
+int cfg_get_string(struct ctx *x, json_object *obj, const char *key, const char *path,
                       char **out, bool allow_empty) {
   json_object *v;
   if (!json_object_object_get_ex(obj, key, &v))
     return 0;
   if (!json_object_is_type(v, json_type_string))
-    return bad(x, path, "must be a string");
+    return cfg_bad(x, path, "must be a string");
   const char *s = json_object_get_string(v);
   if (!allow_empty && !*s)
-    return bad(x, path, "must not be empty");
+    return cfg_bad(x, path, "must not be empty");
   char *dup = strdup(s);
   if (!dup)
     return ioq_fail(x->e, ENOMEM, "%s: out of memory for the value of %s", x->src, path);
@@ -207,60 +198,60 @@ static int get_string(struct ctx *x, json_object *obj, const char *key, const ch
   return 0;
 }
 
-static int get_bool(struct ctx *x, json_object *obj, const char *key, const char *path, bool *out) {
+int cfg_get_bool(struct ctx *x, json_object *obj, const char *key, const char *path, bool *out) {
   json_object *v;
   if (!json_object_object_get_ex(obj, key, &v))
     return 0;
   if (!json_object_is_type(v, json_type_boolean))
-    return bad(x, path, "must be true or false");
+    return cfg_bad(x, path, "must be true or false");
   *out = json_object_get_boolean(v);
   return 0;
 }
 
-static int get_uint(struct ctx *x, json_object *obj, const char *key, const char *path,
+int cfg_get_uint(struct ctx *x, json_object *obj, const char *key, const char *path,
                     uint64_t *out, uint64_t min, uint64_t max) {
   json_object *v;
   if (!json_object_object_get_ex(obj, key, &v))
     return 0;
   if (!json_object_is_type(v, json_type_int))
-    return bad(x, path, "must be an integer");
+    return cfg_bad(x, path, "must be an integer");
   errno = 0;
   int64_t n = json_object_get_int64(v);
   if (n < 0 || (uint64_t)n < min || (uint64_t)n > max || errno) {
     char msg[128];
     snprintf(msg, sizeof msg, "must be an integer in [%llu, %llu]", (unsigned long long)min,
              (unsigned long long)max);
-    return bad(x, path, msg);
+    return cfg_bad(x, path, msg);
   }
   *out = (uint64_t)n;
   return 0;
 }
 
-static int get_double(struct ctx *x, json_object *obj, const char *key, const char *path,
+int cfg_get_double(struct ctx *x, json_object *obj, const char *key, const char *path,
                       double *out, double lo_excl, double hi_incl) {
   json_object *v;
   if (!json_object_object_get_ex(obj, key, &v))
     return 0;
   if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-    return bad(x, path, "must be a number");
+    return cfg_bad(x, path, "must be a number");
   double d = json_object_get_double(v);
   if (!isfinite(d) || d <= lo_excl || d > hi_incl) {
     char msg[128];
     snprintf(msg, sizeof msg, "must be a number in (%g, %g]", lo_excl, hi_incl);
-    return bad(x, path, msg);
+    return cfg_bad(x, path, msg);
   }
   *out = d;
   return 0;
 }
 
-static int get_object(struct ctx *x, json_object *obj, const char *key, const char *path,
+int cfg_get_object(struct ctx *x, json_object *obj, const char *key, const char *path,
                       json_object **out) {
   *out = NULL;
   json_object *v;
   if (!json_object_object_get_ex(obj, key, &v))
     return 0;
   if (!json_object_is_type(v, json_type_object))
-    return bad(x, path, "must be an object");
+    return cfg_bad(x, path, "must be an object");
   *out = v;
   return 0;
 }
@@ -283,64 +274,64 @@ static int parse_device(struct ctx *x, json_object *d, size_t i, struct ioq_devi
   char path[128];
   snprintf(path, sizeof path, "devices[%zu]", i);
   if (!json_object_is_type(d, json_type_object))
-    return bad(x, path, "must be an object");
+    return cfg_bad(x, path, "must be an object");
   static const char *const keys[] = {"select", "class", "capacity", "allocatableFraction",
                                      "ungrantedPool", NULL};
-  if (check_keys(x, d, path, keys) < 0)
+  if (cfg_check_keys(x, d, path, keys) < 0)
     return -1;
   char p2[160];
   out->allocatable_fraction = -1;
   snprintf(p2, sizeof p2, "%s.select", path);
   if (!json_object_object_get_ex(d, "select", NULL))
-    return bad(x, p2, "is required (disk name, /dev path, mount point or MAJ:MIN)");
-  if (get_string(x, d, "select", p2, &out->select, false) < 0)
+    return cfg_bad(x, p2, "is required (disk name, /dev path, mount point or MAJ:MIN)");
+  if (cfg_get_string(x, d, "select", p2, &out->select, false) < 0)
     return -1;
   snprintf(p2, sizeof p2, "%s.class", path);
-  if (get_string(x, d, "class", p2, &out->class_name, false) < 0)
+  if (cfg_get_string(x, d, "class", p2, &out->class_name, false) < 0)
     return -1;
   if (out->class_name && !ioq_class_name_valid(out->class_name))
-    return bad(x, p2, "must be 1-63 characters of a-z, 0-9, '-' and '.'");
+    return cfg_bad(x, p2, "must be 1-63 characters of a-z, 0-9, '-' and '.'");
   json_object *cap;
   snprintf(p2, sizeof p2, "%s.capacity", path);
-  if (get_object(x, d, "capacity", p2, &cap) < 0)
+  if (cfg_get_object(x, d, "capacity", p2, &cap) < 0)
     return -1;
   if (cap) {
     static const char *const ckeys[] = {"bandwidthBytesPerSec", "iops", NULL};
-    if (check_keys(x, cap, p2, ckeys) < 0)
+    if (cfg_check_keys(x, cap, p2, ckeys) < 0)
       return -1;
     char p3[200];
     snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
-    if (get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1,
+    if (cfg_get_uint(x, cap, "bandwidthBytesPerSec", p3, &out->capacity_bw_bytes, 1,
                  UINT64_MAX >> 4) < 0)
       return -1;
     snprintf(p3, sizeof p3, "%s.iops", p2);
-    if (get_uint(x, cap, "iops", p3, &out->capacity_iops, 1, 1000000000ull) < 0)
+    if (cfg_get_uint(x, cap, "iops", p3, &out->capacity_iops, 1, 1000000000ull) < 0)
       return -1;
   }
   snprintf(p2, sizeof p2, "%s.allocatableFraction", path);
-  if (get_double(x, d, "allocatableFraction", p2, &out->allocatable_fraction, 0.0, 1.0) < 0)
+  if (cfg_get_double(x, d, "allocatableFraction", p2, &out->allocatable_fraction, 0.0, 1.0) < 0)
     return -1;
   json_object *pool;
   snprintf(p2, sizeof p2, "%s.ungrantedPool", path);
-  if (get_object(x, d, "ungrantedPool", p2, &pool) < 0)
+  if (cfg_get_object(x, d, "ungrantedPool", p2, &pool) < 0)
     return -1;
   if (pool) {
     static const char *const pkeys[] = {"bandwidthBytesPerSec", "iops", NULL};
-    if (check_keys(x, pool, p2, pkeys) < 0)
+    if (cfg_check_keys(x, pool, p2, pkeys) < 0)
       return -1;
     char p3[200];
     /* io.max takes no value below 2 (the kernel says EINVAL to 0 and 1) */
     snprintf(p3, sizeof p3, "%s.bandwidthBytesPerSec", p2);
-    if (get_uint(x, pool, "bandwidthBytesPerSec", p3, &out->ungranted_pool_bw_bytes, 2,
+    if (cfg_get_uint(x, pool, "bandwidthBytesPerSec", p3, &out->ungranted_pool_bw_bytes, 2,
                  UINT64_MAX >> 4) < 0)
       return -1;
     if (out->capacity_bw_bytes && out->ungranted_pool_bw_bytes > out->capacity_bw_bytes)
-      return bad(x, p3, "is larger than the disk (capacity.bandwidthBytesPerSec)");
+      return cfg_bad(x, p3, "is larger than the disk (capacity.bandwidthBytesPerSec)");
     snprintf(p3, sizeof p3, "%s.iops", p2);
-    if (get_uint(x, pool, "iops", p3, &out->ungranted_pool_iops, 2, 1000000000ull) < 0)
+    if (cfg_get_uint(x, pool, "iops", p3, &out->ungranted_pool_iops, 2, 1000000000ull) < 0)
       return -1;
     if (out->capacity_iops && out->ungranted_pool_iops > out->capacity_iops)
-      return bad(x, p3, "is larger than the disk (capacity.iops)");
+      return cfg_bad(x, p3, "is larger than the disk (capacity.iops)");
   }
   return 0;
 }
@@ -375,7 +366,7 @@ static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
             (unsigned long long)cap[r], frac, (unsigned long long)c->units.size[r],
             (unsigned long long)u, ioq_resource_name(r), IOQ_MAX_UNITS_PER_DISK,
             IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
-        return bad(x, p, what);
+        return cfg_bad(x, p, what);
       }
       total[r] += u;
     }
@@ -389,59 +380,59 @@ static int check_unit_bounds(struct ctx *x, const struct ioq_config *c) {
                "bytes each, limit %u bytes): raise units.%s",
                (unsigned long long)total[r], ioq_resource_name(r), IOQ_MAX_UNITS_PER_NODE,
                IOQ_DEVICE_ENCODED_MAX, IOQ_GRPC_MESSAGE_MAX, field[r]);
-      return bad(x, "devices", what);
+      return cfg_bad(x, "devices", what);
     }
   return 0;
 }
 
 static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
   if (!json_object_is_type(root, json_type_object))
-    return bad(x, "(top level)", "must be an object");
+    return cfg_bad(x, "(top level)", "must be an object");
   static const char *const keys[] = {"kubeletRootDir", "calibrationFile",
                                      "units", "allocatableFraction", "placementPolicy",
-                                     "devices", "enforcement", "monitor", "nodePolicy", "pools",
-                                     "apiVersion", "kind", NULL};
-  if (check_keys(x, root, "", keys) < 0)
+                                     "devices", "enforcement", "monitor", "nodePolicy", "nvmet",
+                                     "pools", "apiVersion", "kind", NULL};
+  if (cfg_check_keys(x, root, "", keys) < 0)
     return -1;
-  if (get_string(x, root, "kubeletRootDir", "kubeletRootDir", &c->kubelet_root, false) < 0 ||
-      get_string(x, root, "calibrationFile", "calibrationFile", &c->calibration_file, false) < 0)
+  if (cfg_get_string(x, root, "kubeletRootDir", "kubeletRootDir", &c->kubelet_root, false) < 0 ||
+      cfg_get_string(x, root, "calibrationFile", "calibrationFile", &c->calibration_file, false) < 0)
     return -1;
   if (c->kubelet_root[0] != '/')
-    return bad(x, "kubeletRootDir", "must be an absolute path");
+    return cfg_bad(x, "kubeletRootDir", "must be an absolute path");
   if (c->calibration_file[0] != '/')
-    return bad(x, "calibrationFile", "must be an absolute path");
+    return cfg_bad(x, "calibrationFile", "must be an absolute path");
 
   json_object *units;
-  if (get_object(x, root, "units", "units", &units) < 0)
+  if (cfg_get_object(x, root, "units", "units", &units) < 0)
     return -1;
   if (units) {
     static const char *const ukeys[] = {"bandwidthBytesPerSec", "iops", NULL};
-    if (check_keys(x, units, "units", ukeys) < 0 ||
-        get_uint(x, units, "bandwidthBytesPerSec", "units.bandwidthBytesPerSec",
+    if (cfg_check_keys(x, units, "units", ukeys) < 0 ||
+        cfg_get_uint(x, units, "bandwidthBytesPerSec", "units.bandwidthBytesPerSec",
                  &c->units.size[IOQ_RES_BANDWIDTH], 4096, 1ull << 40) < 0 ||
-        get_uint(x, units, "iops", "units.iops", &c->units.size[IOQ_RES_IOPS], 1, 1000000) < 0)
+        cfg_get_uint(x, units, "iops", "units.iops", &c->units.size[IOQ_RES_IOPS], 1, 1000000) < 0)
       return -1;
   }
-  if (get_double(x, root, "allocatableFraction", "allocatableFraction", &c->allocatable_fraction,
+  if (cfg_get_double(x, root, "allocatableFraction", "allocatableFraction", &c->allocatable_fraction,
                  0.0, 1.0) < 0)
     return -1;
   char *policy = NULL;
-  if (get_string(x, root, "placementPolicy", "placementPolicy", &policy, false) < 0)
+  if (cfg_get_string(x, root, "placementPolicy", "placementPolicy", &policy, false) < 0)
     return -1;
   if (policy) {
     int rc = ioq_policy_parse(policy, &c->policy);
     free(policy);
     if (rc < 0)
-      return bad(x, "placementPolicy", "must be least-allocated, most-allocated or balanced");
+      return cfg_bad(x, "placementPolicy", "must be least-allocated, most-allocated or balanced");
   }
 
   json_object *devs;
   if (json_object_object_get_ex(root, "devices", &devs)) {
     if (!json_object_is_type(devs, json_type_array))
-      return bad(x, "devices", "must be an array");
+      return cfg_bad(x, "devices", "must be an array");
     size_t n = json_object_array_length(devs);
     if (n > 256)
-      return bad(x, "devices", "more than 256 entries");
+      return cfg_bad(x, "devices", "more than 256 entries");
     c->devices = calloc(n ? n : 1, sizeof *c->devices);
     if (!c->devices)
       return ioq_fail(x->e, ENOMEM, "%s: out of memory for %zu devices", x->src, n);
@@ -453,7 +444,7 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         if (strcmp(c->devices[j].select, c->devices[i].select) == 0) {
           char p[64];
           snprintf(p, sizeof p, "devices[%zu].select", i);
-          return bad(x, p, "selects the same device as an earlier entry");
+          return cfg_bad(x, p, "selects the same device as an earlier entry");
         }
     }
   }
@@ -462,70 +453,70 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
     return -1;
 
   json_object *enf;
-  if (get_object(x, root, "enforcement", "enforcement", &enf) < 0)
+  if (cfg_get_object(x, root, "enforcement", "enforcement", &enf) < 0)
     return -1;
   if (enf) {
     static const char *const ekeys[] = {"failOpen", "ioWeight", "bfqWeight", "enableControllers",
                                         "reconcileIntervalSeconds", "combinedDirections",
                                         "combinedDirectionsFloor", NULL};
     uint64_t ri = c->enforcement.reconcile_interval_s;
-    if (check_keys(x, enf, "enforcement", ekeys) < 0 ||
-        get_bool(x, enf, "failOpen", "enforcement.failOpen", &c->enforcement.fail_open) < 0 ||
-        get_bool(x, enf, "ioWeight", "enforcement.ioWeight", &c->enforcement.io_weight) < 0 ||
-        get_bool(x, enf, "bfqWeight", "enforcement.bfqWeight", &c->enforcement.bfq_weight) < 0 ||
-        get_bool(x, enf, "enableControllers", "enforcement.enableControllers",
+    if (cfg_check_keys(x, enf, "enforcement", ekeys) < 0 ||
+        cfg_get_bool(x, enf, "failOpen", "enforcement.failOpen", &c->enforcement.fail_open) < 0 ||
+        cfg_get_bool(x, enf, "ioWeight", "enforcement.ioWeight", &c->enforcement.io_weight) < 0 ||
+        cfg_get_bool(x, enf, "bfqWeight", "enforcement.bfqWeight", &c->enforcement.bfq_weight) < 0 ||
+        cfg_get_bool(x, enf, "enableControllers", "enforcement.enableControllers",
                  &c->enforcement.enable_controllers) < 0 ||
-        get_uint(x, enf, "reconcileIntervalSeconds", "enforcement.reconcileIntervalSeconds", &ri, 1,
+        cfg_get_uint(x, enf, "reconcileIntervalSeconds", "enforcement.reconcileIntervalSeconds", &ri, 1,
                  3600) < 0 ||
-        get_bool(x, enf, "combinedDirections", "enforcement.combinedDirections",
+        cfg_get_bool(x, enf, "combinedDirections", "enforcement.combinedDirections",
                  &c->enforcement.combined_directions) < 0 ||
-        get_double(x, enf, "combinedDirectionsFloor", "enforcement.combinedDirectionsFloor",
+        cfg_get_double(x, enf, "combinedDirectionsFloor", "enforcement.combinedDirectionsFloor",
                    &c->enforcement.combined_floor, 0, 0.25) < 0)
       return -1;
     c->enforcement.reconcile_interval_s = (unsigned)ri;
   }
 
   json_object *mon;
-  if (get_object(x, root, "monitor", "monitor", &mon) < 0)
+  if (cfg_get_object(x, root, "monitor", "monitor", &mon) < 0)
     return -1;
   if (mon) {
     static const char *const mkeys[] = {"enable", "intervalSeconds", "starvedWindowSeconds",
                                         "eventIntervalSeconds", NULL};
     uint64_t iv = c->monitor.interval_s, win = c->monitor.starved_window_s,
              ev = c->monitor.event_interval_s;
-    if (check_keys(x, mon, "monitor", mkeys) < 0 ||
-        get_bool(x, mon, "enable", "monitor.enable", &c->monitor.enable) < 0 ||
-        get_uint(x, mon, "intervalSeconds", "monitor.intervalSeconds", &iv, 1, 60) < 0 ||
-        get_uint(x, mon, "starvedWindowSeconds", "monitor.starvedWindowSeconds", &win, 1, 3600) < 0 ||
-        get_uint(x, mon, "eventIntervalSeconds", "monitor.eventIntervalSeconds", &ev, 0, 86400) < 0)
+    if (cfg_check_keys(x, mon, "monitor", mkeys) < 0 ||
+        cfg_get_bool(x, mon, "enable", "monitor.enable", &c->monitor.enable) < 0 ||
+        cfg_get_uint(x, mon, "intervalSeconds", "monitor.intervalSeconds", &iv, 1, 60) < 0 ||
+        cfg_get_uint(x, mon, "starvedWindowSeconds", "monitor.starvedWindowSeconds", &win, 1, 3600) < 0 ||
+        cfg_get_uint(x, mon, "eventIntervalSeconds", "monitor.eventIntervalSeconds", &ev, 0, 86400) < 0)
       return -1;
     if (win < iv)
-      return bad(x, "monitor.starvedWindowSeconds", "must be at least monitor.intervalSeconds");
+      return cfg_bad(x, "monitor.starvedWindowSeconds", "must be at least monitor.intervalSeconds");
     c->monitor.interval_s = (unsigned)iv;
     c->monitor.starved_window_s = (unsigned)win;
     c->monitor.event_interval_s = (unsigned)ev;
   }
 
   json_object *np;
-  if (get_object(x, root, "nodePolicy", "nodePolicy", &np) < 0)
+  if (cfg_get_object(x, root, "nodePolicy", "nodePolicy", &np) < 0)
     return -1;
   if (np) {
     static const char *const nkeys[] = {"qosClassWeights", "iocost", "ungranted", NULL};
-    if (check_keys(x, np, "nodePolicy", nkeys) < 0)
+    if (cfg_check_keys(x, np, "nodePolicy", nkeys) < 0)
       return -1;
     json_object *w, *ic, *ug;
-    if (get_object(x, np, "qosClassWeights", "nodePolicy.qosClassWeights", &w) < 0 ||
-        get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0 ||
-        get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
+    if (cfg_get_object(x, np, "qosClassWeights", "nodePolicy.qosClassWeights", &w) < 0 ||
+        cfg_get_object(x, np, "iocost", "nodePolicy.iocost", &ic) < 0 ||
+        cfg_get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
       return -1;
     if (ug) {
       static const char *const ukeys[] = {"enable", "intervalMs", "headroomShare", NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms;
-      if (check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
-          get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
+      if (cfg_check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
+          cfg_get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
                    &c->node_policy.ungranted_enable) < 0 ||
-          get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
-          get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
+          cfg_get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
+          cfg_get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
                      &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0)
         return -1;
       c->node_policy.ungranted_interval_ms = (unsigned)iv;
@@ -533,9 +524,9 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
     if (w) {
       static const char *const wkeys[] = {"burstable", "besteffort", NULL};
       uint64_t b = 0, be = 0;
-      if (check_keys(x, w, "nodePolicy.qosClassWeights", wkeys) < 0 ||
-          get_uint(x, w, "burstable", "nodePolicy.qosClassWeights.burstable", &b, 1, 10000) < 0 ||
-          get_uint(x, w, "besteffort", "nodePolicy.qosClassWeights.besteffort", &be, 1, 10000) < 0)
+      if (cfg_check_keys(x, w, "nodePolicy.qosClassWeights", wkeys) < 0 ||
+          cfg_get_uint(x, w, "burstable", "nodePolicy.qosClassWeights.burstable", &b, 1, 10000) < 0 ||
+          cfg_get_uint(x, w, "besteffort", "nodePolicy.qosClassWeights.besteffort", &be, 1, 10000) < 0)
         return -1;
       c->node_policy.weight_burstable = (unsigned)b;
       c->node_policy.weight_besteffort = (unsigned)be;
@@ -545,41 +536,41 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
                                           NULL};
       uint64_t lat = 0;
       char *ctrl = NULL;
-      if (check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
-          get_bool(x, ic, "enable", "nodePolicy.iocost.enable",
+      if (cfg_check_keys(x, ic, "nodePolicy.iocost", ikeys) < 0 ||
+          cfg_get_bool(x, ic, "enable", "nodePolicy.iocost.enable",
                    &c->node_policy.iocost_enable) < 0 ||
-          get_string(x, ic, "ctrl", "nodePolicy.iocost.ctrl", &ctrl, false) < 0)
+          cfg_get_string(x, ic, "ctrl", "nodePolicy.iocost.ctrl", &ctrl, false) < 0)
         return -1;
       if (ctrl) {
         bool user = strcmp(ctrl, "user") == 0, autom = strcmp(ctrl, "auto") == 0;
         free(ctrl);
         if (!user && !autom)
-          return bad(x, "nodePolicy.iocost.ctrl", "must be user or auto");
+          return cfg_bad(x, "nodePolicy.iocost.ctrl", "must be user or auto");
         c->node_policy.iocost_ctrl_user = user;
       }
-      if (get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99,
+      if (cfg_get_double(x, ic, "min", "nodePolicy.iocost.min", &c->node_policy.iocost_min, 0.99,
                      10000) < 0 ||
-          get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99,
+          cfg_get_double(x, ic, "max", "nodePolicy.iocost.max", &c->node_policy.iocost_max, 0.99,
                      10000) < 0)
         return -1;
       if (c->node_policy.iocost_min > c->node_policy.iocost_max)
-        return bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
-      if (get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1,
+        return cfg_bad(x, "nodePolicy.iocost.min", "must not exceed nodePolicy.iocost.max");
+      if (cfg_get_uint(x, ic, "latencyTargetUs", "nodePolicy.iocost.latencyTargetUs", &lat, 1,
                    10000000) < 0)
         return -1;
       c->node_policy.iocost_latency_us = (unsigned)lat;
       json_object *pv;
       if (json_object_object_get_ex(ic, "pace", &pv) && json_object_is_type(pv, json_type_string)) {
         if (strcmp(json_object_get_string(pv), "auto") != 0)
-          return bad(x, "nodePolicy.iocost.pace", "must be a number in (0, 1] or auto");
+          return cfg_bad(x, "nodePolicy.iocost.pace", "must be a number in (0, 1] or auto");
         c->node_policy.iocost_pace_auto = true;
-      } else if (get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace,
+      } else if (cfg_get_double(x, ic, "pace", "nodePolicy.iocost.pace", &c->node_policy.iocost_pace,
                             0.0, 1.0) < 0) {
         return -1;
       }
       if (ioq_config_paces(c)) {
         if (!c->node_policy.iocost_enable || !c->node_policy.iocost_ctrl_user)
-          return bad(x, "nodePolicy.iocost.pace",
+          return cfg_bad(x, "nodePolicy.iocost.pace",
                      "needs nodePolicy.iocost.enable true and ctrl user");
         /* the period is twice the latency target: 4 ms spreads a throttled
          * burst well within a token bucket's refill (measured, benchmark.md) */
@@ -588,7 +579,7 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
       }
     }
   }
-  return 0;
+  return cfg_parse_nvmet(x, root, c);
 }
 
 bool ioq_config_paces(const struct ioq_config *c) {
@@ -605,14 +596,14 @@ static int check_header(struct ctx *x, json_object *root, bool *versioned) {
   *versioned = has_av || has_kind;
   if (has_av && (!json_object_is_type(av, json_type_string) ||
                  strcmp(json_object_get_string(av), IOQ_CONFIG_API_VERSION) != 0))
-    return bad(x, "apiVersion", "must be " IOQ_CONFIG_API_VERSION);
+    return cfg_bad(x, "apiVersion", "must be " IOQ_CONFIG_API_VERSION);
   if (has_kind && (!json_object_is_type(kind, json_type_string) ||
                    strcmp(json_object_get_string(kind), IOQ_CONFIG_KIND) != 0))
-    return bad(x, "kind", "must be " IOQ_CONFIG_KIND);
+    return cfg_bad(x, "kind", "must be " IOQ_CONFIG_KIND);
   if (has_av && !has_kind)
-    return bad(x, "kind", "is required with apiVersion (" IOQ_CONFIG_KIND ")");
+    return cfg_bad(x, "kind", "is required with apiVersion (" IOQ_CONFIG_KIND ")");
   if (has_kind && !has_av)
-    return bad(x, "apiVersion", "is required with kind (" IOQ_CONFIG_API_VERSION ")");
+    return cfg_bad(x, "apiVersion", "is required with kind (" IOQ_CONFIG_API_VERSION ")");
   return 0;
 }
 
@@ -620,43 +611,43 @@ static int check_header(struct ctx *x, json_object *root, bool *versioned) {
  * placementPolicy are not among them: they must agree across the cluster. */
 static const char *const g_pool_overrides[] = {"kubeletRootDir", "calibrationFile",
                                                "allocatableFraction", "devices", "enforcement",
-                                               "monitor", "nodePolicy", NULL};
+                                               "monitor", "nodePolicy", "nvmet", NULL};
 
 /* Checks pools[i]'s own fields; *labels gets its matchLabels object. */
 static int check_pool(struct ctx *x, json_object *pool, size_t i, json_object **labels) {
   char path[96], p2[128];
   snprintf(path, sizeof path, "pools[%zu]", i);
   if (!json_object_is_type(pool, json_type_object))
-    return bad(x, path, "must be an object");
+    return cfg_bad(x, path, "must be an object");
   static const char *const keys[] = {"name", "nodeSelector", "kubeletRootDir", "calibrationFile",
                                      "allocatableFraction", "devices", "enforcement", "monitor",
-                                     "nodePolicy", NULL};
-  if (check_keys(x, pool, path, keys) < 0)
+                                     "nodePolicy", "nvmet", NULL};
+  if (cfg_check_keys(x, pool, path, keys) < 0)
     return -1;
   json_object *v, *sel;
   snprintf(p2, sizeof p2, "%s.name", path);
   if (json_object_object_get_ex(pool, "name", &v) &&
       (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v)))
-    return bad(x, p2, "must be a non-empty string");
+    return cfg_bad(x, p2, "must be a non-empty string");
   snprintf(p2, sizeof p2, "%s.nodeSelector", path);
   if (!json_object_object_get_ex(pool, "nodeSelector", &sel))
-    return bad(x, p2, "is required (matchLabels: the node labels of this pool)");
+    return cfg_bad(x, p2, "is required (matchLabels: the node labels of this pool)");
   if (!json_object_is_type(sel, json_type_object))
-    return bad(x, p2, "must be an object");
+    return cfg_bad(x, p2, "must be an object");
   static const char *const skeys[] = {"matchLabels", NULL};
-  if (check_keys(x, sel, p2, skeys) < 0)
+  if (cfg_check_keys(x, sel, p2, skeys) < 0)
     return -1;
   snprintf(p2, sizeof p2, "%s.nodeSelector.matchLabels", path);
   if (!json_object_object_get_ex(sel, "matchLabels", labels) ||
       !json_object_is_type(*labels, json_type_object) || json_object_object_length(*labels) == 0)
-    return bad(x, p2, "must be an object with at least one label");
+    return cfg_bad(x, p2, "must be an object with at least one label");
   json_object_object_foreach(*labels, k, lv) {
     char p3[256];
     snprintf(p3, sizeof p3, "%s.%.100s", p2, k);
     if (!json_object_is_type(lv, json_type_string))
-      return bad_at(x, line_of(x, lv), p3, NULL, "must be a string (quote numbers and true/false)");
+      return cfg_bad_at(x, line_of(x, lv), p3, NULL, "must be a string (quote numbers and true/false)");
     if (strlen(k) > 317 || json_object_get_string_len(lv) > 63)
-      return bad_at(x, line_of(x, lv), p3, NULL, "is longer than a Kubernetes label allows");
+      return cfg_bad_at(x, line_of(x, lv), p3, NULL, "is longer than a Kubernetes label allows");
   }
   return 0;
 }
@@ -702,7 +693,7 @@ oom:
 static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
                      struct ioq_config *c) {
   if (!json_object_is_type(root, json_type_object))
-    return bad(x, "(top level)", "must be an object");
+    return cfg_bad(x, "(top level)", "must be an object");
   bool versioned;
   if (check_header(x, root, &versioned) < 0)
     return -1;
@@ -710,9 +701,9 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
   json_object *pools = NULL;
   if (json_object_object_get_ex(root, "pools", &pools)) {
     if (!json_object_is_type(pools, json_type_array))
-      return bad(x, "pools", "must be an array");
+      return cfg_bad(x, "pools", "must be an array");
     if (json_object_array_length(pools) > IOQ_CONFIG_MAX_POOLS)
-      return bad(x, "pools", "more than 32 entries");
+      return cfg_bad(x, "pools", "more than 32 entries");
   }
   if (parse_root(x, root, c) < 0)
     return -1;

@@ -304,6 +304,68 @@ json_object *ioq_nvmet_json(const struct ioq_nvmet_inventory *inv) {
   return o;
 }
 
+int ioq_nvmet_ns_dir(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                     char *buf, size_t len, ioq_err *e) {
+  char id[16];
+  snprintf(id, sizeof id, "%u", nsid);
+  if (!subsystem[0] || strchr(subsystem, '/') || !strcmp(subsystem, ".") ||
+      !strcmp(subsystem, ".."))
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "'%.80s' is not an nvmet subsystem name", subsystem);
+  return ioq_path_join(buf, len, e, roots->sysfs, "kernel", "config", "nvmet", "subsystems",
+                       subsystem, "namespaces", id, NULL);
+}
+
+int ioq_nvmet_set_cgroup_id(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                            uint64_t id, ioq_err *e) {
+  char dir[PATH_MAX], path[PATH_MAX], buf[32];
+  bool enabled;
+  if (ioq_nvmet_ns_dir(roots, subsystem, nsid, dir, sizeof dir, e) < 0 ||
+      read_bool(dir, "enable", &enabled, NULL, e) < 0 ||
+      ioq_path_join(path, sizeof path, e, dir, "cgroup_id", NULL) < 0)
+    return -1;
+  if (!ioq_path_exists(path))
+    return ioq_fail(e, IOQ_EUNSUPPORTED,
+                    "%s does not exist: this kernel cannot charge an NVMe-oF namespace to a "
+                    "cgroup (Linux 7.5+)",
+                    path);
+  if (enabled)
+    return ioq_fail(e, EBUSY,
+                    "nvmet namespace %.80s/%u is enabled: the kernel changes cgroup_id only "
+                    "while the namespace is disabled",
+                    subsystem, nsid);
+  snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)id);
+  if (ioq_write_file(path, buf, e) < 0) {
+    if (e->code == EBUSY)
+      return ioq_fail(e, EBUSY,
+                      "write %s: the namespace was enabled meanwhile (EBUSY: the kernel changes "
+                      "cgroup_id only while the namespace is disabled)",
+                      path);
+    return -1;
+  }
+  uint64_t back;
+  if (ioq_read_line(path, buf, sizeof buf, e) < 0)
+    return -1;
+  if (ioq_parse_u64(ioq_trim(buf), &back) < 0 || back != id)
+    return ioq_fail(e, IOQ_EMISMATCH, "wrote %llu to %s, read back '%.20s'",
+                    (unsigned long long)id, path, buf);
+  return 0;
+}
+
+int ioq_nvmet_set_enable(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                         bool on, ioq_err *e) {
+  char path[PATH_MAX], dir[PATH_MAX];
+  if (ioq_nvmet_ns_dir(roots, subsystem, nsid, dir, sizeof dir, e) < 0 ||
+      ioq_path_join(path, sizeof path, e, dir, "enable", NULL) < 0 ||
+      ioq_write_file(path, on ? "1\n" : "0\n", e) < 0)
+    return -1;
+  bool now;
+  if (read_bool(dir, "enable", &now, NULL, e) < 0)
+    return -1;
+  if (now != on)
+    return ioq_fail(e, IOQ_EMISMATCH, "wrote %d to %s, read back %d", on, path, now);
+  return 0;
+}
+
 void ioq_nvmet_free(struct ioq_nvmet_inventory *inv) {
   free(inv->ns);
   inv->ns = NULL;

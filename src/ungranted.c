@@ -87,7 +87,8 @@ void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, doubl
       pool[r] = 0;
       continue;
     }
-    double adv = (double)d->units[r] * (double)u->size[r];
+    /* namespaces' units are granted like pods' units: not headroom */
+    double adv = (double)(d->units[r] + d->nvmet_units[r]) * (double)u->size[r];
     double headroom = (double)cap[r] > adv ? (double)cap[r] - adv : 0;
     /* units held beyond those advertised (the capacity was lowered while
      * pods keep their units) come out of the headroom */
@@ -111,7 +112,8 @@ double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_s
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     if (!cap[r])
       continue;
-    double x = ((double)d->units[r] * (double)u->size[r] + (double)pool[r]) / (double)cap[r];
+    double x = ((double)(d->units[r] + d->nvmet_units[r]) * (double)u->size[r] + (double)pool[r]) /
+               (double)cap[r];
     if (x > f)
       f = x;
   }

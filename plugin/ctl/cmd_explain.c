@@ -2,7 +2,10 @@
 /* ioqosctl explain NAMESPACE/NAME | UID: asks the node's ioqos-plugin, over
  * its root-only unix socket, everything it knows about one pod (GET
  * /v1/explain, plugin/daemon/explain.h) and prints it as one screen
- * (explain_render.h), or as the JSON it got (--json). */
+ * (explain_render.h), or as the JSON it got (--json).
+ * ioqosctl explain --nvmet [NQN[/NSID]]: the same for the node's NVMe-oF
+ * target namespaces (GET /v1/nvmet, plugin/daemon/nvmetns.h;
+ * explain_nvmet.h). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "explain_nvmet.h"
 #include "explain_render.h"
 #include "ioqos/podcg.h"
 #include "util.h"
@@ -28,14 +32,19 @@ static const char *const CMD = "explain";
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: ioqosctl explain [--socket PATH] [--json] NAMESPACE/NAME | UID\n\n"
+          "usage: ioqosctl explain [--socket PATH] [--json] NAMESPACE/NAME | UID\n"
+          "       ioqosctl explain [--socket PATH] [--json] --nvmet [NQN[/NSID]]\n\n"
           "Explains one pod from the node's ioqos-plugin: its units per container and resource,\n"
           "their disk and why that disk, the pod cgroup and how it was found, each file written\n"
           "with the value read back and when, the grant monitor's verdict, the recent Events,\n"
-          "and for a pod without a grant the node policy that holds it.\n\n"
+          "and for a pod without a grant the node policy that holds it.\n"
+          "With --nvmet: the node's NVMe-oF target namespaces (all, one subsystem, or one\n"
+          "namespace): the config entry that selects each, its units of which disk, its cgroup,\n"
+          "whether the kernel charges it there (cgroup_id) and what the plugin did or waits for.\n\n"
           "  --socket PATH  the plugin's explain socket (default %s,\n"
           "                 env IOQOS_EXPLAIN_SOCKET; the plugin's --explain-socket)\n"
-          "  --json         print the plugin's JSON document as is (for scripts)\n\n"
+          "  --json         print the plugin's JSON document as is (for scripts)\n"
+          "  --nvmet        explain NVMe-oF target namespaces instead of a pod\n\n"
           "Run it as root on the pod's node, or in the plugin pod of that node:\n"
           "  kubectl -n ioqos-system get pods -o wide   # the plugin pod on the pod's node\n"
           "  kubectl -n ioqos-system exec PLUGIN_POD -- ioqosctl explain default/db\n"
@@ -101,51 +110,16 @@ static int check_socket(const char *path) {
   return 0;
 }
 
-int cmd_explain(int argc, char **argv) {
-  static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-  const char *sock = getenv("IOQOS_EXPLAIN_SOCKET");
-  if (!sock || !*sock)
-    sock = DEFAULT_SOCKET;
-  bool json = false;
-  int c;
-  optind = 1;
-  while ((c = ctl_getopt(argc, argv, "h", opts, CMD)) != -1) {
-    switch (c) {
-    case 's': sock = optarg; break;
-    case 'j': json = true; break;
-    case 'h': help(stdout); return 0;
-    default: return 2;
-    }
-  }
-  if (optind != argc - 1)
-    return ctl_usage_error(CMD, optind >= argc ? "which pod? give NAMESPACE/NAME or its UID"
-                                               : "one pod at a time (NAMESPACE/NAME or UID)");
-  const char *pod = argv[optind];
-  bool by_uid = strchr(pod, '/') == NULL;
-  if (by_uid && ioq_pod_uid_check(pod, NULL) < 0)
-    return ctl_usage_error(CMD, "'%s': want NAMESPACE/NAME (e.g. default/db) or a pod UID", pod);
-  if (!by_uid && (pod[0] == '/' || strchr(pod, '/')[1] == '\0'))
-    return ctl_usage_error(CMD, "'%s': want NAMESPACE/NAME (e.g. default/db)", pod);
-  if (strlen(pod) > 400)
-    return ctl_usage_error(CMD, "'%.40s...': too long for a pod name", pod);
-  if (check_socket(sock))
-    return 1;
-
-  if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
-    return fail("libcurl initialisation failed");
+/* GET url on the plugin's socket: *status and the parsed JSON *doc (NULL
+ * when the body is not JSON), the raw body in *raw (caller frees). Returns
+ * 1 (said why) when the request itself failed. */
+static int fetch(const char *sock, const char *url, long *status, json_object **doc, char **raw) {
+  *doc = NULL;
+  *raw = NULL;
   CURL *h = curl_easy_init();
-  int rc = 1;
+  if (!h)
+    return fail("out of memory setting up the request (curl handle)");
   struct buf b = {0};
-  char *esc = h ? curl_easy_escape(h, pod, 0) : NULL;
-  if (!h || !esc) {
-    fail("out of memory setting up the request (curl handle, escaped pod name)");
-    goto out;
-  }
-  char url[1024];
-  snprintf(url, sizeof url, "http://localhost/v1/explain?%s=%s", by_uid ? "uid" : "pod", esc);
   char cerr[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock);
   curl_easy_setopt(h, CURLOPT_URL, url);
@@ -155,56 +129,120 @@ int cmd_explain(int argc, char **argv) {
   curl_easy_setopt(h, CURLOPT_TIMEOUT, TIMEOUT_S);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   CURLcode cc = curl_easy_perform(h);
+  int rc = 0;
   if (cc != CURLE_OK) {
     long oserr = 0;
     curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
     if (b.too_big)
-      fail("the plugin's answer is larger than %u bytes", BODY_MAX);
+      rc = fail("the plugin's answer is larger than %u bytes", BODY_MAX);
     else if (cc == CURLE_COULDNT_CONNECT && (oserr == EACCES || oserr == EPERM))
-      fail("permission denied on %s: %s", sock, HINT_ROOT);
+      rc = fail("permission denied on %s: %s", sock, HINT_ROOT);
     else if (cc == CURLE_COULDNT_CONNECT)
-      fail("nobody answers on %s (ioqos-plugin not running, or restarting): %s", sock,
-           cerr[0] ? cerr : curl_easy_strerror(cc));
+      rc = fail("nobody answers on %s (ioqos-plugin not running, or restarting): %s", sock,
+                cerr[0] ? cerr : curl_easy_strerror(cc));
     else
-      fail("asking the plugin on %s failed: %s", sock, cerr[0] ? cerr : curl_easy_strerror(cc));
-    goto out;
+      rc = fail("asking the plugin on %s failed: %s", sock, cerr[0] ? cerr : curl_easy_strerror(cc));
+    free(b.p);
+  } else {
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    *raw = b.p;
+    *doc = b.p ? json_tokener_parse(b.p) : NULL;
   }
-  long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-  json_object *doc = b.p ? json_tokener_parse(b.p) : NULL;
+  curl_easy_cleanup(h);
+  return rc;
+}
+
+/* The answer: printed (raw with --json, else by `render`), or its error. */
+static int answer(long status, json_object *doc, const char *raw, bool json,
+                  int (*render)(FILE *, json_object *, char *, size_t)) {
   if (status != 200) {
     json_object *m = NULL;
     const char *msg = doc && json_object_object_get_ex(doc, "error", &m) ? json_object_get_string(m)
-                                                                          : (b.p ? b.p : "");
-    if (json && b.p)
-      printf("%s\n", b.p);
+                                                                          : (raw ? raw : "");
+    if (json && raw)
+      printf("%s\n", raw);
     if (status == 404)
-      fail("%s (HTTP 404)", msg);
-    else
-      fail("the plugin answered: %s (HTTP %ld)", msg, status);
-    json_object_put(doc);
-    goto out;
+      return fail("%s (HTTP 404)", msg);
+    return fail("the plugin answered: %s (HTTP %ld)", msg, status);
   }
-  if (!doc) {
-    fail("the plugin's answer is not JSON");
-    goto out;
-  }
+  if (!doc)
+    return fail("the plugin's answer is not JSON");
   if (json) {
-    printf("%s\n", b.p);
-    rc = 0;
-  } else {
-    char err[256];
-    if (explain_render(stdout, doc, err, sizeof err) < 0)
-      fail("%s", err);
-    else
-      rc = 0;
+    printf("%s\n", raw);
+    return 0;
   }
+  char err[256];
+  if (render(stdout, doc, err, sizeof err) < 0)
+    return fail("%s", err);
+  return 0;
+}
+
+int cmd_explain(int argc, char **argv) {
+  static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"nvmet", no_argument, NULL, 'n'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *sock = getenv("IOQOS_EXPLAIN_SOCKET");
+  if (!sock || !*sock)
+    sock = DEFAULT_SOCKET;
+  bool json = false, nvmet = false;
+  int c;
+  optind = 1;
+  while ((c = ctl_getopt(argc, argv, "h", opts, CMD)) != -1) {
+    switch (c) {
+    case 's': sock = optarg; break;
+    case 'j': json = true; break;
+    case 'n': nvmet = true; break;
+    case 'h': help(stdout); return 0;
+    default: return 2;
+    }
+  }
+  const char *what = optind < argc ? argv[optind] : NULL;
+  if (nvmet) {
+    if (optind + 1 < argc)
+      return ctl_usage_error(CMD, "--nvmet takes at most one NQN or NQN/NSID");
+    if (what && (!*what || strlen(what) > 240))
+      return ctl_usage_error(CMD, "'%.40s': want an NQN or NQN/NSID", what);
+  } else {
+    if (optind != argc - 1)
+      return ctl_usage_error(CMD, optind >= argc ? "which pod? give NAMESPACE/NAME or its UID"
+                                                 : "one pod at a time (NAMESPACE/NAME or UID)");
+    bool by_uid = strchr(what, '/') == NULL;
+    if (by_uid && ioq_pod_uid_check(what, NULL) < 0)
+      return ctl_usage_error(CMD, "'%s': want NAMESPACE/NAME (e.g. default/db) or a pod UID", what);
+    if (!by_uid && (what[0] == '/' || strchr(what, '/')[1] == '\0'))
+      return ctl_usage_error(CMD, "'%s': want NAMESPACE/NAME (e.g. default/db)", what);
+    if (strlen(what) > 400)
+      return ctl_usage_error(CMD, "'%.40s...': too long for a pod name", what);
+  }
+  if (check_socket(sock))
+    return 1;
+
+  if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
+    return fail("libcurl initialisation failed");
+  int rc = 1;
+  char *esc = what ? curl_easy_escape(NULL, what, 0) : NULL; /* no handle needed since curl 7.82 */
+  if (what && !esc) {
+    fail("out of memory escaping '%.40s'", what);
+    goto out;
+  }
+  char url[1024];
+  if (nvmet)
+    snprintf(url, sizeof url, "http://localhost/v1/nvmet%s%s", esc ? "?namespace=" : "",
+             esc ? esc : "");
+  else
+    snprintf(url, sizeof url, "http://localhost/v1/explain?%s=%s",
+             strchr(what, '/') ? "pod" : "uid", esc);
+  long status = 0;
+  json_object *doc = NULL;
+  char *raw = NULL;
+  if (fetch(sock, url, &status, &doc, &raw) == 0)
+    rc = answer(status, doc, raw, json, nvmet ? explain_nvmet_render : explain_render);
   json_object_put(doc);
+  free(raw);
 out:
   curl_free(esc);
-  if (h)
-    curl_easy_cleanup(h);
   curl_global_cleanup();
-  free(b.p);
   return rc;
 }

@@ -10,6 +10,7 @@
 #include "ioqos/pace.h"
 #include "ioqos/placement.h"
 #include "ioqos/nvmet.h"
+#include "ioqos/nvmetplan.h"
 #include "ioqos/probe.h"
 #include "ioqos/ungranted.h"
 #include "probe_nvmet.h"
@@ -179,6 +180,11 @@ static void print_text(const struct ioq_config *cfg, const struct ioq_inventory 
     printf("  advertised:    %s %llu units, %s %llu units (fraction %.2f)\n", IOQ_RESOURCE_BANDWIDTH,
            (unsigned long long)d->units[IOQ_RES_BANDWIDTH], IOQ_RESOURCE_IOPS,
            (unsigned long long)d->units[IOQ_RES_IOPS], d->allocatable_fraction);
+    if (d->nvmet_units[IOQ_RES_BANDWIDTH] || d->nvmet_units[IOQ_RES_IOPS])
+      printf("  nvmet:         %llu bandwidth and %llu IOPS units taken by NVMe-oF namespaces, "
+             "not advertised\n",
+             (unsigned long long)d->nvmet_units[IOQ_RES_BANDWIDTH],
+             (unsigned long long)d->nvmet_units[IOQ_RES_IOPS]);
     print_pool(cfg, d);
     print_pace(cfg, inv, d);
   }
@@ -205,7 +211,8 @@ static json_object *blockdev_json(const struct ioq_blockdev *b) {
 }
 
 static void print_json(const struct ioq_config *cfg, const struct ioq_inventory *inv,
-                       const struct ioq_nvmet_inventory *nv, const char *nv_err) {
+                       const struct ioq_nvmet_inventory *nv, const struct ioq_nvmet_plan *plan,
+                       const char *nv_err) {
   json_object *root = json_object_new_object();
   json_object *cg = json_object_new_object();
   json_object_object_add(cg, "version", json_object_new_int((int)inv->layout.io_version));
@@ -265,6 +272,13 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       json_object_object_add(u, ioq_resource_name(r), json_object_new_int64((int64_t)d->units[r]));
     json_object_object_add(o, "units", u);
+    if (d->nvmet_units[IOQ_RES_BANDWIDTH] || d->nvmet_units[IOQ_RES_IOPS]) {
+      json_object *nu = json_object_new_object();
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        json_object_object_add(nu, ioq_resource_name(r),
+                               json_object_new_int64((int64_t)d->nvmet_units[r]));
+      json_object_object_add(o, "nvmetUnits", nu);
+    }
     json_object *ug = json_object_new_object();
     uint64_t pool[IOQ_RES_COUNT];
     full_pool(cfg, d, pool);
@@ -302,7 +316,10 @@ static void print_json(const struct ioq_config *cfg, const struct ioq_inventory 
     json_object_object_add(ne, "error", json_object_new_string(nv_err));
     json_object_object_add(root, "nvmet", ne);
   } else {
-    json_object_object_add(root, "nvmet", ioq_nvmet_json(nv));
+    json_object *nj = ioq_nvmet_json(nv);
+    if (nj && cfg->nvmet.n && ioq_nvmet_plan_json(plan, nj, NULL) < 0)
+      fprintf(stderr, "ioqosctl probe: out of memory (nvmet plan)\n");
+    json_object_object_add(root, "nvmet", nj);
   }
   printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(root);
@@ -356,20 +373,29 @@ int cmd_probe(int argc, char **argv) {
   /* what the node exports over NVMe-oF (ioqos/nvmet.h): its own part of
    * the report, a failure there does not hide the disks */
   struct ioq_nvmet_inventory nv;
+  struct ioq_nvmet_plan plan = {0};
   ioq_err ne = {0};
+  /* the plugin's rule: configured namespaces take their units from the
+   * disks before they are advertised (ioqos/nvmetplan.h) */
   bool nv_ok = ioq_nvmet_probe(&po.roots, &nv, &ne) == 0;
+  if (nv_ok && ioq_nvmet_plan_build(&cfg, inv.layout.io_version, &nv, inv.disks, inv.n, &plan,
+                                    &ne) < 0) {
+    ioq_nvmet_free(&nv);
+    nv_ok = false;
+  }
   if (json) {
-    print_json(&cfg, &inv, &nv, nv_ok ? NULL : ne.msg);
+    print_json(&cfg, &inv, &nv, &plan, nv_ok ? NULL : ne.msg);
   } else {
     print_text(&cfg, &inv);
     if (nv_ok)
-      probe_nvmet_text(&nv);
+      probe_nvmet_text(&nv, &plan);
     else
       printf("\nnvmet (NVMe-oF target): ERROR: %s\n", ne.msg);
   }
   /* the report is complete; the errors also go to stderr for scripts */
   int rc = 0;
   if (nv_ok) {
+    ioq_nvmet_plan_free(&plan);
     ioq_nvmet_free(&nv);
   } else {
     fprintf(stderr, "ioqosctl probe: %s\n", ne.msg);

@@ -2,8 +2,17 @@
 #include "probe_nvmet.h"
 
 #include <stdio.h>
+#include <string.h>
 
-void probe_nvmet_text(const struct ioq_nvmet_inventory *inv) {
+static const struct ioq_nvmet_plan_ns *planned(const struct ioq_nvmet_plan *p,
+                                               const struct ioq_nvmet_ns *ns) {
+  for (size_t i = 0; i < p->n; i++)
+    if (!strcmp(p->ns[i].subsystem, ns->subsystem) && p->ns[i].nsid == ns->nsid)
+      return &p->ns[i];
+  return NULL;
+}
+
+void probe_nvmet_text(const struct ioq_nvmet_inventory *inv, const struct ioq_nvmet_plan *plan) {
   printf("\nnvmet (NVMe-oF target): %s\n", ioq_nvmet_state_name(inv->state));
   if (inv->state == IOQ_NVMET_PRESENT)
     printf("  %c nvmet.cgroup_id   %s\n", inv->cgroup_id == IOQ_NVMET_CGID_PRESENT ? '+' : '-',
@@ -21,5 +30,10 @@ void probe_nvmet_text(const struct ioq_nvmet_inventory *inv) {
     if (ns->has_cgroup_id)
       printf(", cgroup_id %llu", (unsigned long long)ns->cgroup_id);
     printf("\n");
+    const struct ioq_nvmet_plan_ns *pn = planned(plan, ns);
+    if (pn)
+      printf("    ioqos: %s: %s\n", ioq_nvmet_verdict_name(pn->verdict), pn->why);
   }
+  for (size_t i = 0; i < plan->n_unmatched; i++)
+    printf("  ! %s\n", plan->unmatched[i]);
 }

@@ -5,7 +5,9 @@
 #define IOQOS_CTL_PROBE_NVMET_H
 
 #include "ioqos/nvmet.h"
+#include "ioqos/nvmetplan.h"
 
-void probe_nvmet_text(const struct ioq_nvmet_inventory *inv);
+/* plan: what config nvmet gives each namespace (empty without entries) */
+void probe_nvmet_text(const struct ioq_nvmet_inventory *inv, const struct ioq_nvmet_plan *plan);
 
 #endif

@@ -143,9 +143,7 @@ static void put_time(json_object *o, const char *k, double t) {
     add(o, k, json_object_new_double(t));
 }
 
-static unsigned error_body(unsigned status, char **body, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static unsigned error_body(unsigned status, char **body, const char *fmt, ...) {
+unsigned explain_error_body(unsigned status, char **body, const char *fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
@@ -516,26 +514,26 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   *body = NULL;
   char ns[IOQ_POD_NAMESPACE_MAX + 1] = "", name[IOQ_POD_NAME_MAX + 1] = "";
   if ((pod == NULL) == (uid == NULL))
-    return error_body(400, body, "give exactly one of pod=NAMESPACE/NAME or uid=UID");
+    return explain_error_body(400, body, "give exactly one of pod=NAMESPACE/NAME or uid=UID");
   if (pod) {
     const char *slash = strchr(pod, '/');
     size_t nl = slash ? (size_t)(slash - pod) : 0;
     if (!slash || nl == 0 || nl > IOQ_POD_NAMESPACE_MAX || strlen(slash + 1) > IOQ_POD_NAME_MAX)
-      return error_body(400, body, "pod=%.80s: want NAMESPACE/NAME", pod);
+      return explain_error_body(400, body, "pod=%.80s: want NAMESPACE/NAME", pod);
     memcpy(ns, pod, nl);
     ns[nl] = '\0';
     ioq_copy_trunc(name, sizeof name, slash + 1); /* length checked above */
     if (!ioq_k8s_label_valid(ns) || !ioq_k8s_subdomain_valid(name))
-      return error_body(400, body, "pod=%.80s: not a Kubernetes namespace/name", pod);
+      return explain_error_body(400, body, "pod=%.80s: not a Kubernetes namespace/name", pod);
   } else {
     ioq_err e;
     if (ioq_pod_uid_check(uid, &e) < 0)
-      return error_body(400, body, "uid=%.80s: %s", uid, e.msg);
+      return explain_error_body(400, body, "uid=%.80s: %s", uid, e.msg);
   }
 
   struct pod_info *pi = calloc(1, sizeof *pi);
   if (!pi)
-    return error_body(500, body, "out of memory (pod info)");
+    return explain_error_body(500, body, "out of memory (pod info)");
   bool found;
   char what[IOQ_POD_NAMESPACE_MAX + IOQ_POD_NAME_MAX + 8];
   /* The pod cache only: it holds this node's pods (list+watch). A GET on a
@@ -551,11 +549,11 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   if (!found) {
     free(pi);
     if (!p->pods || !podcache_synced(p->pods))
-      return error_body(503, body,
+      return explain_error_body(503, body,
                         "pod %s: the plugin has not listed this node's pods from the API server "
                         "yet (starting, or the API server is unreachable: see its log); try again",
                         what);
-    return error_body(404, body,
+    return explain_error_body(404, body,
                       "pod %s not found on node %s (the API server lists no such pod here: "
                       "check the name, and the node with `kubectl get pod -o wide`)",
                       what, p->opts.node_name);
@@ -569,7 +567,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   json_object *doc = json_object_new_object();
   unsigned status = 200;
   if (!doc) {
-    status = error_body(500, body, "out of memory (explanation document)");
+    status = explain_error_body(500, body, "out of memory (explanation document)");
     goto out;
   }
   put_str(doc, "apiVersion", "ioqos.io/v1alpha1");
@@ -595,9 +593,9 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   add(doc, "nodePolicy", node_policy_section(p, pi->uid));
   int rc = render(doc, body);
   if (rc == -2)
-    status = error_body(500, body, "explanation of %s larger than %d bytes", what, EXPLAIN_BODY_MAX);
+    status = explain_error_body(500, body, "explanation of %s larger than %d bytes", what, EXPLAIN_BODY_MAX);
   else if (rc < 0)
-    status = error_body(500, body, "out of memory (explanation body)");
+    status = explain_error_body(500, body, "out of memory (explanation body)");
   json_object_put(doc);
 out:
   free(aps);

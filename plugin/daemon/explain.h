@@ -44,4 +44,10 @@ void explain_note_choice(struct explain *x, const char *ns, const char *name, en
  * memory) is the JSON document, or {"error": "..."} for 400/404/500. */
 unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char **body);
 
+/* A JSON error answer of the explain socket: *body = {"error": "..."}
+ * (malloc'd; NULL on OOM, which the caller answers without a body).
+ * Returns status. */
+unsigned explain_error_body(unsigned status, char **body, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -40,6 +40,7 @@
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
 #include "metrics.h"
+#include "nvmetns.h"
 #include "ioqos/listenaddr.h"
 #include "ioqos/monoclock.h"
 #include "plugin.h"
@@ -120,9 +121,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   }
   char why[512];
   if (l->explain) {
+    if (strcmp(url, "/v1/nvmet") == 0) {
+      const char *f = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
+      char *b = NULL;
+      unsigned status = nvmetns_explain(p, f, &b);
+      ioq_debug("explain request nvmet=%s status=%u", f ? f : "", status);
+      return b ? reply(c, status, "application/json", b) : MHD_NO;
+    }
     if (strcmp(url, "/v1/explain") != 0) {
       char *b = strdup("{\"error\":\"not found: this socket serves GET "
-                       "/v1/explain?pod=NAMESPACE/NAME or ?uid=UID\"}\n");
+                       "/v1/explain?pod=NAMESPACE/NAME or ?uid=UID, and GET "
+                       "/v1/nvmet[?namespace=NQN[/NSID]]\"}\n");
       return b ? reply(c, MHD_HTTP_NOT_FOUND, "application/json", b) : MHD_NO;
     }
     const char *pod = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pod");
@@ -361,7 +370,7 @@ static int explain_start(struct httpd *h, const char *path, const struct plugin_
     return ioq_fail(e, rc, "start explain http thread: %s", strerror(rc));
   }
   l->running = true;
-  ioq_info("explain listening socket=%s mode=0600 paths=/v1/explain max_connections=%u "
+  ioq_info("explain listening socket=%s mode=0600 paths=/v1/explain,/v1/nvmet max_connections=%u "
            "request_timeout_s=%u",
            path, o->http_max_conns, o->http_timeout_s);
   return 0;

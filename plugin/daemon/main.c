@@ -28,6 +28,7 @@
 #include "ioqos/log.h"
 #include "ioqos/kube/kube.h"
 #include "metrics.h"
+#include "nvmetns.h"
 #include "monitor.h"
 #include "nodepool.h"
 #include "plugin.h"
@@ -207,6 +208,8 @@ static void teardown(struct plugin *p) {
   p->dra = NULL;
   explain_free(p->explain);
   p->explain = NULL;
+  nvmetns_free(p->nvmet);
+  p->nvmet = NULL;
   catalog_free(p->catalog);
   metrics_free(p->metrics);
   ioq_config_free(&p->cfg);
@@ -230,8 +233,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   p->probe.roots.sysfs = p->opts.sysfs_root;
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
   if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
-      !(p->explain = explain_new())) {
-    ioq_fail(&e, ENOMEM, "out of memory (catalog, metrics or explain notes)");
+      !(p->explain = explain_new()) || !(p->nvmet = nvmetns_new())) {
+    ioq_fail(&e, ENOMEM, "out of memory (catalog, metrics, explain notes or nvmet state)");
     goto fatal;
   }
   if (ioq_mkdir_p(p->opts.device_plugin_dir, &e) < 0 || setup_endpoints(p, &e) < 0 ||

@@ -31,6 +31,7 @@ struct registrar;
 struct ungranted;
 struct drastate;
 struct dradriver;
+struct nvmetns;
 
 #define KUBELET_SOCKET_NAME "kubelet.sock"
 #define DP_API_VERSION "v1beta1"
@@ -68,6 +69,7 @@ struct plugin {
   struct ungranted *ug; /* NULL when nodePolicy.ungranted.enable is false */
   struct drastate *dra;     /* DRA mode: the prepared claims; NULL in device-plugin mode */
   struct dradriver *drad;   /* DRA mode: kubelet's DRA service, registration, ResourceSlice */
+  struct nvmetns *nvmet;    /* NVMe-oF target namespaces (config nvmet) */
   struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
   struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */

@@ -186,7 +186,11 @@ static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct 
   if (split && ioq_dirsplit_valid(&s.max, split)) /* combined directions: the split kept */
     s.max = *split;
   unsigned w = 0, bw = 0;
-  if (ioq_grant_weights(dg, cd->units, &w, &bw, e) < 0)
+  /* the share of everything granted on the disk, NVMe-oF namespaces included */
+  uint64_t granted[IOQ_RES_COUNT];
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    granted[r] = cd->units[r] + cd->disk.nvmet_units[r];
+  if (ioq_grant_weights(dg, granted, &w, &bw, e) < 0)
     return -1;
   char wfile[PATH_MAX];
   bool has_weight_file = cg->version == IOQ_CGV2 &&

@@ -27,10 +27,10 @@
 #include "ioqos/log.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/nodeanno.h"
-#include "ioqos/nvmet.h"
 #include "ioqos/kube/kube.h"
 #include "metrics.h"
 #include "nodepolicy.h"
+#include "nvmetns.h"
 #include "plugin.h"
 #include "podcache.h"
 #include "podres.h"
@@ -66,6 +66,9 @@ void inventory_refresh(struct plugin *p) {
       if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) < 0)
         goto failed;
     }
+    /* after the node policy, which paces at everything granted (namespaces
+     * included): the namespaces' units are not offered to pods */
+    nvmetns_refresh(p, &inv);
     if (g_probe_err[0])
       ioq_info("disk probe recovered");
     g_probe_err[0] = '\0';
@@ -263,36 +266,8 @@ void reconcile_pass(struct plugin *p) {
 
 /* ---- node annotation ---- */
 
-/* What the node exports over NVMe-oF, for the annotation: NULL when the
- * nvmet module is not loaded (nothing to say). The verdict is logged when
- * it changes. */
-static json_object *nvmet_state(struct plugin *p) {
-  static char last[IOQ_ERR_MSG_MAX + 400];
-  struct ioq_nvmet_inventory inv;
-  ioq_err e;
-  char now[sizeof last];
-  json_object *j = NULL;
-  if (ioq_nvmet_probe(&p->probe.roots, &inv, &e) < 0) {
-    snprintf(now, sizeof now, "error: %s", e.msg);
-    if (strcmp(now, last) != 0)
-      ioq_warn("nvmet probe failed error=\"%s\"", e.msg);
-  } else {
-    snprintf(now, sizeof now, "%s %s %zu %s", ioq_nvmet_state_name(inv.state),
-             ioq_nvmet_cgid_name(inv.cgroup_id), inv.n, inv.reason);
-    if (strcmp(now, last) != 0 && (inv.state != IOQ_NVMET_NO_MODULE || last[0]))
-      ioq_info("nvmet target state=%s cgroup_id=%s namespaces=%zu reason=\"%s\"",
-               ioq_nvmet_state_name(inv.state), ioq_nvmet_cgid_name(inv.cgroup_id), inv.n,
-               inv.reason);
-    if (inv.state != IOQ_NVMET_NO_MODULE)
-      j = ioq_nvmet_json(&inv);
-    ioq_nvmet_free(&inv);
-  }
-  snprintf(last, sizeof last, "%s", now);
-  return j;
-}
-
 /* published_at 0: the content only, to compare with the last one sent;
- * nvmet: nvmet_state() (may be NULL) */
+ * nvmet: nvmetns_state() (may be NULL) */
 static char *annotation_text(struct plugin *p, time_t published_at, json_object *nvmet) {
   struct ioq_node_state st = {0};
   st.version = IOQ_NODE_ANNO_VERSION;
@@ -324,7 +299,7 @@ static void publish(struct reconciler *rc) {
   /* allocated units come from the List: publish nothing before one worked */
   if (!p->kube || !listview_have_list(p->table) || ioq_mono_s() < rc->publish_due)
     return;
-  json_object *nvmet = nvmet_state(p); /* once: both texts below carry it */
+  json_object *nvmet = nvmetns_state(p); /* once: both texts below carry it */
   char *content = annotation_text(p, 0, nvmet);
   if (!content) {
     json_object_put(nvmet);

@@ -7,12 +7,13 @@
 # buffered_io off, backed by nb0) and gives the verdict of this kernel (Debian's 6.1 has no
 # per-namespace cgroup_id: "absent"; a 7.5+ kernel would say "present"). And the cgroup ID
 # ioqos computes (`ioqosctl show`, the directory's inode) is the ID the kernel itself reports
-# for that cgroup (tracefs event cgroup:cgroup_mkdir, field id=).
+# for that cgroup (tracefs event cgroup:cgroup_mkdir, field id=). Then the plugin with
+# nvmet.namespaces on that target (test_nvmet.py HostV2).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BUILD=${IOQOS_E2E_BUILD:-${IOQOS_E2E_SHARES%%:*}}
-if [ -z "$BUILD" ] || [ ! -x "$BUILD/plugin/ctl/ioqosctl" ]; then
-    echo "FAIL - no build tree with ioqosctl (IOQOS_E2E_SHARES=${IOQOS_E2E_SHARES:-})"; exit 1
+if [ -z "$BUILD" ] || [ ! -x "$BUILD/plugin/ctl/ioqosctl" ] || [ ! -x "$BUILD/plugin/daemon/ioqos-plugin" ]; then
+    echo "FAIL - no build tree with ioqosctl and ioqos-plugin (IOQOS_E2E_SHARES=${IOQOS_E2E_SHARES:-})"; exit 1
 fi
 e2e_in_vm --nullb nb0:size_gb=1 -e IOQOS_E2E_BUILD="$BUILD" -- "$0" "$@"
 
@@ -73,6 +74,18 @@ info "cgroup $CGD: kernel id ${kid:-?}, ioqosctl show id ${oid:-?}"
 check "the kernel reported an id for the new cgroup" test -n "$kid"
 check_eq "ioqos's cgroup ID is the kernel's" "$kid" "$oid"
 rmdir $CGD
+
+# the plugin with nvmet.namespaces on this target: it makes the namespace cgroup on the
+# real kernel, takes the units, says whether the kernel charges the namespace, and removes
+# the cgroup when the entry goes (tests/plugin/test_nvmet.py HostV2)
+(cd "$E2E_REPO/tests/plugin" &&
+    IOQOS_PLUGIN_BIN=$BUILD/plugin/daemon/ioqos-plugin IOQOS_CTL_BIN=$CTL \
+    IOQOS_PROTO_PY_DIR=$BUILD/proto/python PYTHONDONTWRITEBYTECODE=1 IOQOS_NVMET_V2_DISK=nb0 \
+    IOQOS_NVMET_V2_SUB=$SUB $PY test_nvmet.py HostV2 > /tmp/test-nvmet.out 2>&1)
+rc=$?
+cat /tmp/test-nvmet.out
+check_eq "the plugin's namespace cgroup on a real kernel (test_nvmet.py HostV2)" 0 "$rc"
+check "the v2 test ran (not skipped)" sh -c '! grep -q "skipped" /tmp/test-nvmet.out'
 
 # tear the target down (the VM goes anyway; modules must unload cleanly)
 rm $CFS/nvmet/ports/1/subsystems/$SUB && rmdir $CFS/nvmet/ports/1

@@ -334,6 +334,8 @@ DRA_GROUP = "resource.k8s.io"
 DRA_OVERLAY = os.path.join(MANIFESTS, "overlays", "dra")
 # the Component a device-plugin install adds while the cluster migrates
 DRA_MIGRATION = os.path.join(DRA_OVERLAY, "migration")
+# the Component storage nodes add: the host's configfs, writable (issue 16)
+NVMET_COMPONENT = os.path.join(MANIFESTS, "overlays", "nvmet")
 DRA_MODE_LABEL = "ioqos.io/mode"  # node label: device-plugin | dra
 # what DRA mode needs beyond RBAC_EXPECTED (overlays/dra/plugin-dra-rbac.yaml):
 # the publisher lists its node's slices (no watch: it republishes on a
@@ -1660,7 +1662,7 @@ def host_path_of(c, ps, path):
     return vol["hostPath"]["path"].rstrip("/") + path[len(mp):], vm
 
 
-def plugin_problems(ds, docs):
+def plugin_problems(ds, docs, nvmet=False):
     where = "DaemonSet/%s" % ds["metadata"]["name"]
     p = []
     ps = ds["spec"]["template"]["spec"]
@@ -1671,9 +1673,16 @@ def plugin_problems(ds, docs):
     mode = f.get("mode") or "device-plugin"
     if mode not in ("device-plugin", "dra"):
         p.append("%s: --mode=%s is neither device-plugin nor dra" % (where, mode))
-    p += plugin_privilege_problems(where, ps, c, mode == "dra")
+    p += plugin_privilege_problems(where, ps, c, mode == "dra", nvmet)
     if mode == "dra":
         p += dra_plugin_problems(where, ds, ps, c, f)
+    if nvmet:
+        # the plugin reads and writes configfs at <--sysfs-root>/kernel/config
+        cfs = os.path.join(f.get("sysfs-root") or "/sys", "kernel/config")
+        hp = host_path_of(c, ps, cfs)
+        if not hp or hp[0] != "/sys/kernel/config" or hp[1].get("readOnly"):
+            p.append("%s: %s (configfs, for nvmet cgroup_id) is not the host's /sys/kernel/config, "
+                     "writable (mounted: %s)" % (where, cfs, hp and hp[0]))
     if ps.get("priorityClassName") != "system-node-critical":
         p.append("%s: priorityClassName is %r" % (where, ps.get("priorityClassName")))
     if not any(t.get("operator") == "Exists" and not t.get("key") for t in ps.get("tolerations") or []):
@@ -1775,6 +1784,13 @@ PLUGIN_HOST_PATHS_DRA = {
 }
 
 
+# and with the storage-node Component (overlays/nvmet): the kernel target's
+# configfs, where the plugin writes a namespace's cgroup_id
+PLUGIN_HOST_PATHS_NVMET = {
+    "/sys/kernel/config": "rw",
+}
+
+
 def mount_access(vm):
     if not vm.get("readOnly"):
         return "rw"
@@ -1812,7 +1828,7 @@ def dra_plugin_problems(where, ds, ps, c, f):
     return p
 
 
-def plugin_privilege_problems(where, ps, c, dra=False):
+def plugin_privilege_problems(where, ps, c, dra=False, nvmet=False):
     p = []
     sc = c.get("securityContext") or {}
     psc = ps.get("securityContext") or {}
@@ -1840,11 +1856,13 @@ def plugin_privilege_problems(where, ps, c, dra=False):
         if not hp:
             continue
         path = hp["path"].rstrip("/") or "/"
-        allowed = dict(PLUGIN_HOST_PATHS, **(PLUGIN_HOST_PATHS_DRA if dra else {}))
+        allowed = dict(PLUGIN_HOST_PATHS, **(PLUGIN_HOST_PATHS_DRA if dra else {}),
+                       **(PLUGIN_HOST_PATHS_NVMET if nvmet else {}))
         want = allowed.get(path)
         if want is None:
             p.append("%s: host path %s is not one the plugin needs%s (%s)" % (
-                where, path, " in this mode" if path in PLUGIN_HOST_PATHS_DRA else "", sorted(allowed)))
+                where, path, " in this mode" if path in PLUGIN_HOST_PATHS_DRA else
+                " without overlays/nvmet" if path in PLUGIN_HOST_PATHS_NVMET else "", sorted(allowed)))
         elif mount_access(vm) != want:
             p.append("%s: host path %s is mounted %s, want %s" % (where, path, mount_access(vm), want))
         if vm.get("mountPropagation") not in (None, "None"):
@@ -1938,13 +1956,13 @@ def netpol_problems(dep, docs, port, ports):
     return p
 
 
-def workload_problems(docs):
+def workload_problems(docs, nvmet=False):
     p = []
     n_ds = n_ext = 0
     for o in docs:
         if o["kind"] == "DaemonSet":
             n_ds += 1
-            p += plugin_problems(o, docs)
+            p += plugin_problems(o, docs, nvmet)
         if o["kind"] == "Deployment" and o["metadata"]["name"] == "ioqos-scheduler-ext":
             n_ext += 1
             p += extender_problems(o, docs)
@@ -2001,13 +2019,17 @@ def mode_split_problems(dra_docs, dp_docs, with_migration):
     return p
 
 
-def render_with_migration(d):
-    """d's render with the migration Component added (a kustomization in a
-    temporary directory naming both)."""
+def render_with_component(d, component):
+    """d's render with a Component added (a kustomization in a temporary
+    directory naming both)."""
     with tempfile.TemporaryDirectory() as t:
         with open(os.path.join(t, "kustomization.yaml"), "w") as fh:
-            fh.write("resources:\n  - %s\ncomponents:\n  - %s\n" % (os.path.relpath(d, t), os.path.relpath(DRA_MIGRATION, t)))
+            fh.write("resources:\n  - %s\ncomponents:\n  - %s\n" % (os.path.relpath(d, t), os.path.relpath(component, t)))
         return render(t)
+
+
+def render_with_migration(d):
+    return render_with_component(d, DRA_MIGRATION)
 
 
 def mode_split_checks():
@@ -2099,6 +2121,19 @@ def cmd_workloads():
     control("host root mounted", workload_problems, mutate("DaemonSet", lambda o: (
         o["spec"]["template"]["spec"]["volumes"].append({"name": "host", "hostPath": {"path": "/"}}),
         plugin_container(o)["volumeMounts"].append({"name": "host", "mountPath": "/host"}))))
+    # the storage-node Component on each kind of install: configfs writable
+    # at --sysfs-root/kernel/config, nothing else added
+    for d in (os.path.join(MANIFESTS, "base"), DRA_OVERLAY):
+        docs = render_with_component(d, NVMET_COMPONENT)
+        probs = workload_problems(docs, nvmet=True)
+        for x in probs:
+            fail("%s with %s: %s" % (rel(d), rel(NVMET_COMPONENT), x))
+        if not probs:
+            ok("%s with %s: the host's configfs writable where the plugin reads sysfs" % (rel(d), rel(NVMET_COMPONENT)))
+    control("nvmet.namespaces without overlays/nvmet (configfs read-only)",
+            lambda docs: workload_problems(docs, nvmet=True), base)
+    control("overlays/nvmet's configfs mount beside a plain install",
+            workload_problems, render_with_component(os.path.join(MANIFESTS, "base"), NVMET_COMPONENT))
     # no container of any manifest is privileged
     for d in kustomization_dirs():
         for o in render(d):

@@ -54,6 +54,18 @@ def free_port():
     return port
 
 
+def wait_for(pred, timeout=10.0, what="condition", step=0.05):
+    """pred()'s first true value, polled every `step` s for `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
 def fake_disk(sys_root, name, majmin, sched="[none] mq-deadline"):
     """A whole disk in a fake sysfs, laid out like the kernel's."""
     d = os.path.join(sys_root, "devices/virtual/block", name)

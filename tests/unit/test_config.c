@@ -139,7 +139,7 @@ static void drop_line(char *m) {
     memmove(l, end, strlen(end) + 1);
 }
 
-struct bad { char json[200]; char want[320]; };
+struct bad { char json[220]; char want[320]; };
 static struct bad g_bad_cases[] = {
       {"", "c.json: line 1: invalid JSON"},
       {"{\n\"units\": {\n", "c.json: line 3: invalid JSON"},
@@ -203,6 +203,26 @@ static struct bad g_bad_cases[] = {
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bw\": 1}}]}", "c.json: devices[0].ungrantedPool: unknown field 'bw'"},
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 100}, \"ungrantedPool\": {\"iops\": 101}}]}", "c.json: devices[0].ungrantedPool.iops: is larger than the disk (capacity.iops)"},
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"bandwidthBytesPerSec\": 100}, \"ungrantedPool\": {\"bandwidthBytesPerSec\": 200}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: is larger than the disk"},
+      /* issue 16: nvmet namespaces */
+      {"{\"nvmet\": {\"namespace\": []}}", "c.json: nvmet: unknown field 'namespace' (allowed: parent allowNamespaceRestart namespaces)"},
+      {"{\"nvmet\": {\"parent\": \"/ioqos\"}}", "c.json: nvmet.parent: must be a relative path below the cgroup2 root"},
+      {"{\"nvmet\": {\"parent\": \"a/../b\"}}", "c.json: nvmet.parent: must not contain '.' or '..'"},
+      {"{\"nvmet\": {\"parent\": \"kubepods.slice/x\"}}", "c.json: nvmet.parent: must not be inside kubelet's kubepods tree"},
+      {"{\"nvmet\": {\"parent\": \"a b\"}}", "c.json: nvmet.parent: may hold only A-Z a-z 0-9"},
+      {"{\"nvmet\": {\"allowNamespaceRestart\": 1}}", "c.json: nvmet.allowNamespaceRestart: must be true or false"},
+      {"{\"nvmet\": {\"namespaces\": {}}}", "c.json: nvmet.namespaces: must be an array"},
+      {"{\"nvmet\": {\"namespaces\": [{\"nsid\": 1, \"grant\": {\"bandwidth\": 1}}]}}", "c.json: nvmet.namespaces[0].subsystem: is required"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"a/b\", \"grant\": {\"bandwidth\": 1}}]}}", "c.json: nvmet.namespaces[0].subsystem: must not contain '/'"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"nsid\": 0, \"grant\": {\"iops\": 1}}]}}", "c.json: nvmet.namespaces[0].nsid: must be an integer in [1, 4294967295]"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\"}]}}", "c.json: nvmet.namespaces[0]: needs grant (bandwidth/iops units) or limits (raw io.max values)"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"bandwidth\": 1}, \"limits\": {\"rbps\": 9}}]}}", "c.json: nvmet.namespaces[0].limits: and grant exclude each other"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {}}]}}", "c.json: nvmet.namespaces[0].grant: must set bandwidth or iops"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"bandwidth\": 0}}]}}", "c.json: nvmet.namespaces[0].grant.bandwidth: must be an integer in [1, 25000]"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"limits\": {\"rbps\": 1}}]}}", "c.json: nvmet.namespaces[0].limits.rbps: must be an integer in [2, "},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"limits\": {\"rios\": 5}}]}}", "c.json: nvmet.namespaces[0].limits: unknown field 'rios' (allowed: rbps wbps riops wiops)"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"iops\": 1}, \"weight\": 10001}]}}", "c.json: nvmet.namespaces[0].weight: must be an integer in [1, 10000]"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"iops\": 1}}, {\"subsystem\": \"q\", \"grant\": {\"iops\": 2}}]}}", "c.json: nvmet.namespaces[1]: selects the same namespaces as nvmet.namespaces[0]"},
+      {"{\"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"iops\": 1}}, {\"subsystem\": \"q\", \"nsid\": 2, \"grant\": {\"iops\": 2}}]}}", "c.json: nvmet.namespaces[1]: is never used: nvmet.namespaces[0] before it selects every namespace"},
       /* issue 12 item 10: ListAndWatch must stay well under kubelet's 4 MiB */
       {"{\"devices\": [{\"select\": \"sda\", \"capacity\": {\"iops\": 3200000}}]}",
        "c.json: devices[0].capacity.iops: 3200000 x allocatable fraction 0.8 / unit size 100 = 25600 ioqos/iops units, more than the 25000 one disk may advertise (each unit is one device in kubelet's ListAndWatch message, at most 78 bytes each, limit 4194304 bytes): raise units.iops"},
@@ -222,6 +242,48 @@ ParameterizedTest(struct bad *b, config, rejects) {
   cr_assert(strstr(e.msg, b->want), "for %s\n got: %s\nwant: %s", b->json, e.msg, b->want);
   cr_assert_eq(e.code, IOQ_EINVAL_INPUT);
   cr_assert_null(c.source, "config must be freed on error");
+}
+
+Test(config, nvmet) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse("{}", "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(c.nvmet.parent, "ioqos-nvmet.slice");
+  cr_assert_not(c.nvmet.allow_namespace_restart, "never disruptive by default");
+  cr_assert_eq(c.nvmet.n, 0);
+  ioq_config_free(&c);
+  const char *y = "apiVersion: ioqos.io/v1alpha1\nkind: NodeConfiguration\n"
+                  "nvmet:\n  parent: storage/ioqos-nvmet\n  allowNamespaceRestart: true\n"
+                  "  namespaces:\n"
+                  "  - subsystem: nqn.2014-08.org.example:db\n    nsid: 3\n"
+                  "    grant: {bandwidth: 200, iops: 10}\n    weight: 900\n"
+                  "  - subsystem: nqn.2014-08.org.example:db\n"
+                  "    limits: {rbps: 104857600, wiops: 500}\n";
+  cr_assert_eq(ioq_config_parse(y, "c.yaml", &c, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(c.nvmet.parent, "storage/ioqos-nvmet");
+  cr_assert(c.nvmet.allow_namespace_restart);
+  cr_assert_eq(c.nvmet.n, 2);
+  cr_assert_str_eq(c.nvmet.ns[0].subsystem, "nqn.2014-08.org.example:db");
+  cr_assert_eq(c.nvmet.ns[0].nsid, 3);
+  cr_assert_not(c.nvmet.ns[0].raw);
+  cr_assert_eq(c.nvmet.ns[0].units[IOQ_RES_BANDWIDTH], 200);
+  cr_assert_eq(c.nvmet.ns[0].units[IOQ_RES_IOPS], 10);
+  cr_assert_eq(c.nvmet.ns[0].weight, 900);
+  cr_assert_eq(c.nvmet.ns[1].nsid, 0, "every namespace of the subsystem");
+  cr_assert(c.nvmet.ns[1].raw);
+  cr_assert_eq(c.nvmet.ns[1].limits.rbps, 104857600ull);
+  cr_assert_eq(c.nvmet.ns[1].limits.wbps, 0, "not limited");
+  cr_assert_eq(c.nvmet.ns[1].limits.wiops, 500);
+  ioq_config_free(&c);
+  /* a pool sets its own nvmet section (storage nodes are a pool) */
+  const char *pj = "{\"pools\": [{\"nodeSelector\": {\"matchLabels\": {\"role\": \"storage\"}},"
+                   " \"nvmet\": {\"namespaces\": [{\"subsystem\": \"q\", \"grant\": {\"iops\": 1}}]}}]}";
+  json_object *labels = json_tokener_parse("{\"role\": \"storage\"}");
+  cr_assert_eq(ioq_config_parse_node(pj, "c.json", labels, &c, &e), 0, "%s", e.msg);
+  cr_assert_eq(c.nvmet.n, 1);
+  cr_assert_str_eq(c.nvmet.ns[0].subsystem, "q");
+  ioq_config_free(&c);
+  json_object_put(labels);
 }
 
 Test(config, missing_file) {
@@ -561,7 +623,7 @@ Test(config, pools_validated_all) {
   cr_assert_str_eq(yaml_err("pools:\n  - nodeSelector:\n      matchLabels:\n        gpu: true\n", "n.yaml"),
                    "n.yaml: line 4: pools[0].nodeSelector.matchLabels.gpu: must be a string (quote numbers and true/false)");
   cr_assert_str_eq(yaml_err("pools:\n  - nodeSelector: {matchLabels: {a: b}}\n    units: {iops: 10}\n", "n.yaml"),
-                   "n.yaml: line 3: pools[0]: unknown field 'units' (allowed: name nodeSelector kubeletRootDir calibrationFile allocatableFraction devices enforcement monitor nodePolicy)");
+                   "n.yaml: line 3: pools[0]: unknown field 'units' (allowed: name nodeSelector kubeletRootDir calibrationFile allocatableFraction devices enforcement monitor nodePolicy nvmet)");
   cr_assert_str_eq(yaml_err("{\"pools\": [{\"nodeSelector\": {\"matchLabels\": {\"a\": \"b\"}}, \"allocatableFraction\": 2}]}", "n.json"),
                    "n.json: line 1: pools[0].allocatableFraction: must be a number in (0, 1]");
   cr_assert_str_eq(yaml_err("pools: {}\n", "n.yaml"), "n.yaml: line 1: pools: must be an array");

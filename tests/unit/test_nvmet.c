@@ -3,6 +3,7 @@
  * states, the cgroup_id verdict, namespaces with their attributes and
  * backing disks, and every malformed attribute refused with its path. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,53 @@ Test(nvmet, json) {
   cr_assert_null(strstr(s, "\"disk\""), "not backed: no disk: %s", s);
   json_object_put(j);
   ioq_nvmet_free(&inv);
+  fx_rmtree(root);
+  free(root);
+}
+
+/* the two writes: cgroup_id only while disabled, read back; enable */
+Test(nvmet, set_cgroup_id_and_enable) {
+  char *root = fx_tmpdir();
+  nvmet_loaded(root);
+  ns(root, SUB, "1", "0\n", "\n", "0\n", "0\n");
+  ns(root, SUB, "2", "1\n", "\n", "0\n", "5\n");
+  ns(root, SUB, "3", "0\n", "\n", "0\n", NULL);
+  struct ioq_roots r = roots_of(root);
+  ioq_err e;
+  char rel[400];
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 1, 4242, &e), 0, "%s", e.msg);
+  snprintf(rel, sizeof rel, "sys/kernel/config/nvmet/subsystems/%s/namespaces/1/cgroup_id", SUB);
+  char *v = fx_read(root, rel);
+  cr_assert_str_eq(v, "4242\n");
+  free(v);
+  /* enabled: refused before the kernel sees it, nothing written */
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 2, 4242, &e), -1);
+  cr_assert_eq(e.code, EBUSY);
+  cr_assert(strstr(e.msg, "is enabled: the kernel changes cgroup_id only while the namespace is "
+                          "disabled"),
+            "%s", e.msg);
+  snprintf(rel, sizeof rel, "sys/kernel/config/nvmet/subsystems/%s/namespaces/2/cgroup_id", SUB);
+  v = fx_read(root, rel);
+  cr_assert_str_eq(v, "5\n");
+  free(v);
+  /* a kernel without the attribute */
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 3, 1, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  cr_assert(strstr(e.msg, "cgroup_id does not exist: this kernel cannot charge"), "%s", e.msg);
+  /* no such namespace, a hostile name */
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 9, 1, &e), -1);
+  cr_assert(strstr(e.msg, "namespaces/9/enable"), "%s", e.msg);
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, "../x", 1, 1, &e), -1);
+  cr_assert(strstr(e.msg, "is not an nvmet subsystem name"), "%s", e.msg);
+  /* enable and disable, read back */
+  cr_assert_eq(ioq_nvmet_set_enable(&r, SUB, 1, true, &e), 0, "%s", e.msg);
+  snprintf(rel, sizeof rel, "sys/kernel/config/nvmet/subsystems/%s/namespaces/1/enable", SUB);
+  v = fx_read(root, rel);
+  cr_assert_str_eq(v, "1\n");
+  free(v);
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 1, 1, &e), -1, "enabled now");
+  cr_assert_eq(ioq_nvmet_set_enable(&r, SUB, 1, false, &e), 0, "%s", e.msg);
+  cr_assert_eq(ioq_nvmet_set_cgroup_id(&r, SUB, 1, 0, &e), 0, "0 clears it: %s", e.msg);
   fx_rmtree(root);
   free(root);
 }

@@ -170,6 +170,25 @@ Test(ug_pool, more_held_than_advertised) {
   cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 2, "empty pool: the floor per pod is what they get");
 }
 
+/* units NVMe-oF namespaces take (config nvmet) are granted, not headroom:
+ * the pool and the pace are the same as if pods held them */
+Test(ug_pool, nvmet_units_are_not_headroom) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u);
+  /* 200 MiB/s, fraction 0.8: 160 units, 40 of them taken by namespaces */
+  struct ioq_disk d = disk(200 * MiB, 0, 120, 0);
+  d.nvmet_units[IOQ_RES_BANDWIDTH] = 40;
+  d.allocatable_fraction = 0.8;
+  uint64_t held[IOQ_RES_COUNT] = {120, 0}, pool[IOQ_RES_COUNT];
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 20 * MiB, "half of the 40 MiB/s nobody is granted, not of 80");
+  held[IOQ_RES_BANDWIDTH] = 100;
+  ioq_ug_pool(&d, &u, 0.5, held, pool);
+  cr_assert_eq(pool[IOQ_RES_BANDWIDTH], 40 * MiB, "+ the 20 units pods do not hold");
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, true, 0.5), 0.9, 1e-9);
+  cr_assert_float_eq(ioq_ug_bounded_fraction(&d, &u, false, 0.5), 0.8, 1e-9);
+}
+
 /* nodePolicy.iocost.pace: auto: the rate at which no grant and no pool is cut */
 Test(ug_bounded, grants_plus_the_pool_when_every_unit_is_held) {
   struct ioq_unit_sizes u;

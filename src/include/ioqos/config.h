@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "ioqos/error.h"
+#include "ioqos/iolimit.h"
 #include "ioqos/units.h"
 
 #define IOQ_DEFAULT_CLASS "default"
@@ -38,6 +39,10 @@
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
+/* nvmet: the cgroup (below the cgroup2 root) that holds one cgroup per
+ * configured NVMe-oF namespace, and how many entries namespaces[] may have */
+#define IOQ_DEFAULT_NVMET_PARENT "ioqos-nvmet.slice"
+#define IOQ_CONFIG_MAX_NVMET_NS 256
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -53,6 +58,19 @@ struct ioq_device_config {
   /* the pool of pods without a grant on this disk; 0 = derived (capacity
    * minus the units pods hold), see ungranted.h */
   uint64_t ungranted_pool_bw_bytes, ungranted_pool_iops;
+};
+
+/* One entry of nvmet.namespaces[]: which NVMe-oF target namespaces, and
+ * what each of them gets on the disk its I/O lands on (docs/operations.md,
+ * "Storage nodes"). Either units (grant, like a pod's) or raw io.max values
+ * (limits); the disk's units a namespace takes are not advertised to pods. */
+struct ioq_nvmet_ns_config {
+  char *subsystem; /* the subsystem's NQN */
+  uint32_t nsid;   /* 0 = every namespace of the subsystem */
+  bool raw;        /* limits given (bytes/s, IOPS), not units */
+  uint64_t units[IOQ_RES_COUNT]; /* !raw: bandwidth and IOPS units, 0 = not limited */
+  struct ioq_io_limits limits;   /* raw: 0 = not limited (max) */
+  unsigned weight; /* io.weight 1..10000; 0 = from the share, as for a pod */
 };
 
 struct ioq_config {
@@ -120,6 +138,18 @@ struct ioq_config {
     unsigned ungranted_interval_ms; /* demand measured and pool re-split this often */
     double ungranted_headroom_share; /* (0, 1]: of the part a disk does not advertise */
   } node_policy;
+
+  /* NVMe-oF target namespaces as QoS consumers (nvmetns.c in the plugin):
+   * nothing happens without entries. */
+  struct {
+    char *parent; /* below the cgroup2 root: IOQ_DEFAULT_NVMET_PARENT */
+    /* disable an enabled namespace to set its cgroup_id, then enable it
+     * again (initiators see the namespace go away); false: wait until the
+     * namespace is seen disabled */
+    bool allow_namespace_restart;
+    struct ioq_nvmet_ns_config *ns; /* in file order: the first entry matching a namespace wins */
+    size_t n;
+  } nvmet;
 };
 
 /* Device class names (config devices[].class, pod annotation ioqos.io/class):

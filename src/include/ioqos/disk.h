@@ -62,6 +62,10 @@ struct ioq_disk {
   char capacity_source[160]; /* "config", "io.cost.model", "calibration <file> (<date>)", or why none */
   double allocatable_fraction;
   uint64_t units[IOQ_RES_COUNT]; /* advertised: floor(capacity * fraction / unit size) */
+  /* of those, taken by NVMe-oF target namespaces (config nvmet, nvmetplan.h)
+   * and so not advertised: units + nvmet_units = floor(capacity * fraction /
+   * unit size) */
+  uint64_t nvmet_units[IOQ_RES_COUNT];
   /* configured pool for pods without a grant (0 = derived, ungranted.h);
    * a configured pool larger than the capacity is cut to it, and the note
    * says so */

@@ -9,7 +9,8 @@
  * to the cgroup with that ID. A cgroup's ID is its directory's inode number
  * on cgroup2 (kernfs node id), which ioq_cgroup_id() reads.
  *
- * Read only: nothing here writes configfs. Bounded: at most
+ * The probe only reads; ioq_nvmet_set_cgroup_id and ioq_nvmet_set_enable
+ * are the two writes (nvmetns.c in the plugin decides when). Bounded: at most
  * IOQ_NVMET_MAX_NS namespaces are listed (more is an error, never a
  * silent cut). */
 #ifndef IOQOS_NVMET_H
@@ -79,6 +80,26 @@ const char *ioq_nvmet_cgid_name(enum ioq_nvmet_cgid c);   /* "unknown", "absent"
  * disk (when backed), backing, cgroupID (when the kernel has it)}]}.
  * NULL on OOM. */
 json_object *ioq_nvmet_json(const struct ioq_nvmet_inventory *inv);
+
+/* <sysfs>/kernel/config/nvmet/subsystems/SUBSYSTEM/namespaces/NSID */
+IOQ_MUST_CHECK
+int ioq_nvmet_ns_dir(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                     char *buf, size_t len, ioq_err *e);
+
+/* Writes the namespace's cgroup_id (0 clears it) and reads it back. The
+ * kernel changes it only while the namespace is disabled: an enabled one is
+ * refused before writing, and the kernel's own EBUSY (enabled in between)
+ * gives the same error, code EBUSY. */
+IOQ_MUST_CHECK
+int ioq_nvmet_set_cgroup_id(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                            uint64_t id, ioq_err *e);
+
+/* Writes the namespace's enable (1/0) and reads it back. Enabling fails
+ * with the kernel's error, e.g. when its cgroup_id names no cgroup the
+ * writing task can see, or buffered_io is set with a cgroup_id. */
+IOQ_MUST_CHECK
+int ioq_nvmet_set_enable(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
+                         bool on, ioq_err *e);
 
 /* The cgroup ID the kernel gives the cgroup2 directory `dir` (its inode). */
 IOQ_MUST_CHECK

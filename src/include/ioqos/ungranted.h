@@ -6,8 +6,8 @@
  * the granted ones. So, on a disk where at least one pod holds units, every
  * other pod's cgroup gets an io.max share of one pool (per resource):
  *
- *   headroom = capacity - advertised units x unit size
- *              (what the disk does not advertise: capacity x (1 - fraction))
+ *   headroom = capacity - (advertised + NVMe-oF namespace units) x unit size
+ *              (what the disk does not grant: capacity x (1 - fraction))
  *   pool     = headroom x headroomShare + units nobody holds x unit size
  *
  * or the pool configured for the disk (devices[].ungrantedPool). The other
