@@ -35,8 +35,10 @@ struct nvmetns {
   struct ns_said *said;
   size_t n_said;
   char probe_said[IOQ_ERR_MSG_MAX + 400];
-  char errs_said[8][IOQ_ERR_MSG_MAX]; /* distinct errors of the last pass, logged once */
-  size_t n_errs;
+  /* distinct errors of this pass and the one before: an error is logged
+   * when it first appears, not again while it stays */
+  char errs[8][IOQ_ERR_MSG_MAX], prev_errs[8][IOQ_ERR_MSG_MAX];
+  size_t n_errs, n_prev_errs;
   char oversold_said[IOQ_ERR_MSG_MAX];
   /* the units the last good pass took per disk, kept through a failed probe */
   struct taken {
@@ -91,11 +93,14 @@ log:
 static void failed(struct plugin *p, struct nvmetns *n, const char *msg) {
   metrics_inc(p->metrics, C_NVMET_FAIL);
   for (size_t i = 0; i < n->n_errs; i++)
-    if (!strcmp(n->errs_said[i], msg))
+    if (!strcmp(n->errs[i], msg))
+      return;
+  if (n->n_errs < sizeof n->errs / sizeof n->errs[0])
+    ioq_copy_trunc(n->errs[n->n_errs++], sizeof n->errs[0], msg);
+  for (size_t i = 0; i < n->n_prev_errs; i++)
+    if (!strcmp(n->prev_errs[i], msg))
       return;
   ioq_warn("nvmet namespace setting not applied error=\"%s\"", msg);
-  if (n->n_errs < sizeof n->errs_said / sizeof n->errs_said[0])
-    ioq_copy_trunc(n->errs_said[n->n_errs++], sizeof n->errs_said[0], msg);
 }
 
 /* ---- the namespace's cgroup ---- */
@@ -185,6 +190,7 @@ static void point(struct plugin *p, const struct ioq_nvmet_ns *ns, uint64_t id, 
              ns->cgroup_id);
   if (!ns->enabled) {
     if (ioq_nvmet_set_cgroup_id(roots, ns->subsystem, ns->nsid, id, &e) < 0) {
+      metrics_inc(p->metrics, C_NVMET_FAIL);
       snprintf(state, len, "cgroup_id not set: %s", e.msg);
       *warn = true;
       return;
@@ -209,6 +215,7 @@ static void point(struct plugin *p, const struct ioq_nvmet_ns *ns, uint64_t id, 
            "%s (nvmet.allowNamespaceRestart)\"",
            ns->subsystem, ns->nsid, id, was);
   if (ioq_nvmet_set_enable(roots, ns->subsystem, ns->nsid, false, &e) < 0) {
+    metrics_inc(p->metrics, C_NVMET_FAIL);
     snprintf(state, len, "not restarted: disable failed: %s", e.msg);
     *warn = true;
     return;
@@ -221,6 +228,7 @@ static void point(struct plugin *p, const struct ioq_nvmet_ns *ns, uint64_t id, 
       snprintf(state, len, "restarted and charged to its cgroup (cgroup_id=%" PRIu64 ")%s", id,
                was);
     } else {
+      metrics_inc(p->metrics, C_NVMET_FAIL);
       snprintf(state, len, "restarted, cgroup_id not set: %s", se.msg);
       *warn = true;
     }
@@ -228,6 +236,7 @@ static void point(struct plugin *p, const struct ioq_nvmet_ns *ns, uint64_t id, 
   }
   /* the kernel refused to enable it with the new ID: put the old one back
    * so the initiators get their namespace again */
+  metrics_inc(p->metrics, C_NVMET_FAIL);
   ioq_err re;
   if (set == 0 &&
       ioq_nvmet_set_cgroup_id(roots, ns->subsystem, ns->nsid, ns->cgroup_id, &re) == 0 &&
@@ -259,7 +268,9 @@ static int clear_all(struct plugin *p, const char *dir, ioq_err *e) {
     return -1;
   struct ioq_apply_opts ao = {.sysfs_root = p->opts.sysfs_root};
   int rc = 0;
-  for (char *line = strtok(text, "\n"); line && rc == 0; line = strtok(NULL, "\n")) {
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+       line = strtok_r(NULL, "\n", &save)) {
     unsigned ma, mi;
     if (sscanf(line, "%u:%u", &ma, &mi) == 2)
       rc = ioq_cg_clear_disk(&cg, (struct ioq_devno){ma, mi}, &ao, NULL, e);
@@ -426,6 +437,8 @@ void nvmetns_refresh(struct plugin *p, struct ioq_inventory *inv) {
   ioq_err e;
   json_object *st = NULL;
   char said[sizeof n->probe_said];
+  memcpy(n->prev_errs, n->errs, sizeof n->errs);
+  n->n_prev_errs = n->n_errs;
   n->n_errs = 0;
   if (ioq_nvmet_probe(&p->probe.roots, &nv, &e) < 0) {
     snprintf(said, sizeof said, "error: %s", e.msg);

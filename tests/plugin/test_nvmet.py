@@ -279,6 +279,10 @@ class NvmetTest(PluginTest):
                          "an enabled namespace is not touched")
         self.assertEqual(self.attr(2, "enable"), "1")
         d2.wait_log(r"rmdir %s \(an nvmet namespace cgroup no longer configured\)" % re.escape(cg1))
+        time.sleep(2.5)  # more passes: the same error is logged once, counted every time
+        self.assertEqual(len(re.findall(r"setting not applied error=.*rmdir %s" % re.escape(cg1),
+                                        d2.text())), 1)
+        self.assertGreaterEqual(d2.metric("ioqos_nvmet_errors_total"), 3)
 
 
 class NvmetCapacityTest(PluginTest):
