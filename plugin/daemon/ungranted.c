@@ -83,7 +83,11 @@ struct ungranted {
   size_t n_disks;
   uint64_t max_bytes_before;
   char last_err[IOQ_ERR_MSG_MAX];
-  char last_note[IOQ_ERR_MSG_MAX];
+  /* the notes of this pass and the one before (several can hold at once,
+   * e.g. two QoS cgroups missing): each is said when it first appears */
+#define UG_NOTES_MAX 8
+  char notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX], prev_notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX];
+  size_t n_notes, n_prev_notes;
   /* thread */
   pthread_t thread;
   bool running;
@@ -98,11 +102,18 @@ static void failed(struct ungranted *u, const ioq_err *e) {
   ioq_copy_trunc(u->last_err, sizeof u->last_err, e->msg);
 }
 
-/* said once per distinct text (not an error: e.g. no QoS cgroup yet) */
+/* said when it first appears, not again while it holds (not an error:
+ * e.g. no QoS cgroup yet) */
 static void note(struct ungranted *u, const char *msg) {
-  if (strcmp(u->last_note, msg) != 0)
-    ioq_info("ungranted: %s", msg);
-  ioq_copy_trunc(u->last_note, sizeof u->last_note, msg);
+  for (size_t i = 0; i < u->n_notes; i++)
+    if (!strcmp(u->notes[i], msg))
+      return;
+  if (u->n_notes < UG_NOTES_MAX)
+    ioq_copy_trunc(u->notes[u->n_notes++], sizeof u->notes[0], msg);
+  for (size_t i = 0; i < u->n_prev_notes; i++)
+    if (!strcmp(u->prev_notes[i], msg))
+      return;
+  ioq_info("ungranted: %s", msg);
 }
 
 /* ---- pods ---- */
@@ -476,6 +487,9 @@ done:
 static void pass_locked(struct ungranted *u) {
   struct plugin *p = u->p;
   ioq_err e;
+  memcpy(u->prev_notes, u->notes, sizeof u->notes);
+  u->n_prev_notes = u->n_notes;
+  u->n_notes = 0;
   if (sync_pods(u, &e) < 0) {
     failed(u, &e);
     return;

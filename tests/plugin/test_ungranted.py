@@ -473,6 +473,18 @@ class MissingQosDir(UngrantedTest):
         self.wait_metric(d, 2, "ioqos_ungranted_pods", disk=DISK)
 
 
+    def test_missing_qos_cgroups_said_once(self):
+        """Two notes that hold at once (no Burstable and no BestEffort QoS
+        cgroup yet) are each said once, not in turn every interval."""
+        for q in ("burstable", "besteffort"):
+            shutil.rmtree(os.path.join(self.env.cgroup_root, "kubepods.slice", "kubepods-%s.slice" % q))
+        d = self.start()
+        d.wait_log(r"ungranted: the BestEffort QoS cgroup .* does not exist \(yet\)")
+        time.sleep(6 * self.interval_ms / 1000.0)  # several passes
+        said = re.findall(r"ungranted: the (\w+) QoS cgroup \S+ does not exist \(yet\)", d.text())
+        self.assertEqual(sorted(said), ["BestEffort", "Burstable"], d.text()[-3000:])
+
+
 class Disabled(UngrantedTest):
     env_args = {"extra_config": ug_config(300, enable=False)}
 
