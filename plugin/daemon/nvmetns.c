@@ -65,7 +65,8 @@ void nvmetns_free(struct nvmetns *n) {
   free(n);
 }
 
-/* Logs `state` of namespace `key` when it differs from the last pass. */
+/* Logs `state` of namespace `key` ("NQN/NSID", or "(config #N)" for the
+ * N-th entry that selects nothing) when it differs from the last pass. */
 static void say(struct nvmetns *n, const char *key, const char *state, bool warn) {
   for (size_t i = 0; i < n->n_said; i++)
     if (!strcmp(n->said[i].key, key)) {
@@ -84,7 +85,9 @@ static void say(struct nvmetns *n, const char *key, const char *state, bool warn
   g[n->n_said].seen = true;
   n->n_said++;
 log:
-  if (warn)
+  if (key[0] == '(') /* a config entry, not a namespace */
+    ioq_warn("nvmet config entry selects nothing reason=\"%s\"", state);
+  else if (warn)
     ioq_warn("nvmet namespace state namespace=%s state=\"%s\"", key, state);
   else
     ioq_info("nvmet namespace state namespace=%s state=\"%s\"", key, state);
