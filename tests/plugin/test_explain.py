@@ -17,7 +17,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BW, IOPS, MIB, PluginTest, iomax_of, new_uid, pod_object, v2_pod_cgroup
+from harness import BW, IOPS, MIB, PluginTest, iomax_of, new_uid, pod_object, v2_pod_cgroup, wait_for
 
 CTL = os.environ.get("IOQOS_CTL_BIN", "")
 DEV = "250:0"
@@ -48,17 +48,6 @@ def raw_get(path, target, method="GET"):
         return None, str(e)
     finally:
         c.close()
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for %s" % what)
-        time.sleep(0.05)
 
 
 class ExplainTest(PluginTest):

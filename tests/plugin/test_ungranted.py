@@ -20,6 +20,7 @@ import unittest
 
 from harness import (BW, IOPS, MIB, PluginTest, iomax_of, new_uid, pod_object, read,
                      rm_pod_cgroup, set_io_stat, unbounded, v2_pod_cgroup)
+from harness import wait_for as harness_wait_for
 
 DEV = "250:0"
 DISK = "fakedisk0"
@@ -43,14 +44,8 @@ def ug_config(interval_ms=300, enable=True):
 
 
 def wait_for(pred, timeout=5.0, what="condition", step=0.02):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(step)
+    """harness.wait_for with this file's tighter defaults"""
+    return harness_wait_for(pred, timeout, what, step)
 
 
 class UngrantedTest(PluginTest):
