@@ -61,19 +61,6 @@ static const char *parent_problem(const char *s) {
   return NULL;
 }
 
-/* What the kernel takes as a subsystem directory name (configfs). */
-static const char *nqn_problem(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > IOQ_NVMET_NQN_MAX)
-    return "must be an NQN of 1-223 characters";
-  if (!strcmp(s, ".") || !strcmp(s, ".."))
-    return "must be an NQN, not '.' or '..'";
-  for (size_t i = 0; i < n; i++)
-    if (s[i] == '/' || (unsigned char)s[i] < 0x21 || (unsigned char)s[i] == 0x7f)
-      return "must not contain '/', spaces or control characters";
-  return NULL;
-}
-
 static int parse_grant(struct ctx *x, json_object *g, const char *path,
                        struct ioq_nvmet_ns_config *ns) {
   static const char *const keys[] = {"bandwidth", "iops", NULL};
@@ -127,7 +114,7 @@ static int parse_ns(struct ctx *x, json_object *o, size_t i, struct ioq_nvmet_ns
     return cfg_bad(x, p, "is required (the subsystem's NQN, its directory name in configfs)");
   if (cfg_get_string(x, o, "subsystem", p, &ns->subsystem, false) < 0)
     return -1;
-  const char *why = nqn_problem(ns->subsystem);
+  const char *why = ioq_nvmet_nqn_problem(ns->subsystem);
   if (why)
     return cfg_bad(x, p, why);
   uint64_t nsid = 0, w = 0;

@@ -20,9 +20,10 @@ const char *ioq_nvmet_verdict_name(enum ioq_nvmet_verdict v) {
 }
 
 int ioq_nvmet_cgroup_name(const char *subsystem, uint32_t nsid, char *buf, size_t len, ioq_err *e) {
-  if (!subsystem[0] || strchr(subsystem, '/') || !strcmp(subsystem, ".") ||
-      !strcmp(subsystem, ".."))
-    return ioq_fail(e, IOQ_EINVAL_INPUT, "nvmet subsystem '%.80s' cannot name a cgroup", subsystem);
+  const char *why = ioq_nvmet_nqn_problem(subsystem);
+  if (why)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "nvmet subsystem '%.80s' cannot name a cgroup: %s",
+                    subsystem, why);
   int n = snprintf(buf, len, "%s-%" PRIu32, subsystem, nsid);
   if (n < 0 || (size_t)n >= len)
     return ioq_fail(e, ENAMETOOLONG, "cgroup name of nvmet namespace %.80s/%" PRIu32 " too long",

@@ -81,6 +81,11 @@ const char *ioq_nvmet_cgid_name(enum ioq_nvmet_cgid c);   /* "unknown", "absent"
  * NULL on OOM. */
 json_object *ioq_nvmet_json(const struct ioq_nvmet_inventory *inv);
 
+/* What is wrong with `s` as a subsystem name (its configfs directory and
+ * the start of its cgroup's name): 1-223 characters, no '/', spaces or
+ * control characters, not "." or ".."; NULL when nothing is. */
+const char *ioq_nvmet_nqn_problem(const char *s);
+
 /* <sysfs>/kernel/config/nvmet/subsystems/SUBSYSTEM/namespaces/NSID */
 IOQ_MUST_CHECK
 int ioq_nvmet_ns_dir(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
