@@ -68,9 +68,10 @@ size_t ext_json_tree_estimate(struct ext_json_scan *s, const char *data, size_t 
 /* Reserves this chunk's estimated tree from the shared budget. */
 static bool reserve(struct ext_body *b, size_t est);
 
-int ext_body_init(struct ext_body *b, size_t max, struct ext_budget *budget) {
+int ext_body_init(struct ext_body *b, size_t max, size_t announced, struct ext_budget *budget) {
   memset(b, 0, sizeof *b);
   b->max = max;
+  b->announced = announced;
   b->budget = budget;
   b->tok = json_tokener_new_ex(JSON_MAX_DEPTH);
   if (!b->tok)
@@ -103,18 +104,29 @@ static void set_err(struct ext_body *b, unsigned status, enum ext_reject kind, c
   b->reserved = 0;
 }
 
+size_t ext_budget_small_each(const struct ext_budget *budget) {
+  return budget->max / EXT_BUDGET_SMALL_SHARE / EXT_BUDGET_SMALL_BODIES;
+}
+
+/* May this body, after `est` more, still draw on the small share? Also
+ * not once it sent more than it announced (Content-Length next to
+ * chunked encoding). */
+static bool stays_small(const struct ext_body *b, size_t est) {
+  size_t each = ext_budget_small_each(b->budget);
+  return b->announced != EXT_BODY_LENGTH_UNKNOWN && b->announced <= each / COST_BYTE &&
+         b->received <= b->announced && b->reserved + est <= each;
+}
+
 static bool reserve(struct ext_body *b, size_t est) {
   if (!b->budget)
     return true;
-  /* a body that outgrows the small share may not take the part kept for
-   * small ones */
   size_t small = b->budget->max / EXT_BUDGET_SMALL_SHARE;
-  size_t limit = b->reserved + est <= small ? b->budget->max : b->budget->max - small;
-  if (b->reserved + est > limit) {
+  size_t limit = stays_small(b, est) ? b->budget->max : b->budget->max - small;
+  if (b->reserved + est > b->budget->max - small) {
     set_err(b, 413, EXT_REJECT_TOO_LARGE,
             "request body needs more than %zu bytes of memory to parse "
             "(--max-request-memory less the 1/%d kept for small requests)",
-            limit, EXT_BUDGET_SMALL_SHARE);
+            b->budget->max - small, EXT_BUDGET_SMALL_SHARE);
     return false;
   }
   size_t used = atomic_load(&b->budget->used);
@@ -219,7 +231,7 @@ void ext_body_free(struct ext_body *b) {
 
 int ext_body_parse_text(struct ext_body *b, const char *text, size_t len,
                         struct ext_budget *budget) {
-  if (ext_body_init(b, len, budget) < 0)
+  if (ext_body_init(b, len, len, budget) < 0)
     return -1;
   /* fed in pieces so the tokener never sees more than it was charged for */
   for (size_t off = 0; off < len && !b->err_status; off += 65536)

@@ -261,6 +261,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     /* refuse an announced oversized body before reading any of it */
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    size_t announced = EXT_BODY_LENGTH_UNKNOWN;
     if (cl) {
       char *end;
       errno = 0;
@@ -272,8 +273,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                           "(--max-request-bytes)",
                           n, h->max_body);
       }
+      /* only a body that announced its length may draw on the part of the
+       * parse budget kept for small requests (body.h) */
+      if (!errno && !*end && *cl)
+        announced = (size_t)n;
     }
-    if (ext_body_init(&q->body, h->max_body, h->budget) < 0)
+    if (ext_body_init(&q->body, h->max_body, announced, h->budget) < 0)
       return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR,
                         "out of memory setting up the request body");
     q->reading = true;

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     double t0 = ioq_mono_s();
     struct mallinfo2 m0 = mallinfo2();
     struct ext_body b;
-    ext_body_init(&b, len + 1, NULL);
+    ext_body_init(&b, len + 1, len, NULL);
     for (size_t off = 0; off < len; off += 65536)
       ext_body_feed(&b, text + off, len - off < 65536 ? len - off : 65536);
     ext_body_finish(&b);

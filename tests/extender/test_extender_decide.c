@@ -324,7 +324,7 @@ Test(body, chunked_reading_and_errors) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (size_t chunk = 1; chunk <= 7; chunk += 3) {
       struct ext_body b;
-      cr_assert_eq(ext_body_init(&b, 1024, NULL), 0);
+      cr_assert_eq(ext_body_init(&b, 1024, EXT_BODY_LENGTH_UNKNOWN, NULL), 0);
       feed_all(&b, cases[i][0], chunk);
       if (!cases[i][1][0]) {
         cr_assert_eq(b.err_status, 0, "%s: %s", cases[i][0], b.err);
@@ -339,7 +339,7 @@ Test(body, chunked_reading_and_errors) {
 
 Test(body, byte_limit) {
   struct ext_body b;
-  ext_body_init(&b, 10, NULL);
+  ext_body_init(&b, 10, EXT_BODY_LENGTH_UNKNOWN, NULL);
   feed_all(&b, "[1,2,3,4,5,6,7]", 4);
   cr_assert_eq(b.err_status, 413);
   cr_assert(strstr(b.err, "larger than 10 bytes"), "%s", b.err);
@@ -349,8 +349,8 @@ Test(body, byte_limit) {
 Test(body, memory_budget_is_shared_and_returned) {
   struct ext_budget budget = {.max = 100000};
   struct ext_body a, b;
-  ext_body_init(&a, 1 << 20, &budget);
-  ext_body_init(&b, 1 << 20, &budget);
+  ext_body_init(&a, 1 << 20, EXT_BODY_LENGTH_UNKNOWN, &budget);
+  ext_body_init(&b, 1 << 20, EXT_BODY_LENGTH_UNKNOWN, &budget);
   /* 60 objects ~ 53 KB each way: a fits, b does not while a holds its share */
   char big[512] = "[";
   for (int i = 0; i < 60; i++)
@@ -368,7 +368,7 @@ Test(body, memory_budget_is_shared_and_returned) {
   char huge[1024] = "[";
   for (int i = 0; i < 150; i++)
     strcat(huge, "{},");
-  ext_body_init(&a, 1 << 20, &budget);
+  ext_body_init(&a, 1 << 20, EXT_BODY_LENGTH_UNKNOWN, &budget);
   ext_body_feed(&a, huge, strlen(huge));
   cr_assert_eq(a.err_status, 413);
   cr_assert(strstr(a.err, "needs more than 87500 bytes of memory"), "%s", a.err);

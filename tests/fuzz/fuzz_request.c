@@ -55,13 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2)
     return 0;
   unsigned verb = data[0] % 3;
+  bool announce = (data[0] / 3) % 2; /* Content-Length, or chunked */
   size_t chunk = (size_t)(data[1] % 61) + 1;
   g_x.policy = (enum ioq_policy)(data[1] % 3);
   data += 2;
   size -= 2;
 
   struct ext_body b;
-  if (ext_body_init(&b, 1u << 20, &g_budget) < 0)
+  if (ext_body_init(&b, 1u << 20, announce ? size : EXT_BODY_LENGTH_UNKNOWN, &g_budget) < 0)
     return 0;
   for (size_t off = 0; off < size; off += chunk)
     ext_body_feed(&b, (const char *)data + off, size - off < chunk ? size - off : chunk);
