@@ -32,7 +32,7 @@ void cfg_nvmet_free(struct ioq_config *c) {
 /* A cgroup path below the root: components of [A-Za-z0-9._@:-], none "."
  * or "..", not in kubelet's tree (kubelet removes cgroups it does not know
  * there). */
-static const char *parent_problem(const char *s) {
+const char *ioq_nvmet_parent_problem(const char *s) {
   size_t n = strlen(s);
   if (n == 0 || n > 200)
     return "must be 1-200 characters";
@@ -153,7 +153,7 @@ int cfg_parse_nvmet(struct ctx *x, json_object *root, struct ioq_config *c) {
       cfg_get_bool(x, nv, "allowNamespaceRestart", "nvmet.allowNamespaceRestart",
                    &c->nvmet.allow_namespace_restart) < 0)
     return -1;
-  const char *why = parent_problem(c->nvmet.parent);
+  const char *why = ioq_nvmet_parent_problem(c->nvmet.parent);
   if (why)
     return cfg_bad(x, "nvmet.parent", why);
   if (!json_object_object_get_ex(nv, "namespaces", &arr))

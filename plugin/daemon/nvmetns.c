@@ -20,6 +20,7 @@
 #include "ioqos/nvmetplan.h"
 #include "listview.h"
 #include "metrics.h"
+#include "nvmetparents.h"
 #include "plugin.h"
 
 /* What one namespace's last pass said, so each change is logged once. */
@@ -46,6 +47,9 @@ struct nvmetns {
     uint64_t units[IOQ_RES_COUNT];
   } * taken;
   size_t n_taken;
+  /* parents namespace cgroups were made under (nvmetparents.h) */
+  struct nvmet_parents parents;
+  bool parents_loaded;
 };
 
 struct nvmetns *nvmetns_new(void) {
@@ -61,6 +65,7 @@ void nvmetns_free(struct nvmetns *n) {
   json_object_put(n->state);
   free(n->said);
   free(n->taken);
+  nvmet_parents_free(&n->parents);
   pthread_mutex_destroy(&n->lock);
   free(n);
 }
@@ -282,27 +287,60 @@ static int clear_all(struct plugin *p, const char *dir, ioq_err *e) {
   return rc;
 }
 
-static void sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_inventory *inv,
-                  const struct ioq_nvmet_plan *plan) {
-  char parent[PATH_MAX];
+/* Is a parent (the current one or an earlier one) below the cgroup `rel`
+ * (relative to the cgroup2 root), or `rel` itself when `or_self`? Such a
+ * cgroup is not a namespace cgroup to let go of (nested parents: "ioqos"
+ * changed to "ioqos/nvmet" or back). */
+static bool parent_below(struct plugin *p, const struct nvmetns *n, const char *rel, bool or_self) {
+  size_t k = strlen(rel);
+  for (size_t i = 0; i <= n->parents.n; i++) {
+    const char *q = i < n->parents.n ? n->parents.v[i] : p->cfg.nvmet.parent;
+    if (!strncmp(q, rel, k) && (q[k] == '/' || (or_self && q[k] == '\0')))
+      return true;
+  }
+  return false;
+}
+
+/* The plan entry that reserves namespace `ns` (NULL: none, or refused). */
+static const struct ioq_nvmet_plan_ns *reserved_at(const struct ioq_nvmet_plan *plan,
+                                                   const struct ioq_nvmet_ns *ns) {
+  for (size_t i = 0; ns && i < plan->n; i++)
+    if (plan->ns[i].verdict != IOQ_NVMET_NS_REFUSED && plan->ns[i].nsid == ns->nsid &&
+        !strcmp(plan->ns[i].subsystem, ns->subsystem))
+      return &plan->ns[i];
+  return NULL;
+}
+
+/* Lets go of the cgroups below `parent` (relative) that no reserved
+ * namespace wants: all of them when it is an earlier parent (`old`).
+ * Returns how many namespace cgroups are left below it. */
+static size_t sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_inventory *inv,
+                    const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks,
+                    const char *parent, bool old) {
+  char pdir[PATH_MAX];
   ioq_err e;
-  if (ioq_path_join(parent, sizeof parent, &e, p->layout.io_root, p->cfg.nvmet.parent, NULL) < 0 ||
-      !ioq_is_dir(parent))
-    return;
-  DIR *dh = opendir(parent);
+  size_t left = 0;
+  if (ioq_path_join(pdir, sizeof pdir, &e, p->layout.io_root, parent, NULL) < 0 ||
+      !ioq_is_dir(pdir))
+    return 0;
+  DIR *dh = opendir(pdir);
   if (!dh) {
-    ioq_fail_errno(&e, "list %s", parent);
+    ioq_fail_errno(&e, "list %s", pdir);
     failed(p, n, e.msg);
-    return;
+    return 1;
   }
   struct dirent *de;
   while ((de = readdir(dh))) {
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], rel[PATH_MAX];
     if (de->d_name[0] == '.' ||
-        ioq_path_join(dir, sizeof dir, NULL, parent, de->d_name, NULL) < 0 || !ioq_is_dir(dir))
+        ioq_path_join(dir, sizeof dir, NULL, pdir, de->d_name, NULL) < 0 || !ioq_is_dir(dir))
       continue;
+    if (ioq_path_join(rel, sizeof rel, NULL, parent, de->d_name, NULL) < 0 ||
+        parent_below(p, n, rel, true))
+      continue;
+    left++;
     bool wanted = false;
-    for (size_t i = 0; i < plan->n && !wanted; i++) {
+    for (size_t i = 0; i < plan->n && !wanted && !old; i++) {
       char want[PATH_MAX];
       wanted =
           plan->ns[i].verdict != IOQ_NVMET_NS_REFUSED &&
@@ -313,6 +351,18 @@ static void sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_in
     if (wanted || ioq_cgroup_id(dir, &id, &e) < 0)
       continue;
     const struct ioq_nvmet_ns *ns = charged_to(inv, id);
+    const struct ioq_nvmet_plan_ns *pn = reserved_at(plan, ns);
+    if (pn) {
+      /* still reserved, with its cgroup elsewhere now (nvmet.parent
+       * changed): this pass pointed it there if it could (the inventory
+       * read before says otherwise), an enabled one moves at its next
+       * enable. Until a pass sees it charged elsewhere, this cgroup stays,
+       * bounded by the grant */
+      if (pn->disk_index < disks->n &&
+          put_limits(p, pn, &disks->disks[pn->disk_index], dir, &e) < 0)
+        failed(p, n, e.msg);
+      continue;
+    }
     if (ns && ns->enabled) {
       /* the namespace's I/O is charged here: lift the limits, keep the cgroup */
       if (clear_all(p, dir, &e) < 0)
@@ -328,11 +378,76 @@ static void sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_in
       failed(p, n, e.msg);
       continue;
     }
-    ioq_info("nvmet namespace cgroup removed cgroup=%s cgroup_id_cleared=%s reason=\"no "
-             "configured namespace uses it\"",
-             dir, ns ? "true" : "false");
+    left--;
+    if (old)
+      ioq_info("nvmet namespace cgroup removed cgroup=%s cgroup_id_cleared=%s reason=\"below an "
+               "earlier nvmet.parent\"",
+               dir, ns ? "true" : "false");
+    else
+      ioq_info("nvmet namespace cgroup removed cgroup=%s cgroup_id_cleared=%s reason=\"no "
+               "configured namespace uses it\"",
+               dir, ns ? "true" : "false");
   }
   closedir(dh);
+  return left;
+}
+
+/* The cgroups below parents of earlier configs: let go of like those of
+ * removed entries; the parent itself removed (and forgotten) once empty.
+ * One that holds the current parent (or another earlier one) is only
+ * forgotten once no namespace cgroup is left directly below it. */
+static void sweep_old_parents(struct plugin *p, struct nvmetns *n,
+                              const struct ioq_nvmet_inventory *inv,
+                              const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks) {
+  for (size_t i = 0; i < n->parents.n;) {
+    char parent[PATH_MAX], pdir[PATH_MAX];
+    ioq_err e;
+    ioq_copy_trunc(parent, sizeof parent, n->parents.v[i]);
+    if (!strcmp(parent, p->cfg.nvmet.parent) ||
+        ioq_path_join(pdir, sizeof pdir, &e, p->layout.io_root, parent, NULL) < 0 ||
+        sweep(p, n, inv, plan, disks, parent, true) > 0) {
+      i++; /* still used: kept for the next pass */
+      continue;
+    }
+    bool holds = parent_below(p, n, parent, false);
+    if (!holds && rmdir(pdir) < 0 && errno != ENOENT) {
+      ioq_fail_errno(&e, "rmdir %s (the earlier nvmet.parent)", pdir);
+      failed(p, n, e.msg);
+      i++;
+      continue;
+    }
+    if (nvmet_parents_drop(&n->parents, parent, &e) < 0) {
+      failed(p, n, e.msg);
+      i++;
+      continue;
+    }
+    if (holds)
+      ioq_info("nvmet parent let go of cgroup=%s reason=\"nvmet.parent is now %s, below it\"",
+               pdir, p->cfg.nvmet.parent);
+    else
+      ioq_info("nvmet parent removed cgroup=%s reason=\"nvmet.parent is now %s\"", pdir,
+               p->cfg.nvmet.parent);
+  }
+}
+
+/* Records the parent before any cgroup is made below it. */
+static void record_parent(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_plan *plan) {
+  ioq_err e;
+  if (!n->parents_loaded) {
+    char path[PATH_MAX];
+    n->parents_loaded = true;
+    if (p->opts.state_dir && *p->opts.state_dir &&
+        (ioq_path_join(path, sizeof path, &e, p->opts.state_dir, NVMET_PARENTS_FILE, NULL) < 0 ||
+         nvmet_parents_load(&n->parents, path, &e) < 0))
+      ioq_warn("nvmet parents not read, cgroups below an earlier nvmet.parent are not removed "
+               "error=\"%s\"",
+               e.msg);
+  }
+  bool makes = false;
+  for (size_t i = 0; i < plan->n && !makes; i++)
+    makes = plan->ns[i].verdict != IOQ_NVMET_NS_REFUSED;
+  if (makes && nvmet_parents_add(&n->parents, p->cfg.nvmet.parent, &e) < 0)
+    failed(p, n, e.msg);
 }
 
 /* ---- one pass ---- */
@@ -466,6 +581,8 @@ void nvmetns_refresh(struct plugin *p, struct ioq_inventory *inv) {
     goto out;
   }
   remember_taken(n, inv);
+  if (p->layout.io_version == IOQ_CGV2)
+    record_parent(p, n, &plan);
   if (nv.state != IOQ_NVMET_NO_MODULE || p->cfg.nvmet.n)
     st = ioq_nvmet_json(&nv);
   json_object **objs = plan.n ? calloc(plan.n, sizeof *objs) : NULL;
@@ -506,8 +623,10 @@ void nvmetns_refresh(struct plugin *p, struct ioq_inventory *inv) {
     }
   n->n_said = kept;
   /* also without entries: the namespaces of entries removed are let go */
-  if (p->layout.io_version == IOQ_CGV2)
-    sweep(p, n, &nv, &plan);
+  if (p->layout.io_version == IOQ_CGV2) {
+    sweep(p, n, &nv, &plan, inv, p->cfg.nvmet.parent, false);
+    sweep_old_parents(p, n, &nv, &plan, inv);
+  }
   check_oversold(p, n, inv);
 out:
   pthread_mutex_lock(&n->lock);

@@ -19,7 +19,10 @@
  * Cgroups below the parent that no reserved namespace wants any more lose
  * their limits; they are removed (and a disabled namespace's cgroup_id
  * cleared first, so it can be enabled again) once no enabled namespace is
- * charged to them.
+ * charged to them. The same for every cgroup below a parent of an earlier
+ * config (nvmetparents.h), except that a namespace still reserved keeps its
+ * old cgroup, bounded by its grant, until it is charged to its new one; the
+ * old parent is removed once empty.
  *
  * Failures are logged once per distinct message and counted, never fatal.
  * Called by the reconcile thread only (and at startup before it runs). */

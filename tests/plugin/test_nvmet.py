@@ -30,6 +30,13 @@ CAP_BW = 100 * MIB
 CAP_IOPS = 10000
 
 
+def empty_dir(d):
+    """Removes the files of a test cgroup directory (not its subdirectories)."""
+    for f in os.listdir(d):
+        if not os.path.isdir(os.path.join(d, f)):
+            os.unlink(os.path.join(d, f))
+
+
 def nvmet_config(namespaces, **kw):
     cfg = {"namespaces": namespaces}
     cfg.update(kw)
@@ -289,6 +296,109 @@ class NvmetTest(NvmetBase):
         self.assertGreaterEqual(d2.metric("ioqos_nvmet_errors_total"), 3)
 
 
+    def test_parent_changed(self):
+        """nvmet.parent changed between two runs: the namespaces move to
+        cgroups below the new parent (a disabled one at once, an enabled one
+        at its next enable, its old cgroup bounded by the grant meanwhile);
+        the old cgroups and the old parent are removed once nothing is
+        charged there, which nvmet-parents.json in the state dir remembers
+        across the restart. rmdir of these plain test directories works once
+        the test has removed their files, as a real cgroup's works once it
+        is unused."""
+        cfg = json.loads(read(self.env.config_path))
+        cfg["nvmet"]["namespaces"] = [{"subsystem": SUB, "grant": {"bandwidth": 10}}]
+        write(self.env.config_path, json.dumps(cfg))
+        self.add_ns(1)
+        self.add_ns(2)
+        old1, old2 = self.make_cgroup(1), self.make_cgroup(2)
+        old_parent = os.path.dirname(old1)
+        d = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(old1).st_ino) and
+                 self.attr(2, "cgroup_id") == str(os.stat(old2).st_ino), what="both charged")
+        record = os.path.join(self.env.state_dir, "nvmet-parents.json")
+        parents = lambda: json.loads(read(record))["parents"]
+        self.assertEqual(parents(), ["ioqos-nvmet.slice"])
+        d.terminate()
+
+        write(os.path.join(self.ns_dir(2), "enable"), "1\n")  # the initiators use namespace 2
+        new = "storage.slice/nvmet"
+        cfg["nvmet"]["parent"] = new
+        write(self.env.config_path, json.dumps(cfg))
+        new1, new2 = self.make_cgroup(1, parent=new), self.make_cgroup(2, parent=new)
+        d2 = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(new1).st_ino),
+                 what="disabled namespace 1 pointed at its cgroup below the new parent")
+        d2.wait_log(r"nvmet namespace state namespace=%s/2 state=\"will apply at next enable" % SUB)
+        self.assertEqual(self.attr(2, "cgroup_id"), str(os.stat(old2).st_ino),
+                         "an enabled namespace is not touched")
+        self.assertEqual((iomax_of(old2, DEV) or {}).get("rbps"), 10 * MIB,
+                         "its old cgroup keeps the grant until it moves")
+        self.assertEqual(wait_for(lambda: iomax_of(new2, DEV), what="limits below the new parent")["rbps"],
+                         10 * MIB)
+        self.assertEqual(parents(), ["ioqos-nvmet.slice", new])
+        empty_dir(old1)
+        wait_for(lambda: not os.path.exists(old1), what="namespace 1's old cgroup removed")
+        d2.wait_log(r"nvmet namespace cgroup removed cgroup=%s cgroup_id_cleared=false "
+                    r"reason=\"below an earlier nvmet.parent\"" % re.escape(old1))
+        self.assertEqual(self.attr(1, "cgroup_id"), str(os.stat(new1).st_ino), "the move stays")
+        self.assertTrue(os.path.isdir(old2), "namespace 2 is still charged there")
+
+        # the operator disables namespace 2: it moves, then the old parent goes
+        write(os.path.join(self.ns_dir(2), "enable"), "0\n")
+        wait_for(lambda: self.attr(2, "cgroup_id") == str(os.stat(new2).st_ino),
+                 what="namespace 2 pointed at its new cgroup")
+        empty_dir(old2)
+        empty_dir(old_parent)
+        wait_for(lambda: not os.path.exists(old_parent), what="the old parent removed")
+        d2.wait_log(r"nvmet parent removed cgroup=%s reason=\"nvmet.parent is now %s\"" %
+                    (re.escape(old_parent), new))
+        self.assertEqual(parents(), [new])
+        self.assertTrue(os.path.isdir(new1) and os.path.isdir(new2))
+
+    def test_parent_moved_below_the_old_one(self):
+        """The new parent inside the old one: the old parent's namespace
+        cgroups go, the way to the new parent stays, and the old parent is
+        forgotten, not removed."""
+        self.add_ns(1)
+        old1 = self.make_cgroup(1)
+        old_parent = os.path.dirname(old1)
+        d = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(old1).st_ino), what="charged")
+        d.terminate()
+        cfg = json.loads(read(self.env.config_path))
+        new = "ioqos-nvmet.slice/v2"
+        cfg["nvmet"]["parent"] = new
+        write(self.env.config_path, json.dumps(cfg))
+        new1 = self.make_cgroup(1, parent=new)
+        d2 = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(new1).st_ino), what="moved")
+        empty_dir(old1)
+        wait_for(lambda: not os.path.exists(old1), what="the old namespace cgroup removed")
+        d2.wait_log(r"nvmet parent let go of cgroup=%s reason=\"nvmet.parent is now %s, below it\"" %
+                    (re.escape(old_parent), new))
+        record = os.path.join(self.env.state_dir, "nvmet-parents.json")
+        self.assertEqual(json.loads(read(record))["parents"], [new])
+        time.sleep(2.5)  # more passes: the new parent's directory is never a namespace cgroup
+        self.assertTrue(os.path.isdir(new1))
+        self.assertNotIn("rmdir %s " % os.path.dirname(new1), d2.text())
+        self.assertEqual(self.attr(1, "cgroup_id"), str(os.stat(new1).st_ino))
+
+    def test_damaged_parent_record(self):
+        """A damaged nvmet-parents.json is said (once) and rewritten; the
+        namespaces are charged as usual."""
+        record = os.path.join(self.env.state_dir, "nvmet-parents.json")
+        write(record, '{"version":1,"parents":["../../system.slice"]}')
+        self.add_ns(1)
+        cg = self.make_cgroup(1)
+        d = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(cg).st_ino), what="charged")
+        d.wait_log(r"nvmet parents not read, cgroups below an earlier nvmet.parent are not removed "
+                   r"error=\".*nvmet-parents.json: parents\[0\] must not contain '.' or '..'")
+        self.assertEqual(json.loads(read(record))["parents"], ["ioqos-nvmet.slice"])
+        time.sleep(2.5)  # more passes
+        self.assertEqual(len(re.findall(r"nvmet parents not read", d.text())), 1, "said once")
+
+
 class NvmetCapacityTest(PluginTest):
     """Pods and namespaces on one disk never oversell it."""
     env_args = {"bw_bytes": CAP_BW, "iops": CAP_IOPS}
@@ -342,8 +452,9 @@ class HostV2(PluginTest):
     V2_SUB on V2_DISK, enabled) and a real cgroup v2 kernel: the plugin makes
     the namespace cgroup itself, io enabled down to it, the kernel reads the
     limits back; on a kernel without cgroup_id the units are still taken and
-    the state says the limits are not enforced. With the entry gone the
-    cgroup is removed."""
+    the state says the limits are not enforced. With nvmet.parent changed
+    the cgroup is made below the new parent, and the old cgroup and the old
+    parent are removed; with the entry gone the cgroup is removed."""
     ROOT = "/ioqos-nvmet-test-%d" % os.getpid()
     env_args = {"cgroup_root": CG2, "sysfs_root": "/sys",
                 "disks": ((V2_DISK, read("/sys/block/%s/dev" % V2_DISK).strip() if V2_DISK else ""),),
@@ -378,8 +489,29 @@ class HostV2(PluginTest):
             d.wait_log(r"namespace=%s/1 state=\"limits in %s, not enforced: .*no nvmet cgroup_id "
                        r"attribute" % (V2_SUB, cg))
         d.terminate()
-        # the entry removed: the cgroup goes, the disk is whole again
+        # nvmet.parent changed: the cgroup made again below the new parent,
+        # the old cgroup and the old parent removed (real rmdir)
         cfg = json.loads(read(self.env.config_path))
+        old_cg, old_parent = cg, parent
+        parent = os.path.join(CG2, "ioqos-nvmet-test2.slice")
+        cg = os.path.join(parent, "%s-1" % V2_SUB)
+        self.addCleanup(lambda: [os.rmdir(p) for p in (cg, parent) if os.path.isdir(p)])
+        cfg["nvmet"]["parent"] = os.path.basename(parent)
+        write(self.env.config_path, json.dumps(cfg))
+        d1 = self.start()
+        try:
+            wait_for(lambda: iomax_of(cg, dev), what="io.max below the new parent", timeout=30)
+            d1.wait_log(r"nvmet namespace cgroup removed cgroup=%s cgroup_id_cleared=false "
+                        r"reason=\"below an earlier nvmet.parent\"" % re.escape(old_cg))
+            d1.wait_log(r"nvmet parent removed cgroup=%s reason=\"nvmet.parent is now %s\"" %
+                        (re.escape(old_parent), os.path.basename(parent)))
+        except AssertionError:
+            print("\n".join(ln for ln in d1.text().splitlines() if "nvmet" in ln))
+            raise
+        self.assertFalse(os.path.exists(old_parent))
+        self.assertEqual(iomax_of(cg, dev)["rbps"], 50 * MIB)
+        d1.terminate()
+        # the entry removed: the cgroup goes, the disk is whole again
         cfg["nvmet"]["namespaces"] = []
         write(self.env.config_path, json.dumps(cfg))
         d2 = self.start()

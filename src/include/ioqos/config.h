@@ -156,6 +156,10 @@ struct ioq_config {
  * 1-63 characters of a-z, 0-9, '-' and '.', not starting or ending with '-',
  * and neither "." nor "..". */
 bool ioq_class_name_valid(const char *s);
+/* Why `s` cannot be nvmet.parent (a relative cgroup path of
+ * [A-Za-z0-9._@:-] components, none "." or "..", not in kubepods), or
+ * NULL when it can. */
+const char *ioq_nvmet_parent_problem(const char *s);
 
 /* Fills *c with defaults (no devices). */
 IOQ_MUST_CHECK
