@@ -9,7 +9,7 @@ import shutil
 import unittest
 
 from harness import BW, MIB, read, wait_for, write
-from test_nvmet import SUB, NvmetBase
+from test_nvmet import SUB, NvmetBase, empty_dir
 
 VALGRIND = shutil.which("valgrind")
 
@@ -19,7 +19,9 @@ class Valgrind(NvmetBase):
     """The nvmet passes under valgrind memcheck: a charged, a waiting, a
     refused and an unconfigured namespace, an entry matching nothing,
     explain requests (good, filtered, unknown, malformed), the cgroup made
-    again, then SIGTERM. Exit 0, no memcheck errors, no definitely lost
+    again, then SIGTERM; then a second run with nvmet.parent changed (the
+    record read, a namespace moved, an old cgroup kept with its grant and
+    one removed). Each: exit 0, no memcheck errors, no definitely lost
     bytes."""
 
     def test_no_definite_leaks(self):
@@ -36,9 +38,9 @@ class Valgrind(NvmetBase):
         self.add_ns(4)
         cg1 = self.make_cgroup(1)
         self.make_cgroup(2)
-        d = self.env.start_daemon(wrapper=[VALGRIND, "--leak-check=full", "--show-leak-kinds=definite",
-                                           "--errors-for-leak-kinds=definite", "--error-exitcode=99",
-                                           "--num-callers=30"])
+        memcheck = [VALGRIND, "--leak-check=full", "--show-leak-kinds=definite",
+                    "--errors-for-leak-kinds=definite", "--error-exitcode=99", "--num-callers=30"]
+        d = self.env.start_daemon(wrapper=memcheck)
         self.env.kubelet.wait_registered(BW, timeout=120)
         d.wait_ready(timeout=120)
         wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(cg1).st_ino), timeout=60,
@@ -55,6 +57,24 @@ class Valgrind(NvmetBase):
         rc = d.terminate(timeout=120)
         self.assertEqual(rc, 0, "valgrind exit %d:\n%s" % (rc, d.text()[-6000:]))
         self.assertNotRegex(d.text(), r"definitely lost: [1-9]")
+        self.assertIn("HEAP SUMMARY", d.text(), "memcheck ran")
+
+        old1 = cg1
+        cfg["nvmet"]["parent"] = "storage.slice/nvmet"
+        write(self.env.config_path, json.dumps(cfg))
+        new1 = self.make_cgroup(1, parent="storage.slice/nvmet")
+        self.make_cgroup(2, parent="storage.slice/nvmet")
+        d = self.env.start_daemon(wrapper=memcheck)
+        self.env.kubelet.wait_registered(BW, timeout=120)
+        d.wait_ready(timeout=120)
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(new1).st_ino), timeout=60,
+                 what="namespace 1 moved below the new parent")
+        empty_dir(old1)
+        wait_for(lambda: not os.path.exists(old1), timeout=60, what="its old cgroup removed")
+        rc = d.terminate(timeout=120)
+        self.assertEqual(rc, 0, "valgrind exit %d:\n%s" % (rc, d.text()[-6000:]))
+        self.assertNotRegex(d.text(), r"definitely lost: [1-9]")
+        self.assertIn("HEAP SUMMARY", d.text(), "memcheck ran")
 
 
 if __name__ == "__main__":
