@@ -266,7 +266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       char *end;
       errno = 0;
       unsigned long long n = strtoull(cl, &end, 10);
-      if (!errno && !*end && n > h->max_body) {
+      bool valid = !errno && *cl && !*end;
+      if (valid && n > h->max_body) {
         ext_metrics_reject(h->m, EXT_REJECT_TOO_LARGE);
         return send_error(c, q, MHD_HTTP_CONTENT_TOO_LARGE,
                           "request body of %llu bytes is larger than %zu bytes "
@@ -275,7 +276,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       }
       /* only a body that announced its length may draw on the part of the
        * parse budget kept for small requests (body.h) */
-      if (!errno && !*end && *cl)
+      if (valid)
         announced = (size_t)n;
     }
     if (ext_body_init(&q->body, h->max_body, announced, h->budget) < 0)

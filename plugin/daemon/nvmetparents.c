@@ -124,16 +124,14 @@ int nvmet_parents_add(struct nvmet_parents *ps, const char *parent, ioq_err *e) 
 int nvmet_parents_drop(struct nvmet_parents *ps, const char *parent, ioq_err *e) {
   for (size_t i = 0; i < ps->n; i++)
     if (!strcmp(ps->v[i], parent)) {
-      char *gone = ps->v[i];
-      memmove(&ps->v[i], &ps->v[i + 1], (ps->n - i - 1) * sizeof ps->v[0]);
-      ps->n--;
-      if (save(ps, e) < 0) {
-        memmove(&ps->v[i + 1], &ps->v[i], (ps->n - i) * sizeof ps->v[0]);
-        ps->v[i] = gone;
-        ps->n++;
+      /* the list without it is saved first; only then is it changed */
+      struct nvmet_parents next = *ps;
+      memmove(&next.v[i], &next.v[i + 1], (next.n - i - 1) * sizeof next.v[0]);
+      next.n--;
+      if (save(&next, e) < 0)
         return -1;
-      }
-      free(gone);
+      free(ps->v[i]);
+      *ps = next;
       return 0;
     }
   return 0;

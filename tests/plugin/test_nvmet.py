@@ -115,6 +115,21 @@ class NvmetBase(PluginTest):
 
 class NvmetTest(NvmetBase):
 
+    def two_charged(self):
+        """One entry for the whole subsystem (10 bandwidth units each),
+        namespaces 1 and 2 disabled and charged: (config, cgroup 1, cgroup 2,
+        daemon)."""
+        cfg = json.loads(read(self.env.config_path))
+        cfg["nvmet"]["namespaces"] = [{"subsystem": SUB, "grant": {"bandwidth": 10}}]
+        write(self.env.config_path, json.dumps(cfg))
+        self.add_ns(1)
+        self.add_ns(2)
+        cg1, cg2 = self.make_cgroup(1), self.make_cgroup(2)
+        d = self.start()
+        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(cg1).st_ino) and
+                 self.attr(2, "cgroup_id") == str(os.stat(cg2).st_ino), what="both charged")
+        return cfg, cg1, cg2, d
+
     def test_disabled_namespace_is_charged_and_its_units_not_offered(self):
         self.add_ns(1)
         cg = self.make_cgroup(1)
@@ -265,15 +280,7 @@ class NvmetTest(NvmetBase):
         cgroup_id is cleared first, so it can be enabled again (the cgroup is
         then removed: rmdir of this plain test directory with files fails,
         tests/e2e/test-nvmet.sh shows it on a real kernel)."""
-        cfg = json.loads(read(self.env.config_path))
-        cfg["nvmet"]["namespaces"] = [{"subsystem": SUB, "grant": {"bandwidth": 10}}]
-        write(self.env.config_path, json.dumps(cfg))
-        self.add_ns(1)
-        self.add_ns(2)
-        cg1, cg2 = self.make_cgroup(1), self.make_cgroup(2)
-        d = self.start()
-        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(cg1).st_ino) and
-                 self.attr(2, "cgroup_id") == str(os.stat(cg2).st_ino), what="both charged")
+        cfg, cg1, cg2, d = self.two_charged()
         self.wait_advertised(80, 100)
         d.terminate()
         write(os.path.join(self.ns_dir(2), "enable"), "1\n")  # the initiators use namespace 2
@@ -305,16 +312,8 @@ class NvmetTest(NvmetBase):
         across the restart. rmdir of these plain test directories works once
         the test has removed their files, as a real cgroup's works once it
         is unused."""
-        cfg = json.loads(read(self.env.config_path))
-        cfg["nvmet"]["namespaces"] = [{"subsystem": SUB, "grant": {"bandwidth": 10}}]
-        write(self.env.config_path, json.dumps(cfg))
-        self.add_ns(1)
-        self.add_ns(2)
-        old1, old2 = self.make_cgroup(1), self.make_cgroup(2)
+        cfg, old1, old2, d = self.two_charged()
         old_parent = os.path.dirname(old1)
-        d = self.start()
-        wait_for(lambda: self.attr(1, "cgroup_id") == str(os.stat(old1).st_ino) and
-                 self.attr(2, "cgroup_id") == str(os.stat(old2).st_ino), what="both charged")
         record = os.path.join(self.env.state_dir, "nvmet-parents.json")
         parents = lambda: json.loads(read(record))["parents"]
         self.assertEqual(parents(), ["ioqos-nvmet.slice"])
