@@ -45,6 +45,26 @@ check_eq "failing command: status 1" 1 "$rc"
 check "failing command: its stderr is shown" grep -q "something went wrong" err.txt
 check "failing command: its tool errors are shown" grep -q "nonexistent-path" err.txt
 
+# 2b. --net: the guest reaches the host's loopback at 10.0.2.2 and nothing else
+# (no default route); a one-shot HTTP server on the host's loopback answers.
+python3 -m http.server 0 --bind 127.0.0.1 --directory "$WORK" > http.log 2>&1 &
+HTTP=$!
+port=""
+for _ in $(seq 50); do
+    port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' http.log | head -n1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+echo "from the host" > served.txt
+"$VMRUN" --net -- sh -c "ip -4 addr show eth0; ip route; curl -s --max-time 10 http://10.0.2.2:$port/served.txt" \
+    > out.txt 2> err.txt
+rc=$?
+kill "$HTTP" 2>/dev/null
+check_eq "--net: command status" 0 "$rc"
+check "--net: eth0 is 10.0.2.15/24" grep -q "inet 10.0.2.15/24" out.txt
+check "--net: no default route" sh -c '! grep -q "^default" out.txt'
+check "--net: the host's loopback answers at 10.0.2.2" grep -qx "from the host" out.txt
+
 # 3. usage errors.
 "$VMRUN" --no-such-option -- true > /dev/null 2>&1
 check_eq "unknown option gives 2" 2 $?
