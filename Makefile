@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler
 	libcriterion-dev libmicrohttpd-dev python3-grpcio python3-protobuf python3-yaml \
 	qemu-system-x86 busybox-static fio kmod cpio e2fsprogs util-linux gnuplot-nox valgrind \
 	clang libclang-rt-14-dev ca-certificates openssl \
-	prometheus
+	prometheus iptables conntrack libseccomp-dev
 
 .PHONY: all deps build test demo bench clean
 

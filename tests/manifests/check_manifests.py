@@ -2853,6 +2853,8 @@ VERSION_COPIES = {  # file -> the lines allowed to spell the version out
     "CHANGELOG.md": r"",  # the history names every release
 }
 VERSION_SKIP_DIRS = {"__pycache__", "bench-results", "Testing", "corpus"}
+# Go modules' pins of upstream components (tests/cluster/gomod): other projects' versions
+VERSION_SKIP_FILES = {"go.mod", "go.sum"}
 
 
 def project_version():
@@ -2888,7 +2890,7 @@ def text_files():
                          and not (r == "." and x.startswith("build")))
         for f in sorted(files):
             p = os.path.join(d, f)
-            if os.path.islink(p) or not os.path.isfile(p):
+            if os.path.islink(p) or not os.path.isfile(p) or f in VERSION_SKIP_FILES:
                 continue
             try:
                 with open(p, encoding="utf-8") as fh:
