@@ -70,7 +70,8 @@ log "control plane up ($(( $(date +%s) - T0 )) s)"
 # ioqos manages (the kubelet root): a virtio disk that qemu holds to
 # 200 MiB/s, ext4.
 set +e
-"$ROOT/tests/e2e/vm-run" --net --mem "${IOQOS_CLUSTER_VM_MEM:-6144}" --smp 2 \
+# vm-run (and with it qemu) dies with this script too
+setpriv --pdeathsig KILL -- "$ROOT/tests/e2e/vm-run" --net --mem "${IOQOS_CLUSTER_VM_MEM:-6144}" --smp 2 \
   --timeout "${IOQOS_CLUSTER_TIMEOUT:-3000}" --share "$RUN" --share "$BUILD" \
   --virtio-disk kubelet:size=8G:bps=209715200:iops=51200:mkfs=ext4:mount=/var/lib/kubelet \
   --keep-log "$RUN/logs/vm-console.log" \

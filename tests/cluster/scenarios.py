@@ -93,6 +93,9 @@ def install():
                   timeout=300)
     check(plugin["spec"]["nodeName"] == NODE, "ioqos-plugin runs on node %s" % NODE)
     wait("node allocatable ioqos/bandwidth > 0", lambda: allocatable_bw() > 0, timeout=120)
+    # the scenarios hold up to 30 units at once (a grant of 20, two of 5)
+    check(allocatable_bw() >= 40, "the node advertises >= 40 ioqos/bandwidth units",
+          "%d: calibrate measured the 200 MiB/s disk far lower (a host too loaded for TCG?)" % allocatable_bw())
     ann = node_obj()["metadata"].get("annotations", {}).get("ioqos.io/devices")
     check(bool(ann), "the plugin published the ioqos.io/devices annotation", str(ann))
     print("    allocatable ioqos/bandwidth: %d, annotation: %s" % (allocatable_bw(), (ann or "")[:300]),
@@ -304,9 +307,9 @@ def scenario_quota():
                                                  ["status"].get("used", {}).get("requests.ioqos/bandwidth")
                                                  == "100"), timeout=60)
     check(used, "quota status.used requests.ioqos/bandwidth = 100", repr(q.get("status")))
-    for name in ("q60", "q40"):
-        wait_pod_phase(ns, name, ("Running",))
-    check(True, "both quota pods run (placed by the extender, granted by the plugin)")
+    # Admission is the quota's whole job; whether 100 more units fit the node
+    # depends on the capacity calibrate measured (lower on a loaded host), so the
+    # pods are not waited for (placement is the granted scenario's).
     API.delete("/api/v1/namespaces/" + ns, grace=0)
 
 
