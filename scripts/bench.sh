@@ -41,6 +41,7 @@ elif [ -f tests/extender/bench.py ]; then
 else
     echo "######## extender benchmark: skipped (no tests/extender/bench.sh or bench.py yet)"
 fi
+part "scheduling benchmark (real kube-scheduler + extender, fake nodes)" tests/bench/sched_bench.sh --build "$build"
 
 found=0
 for f in tests/plugin/bench*; do
