@@ -94,6 +94,15 @@ class Api:
         return self.call("GET", path)[1]
 
 
+def status_200(conn, path):
+    """GET path on conn (then closed): did it answer 200?"""
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
 def now_rfc3339():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -327,14 +336,8 @@ class Bench:
                 "--kubeconfig=%s/admin.kubeconfig" % a.pki]
         self.procs.append(Proc("ioqos-scheduler-ext", argv, a.logdir))
 
-        def ready():
-            c = http.client.HTTPConnection("127.0.0.1", a.ext_metrics_port, timeout=2)
-            try:
-                c.request("GET", "/readyz")
-                return c.getresponse().status == 200
-            finally:
-                c.close()
-        self.wait("extender /readyz", 60, ready)
+        self.wait("extender /readyz", 60, lambda: status_200(
+            http.client.HTTPConnection("127.0.0.1", a.ext_metrics_port, timeout=2), "/readyz"))
 
     def start_scheduler(self):
         a = self.a
@@ -378,14 +381,8 @@ extenders:
                 "--bind-address=127.0.0.1", "--secure-port=%d" % a.sched_port, "--v=1"]
         self.procs.append(Proc("ioqos-kube-scheduler", argv, a.logdir))
 
-        def healthy():
-            c = http.client.HTTPSConnection("127.0.0.1", a.sched_port, context=self.mctx, timeout=2)
-            try:
-                c.request("GET", "/healthz")
-                return c.getresponse().status == 200
-            finally:
-                c.close()
-        self.wait("kube-scheduler /healthz", 90, healthy)
+        self.wait("kube-scheduler /healthz", 90, lambda: status_200(
+            http.client.HTTPSConnection("127.0.0.1", a.sched_port, context=self.mctx, timeout=2), "/healthz"))
         self.wait("kube-scheduler /metrics (admin certificate)", 30, self.sched_metrics)
 
     def stop_all(self):
