@@ -11,7 +11,9 @@
 #   fio direct write / read bandwidth, direct 4k randwrite / randread IOPS on a null_blk
 #   disk (mbps=200: a finite disk);
 #   buffered write bandwidth with memory+io on, to a file on ext4 on a virtio disk
-#   (qemu-throttled to 200 MiB/s; cgroup writeback needs a filesystem);
+#   (qemu-throttled to 200 MiB/s; cgroup writeback needs a filesystem): its floor is
+#   taken against min(limit, the same writer unthrottled in the same run), its ceiling
+#   against the limit (buffered_limited below says why);
 # and reports buffered writes of a pod whose parent does not delegate memory to it.
 set -u
 CTL=$(readlink -f "${1:?usage: v2-enforce.sh IOQOSCTL}")
@@ -77,48 +79,43 @@ measure() {
 }
 
 # buffered NAME LIMIT POD CTR MB : dd writes MB through the page cache of a file on ext4
-# (a filesystem with cgroup writeback) from container cgroup CTR and fsyncs. The pod's
-# io.stat wbytes (what is charged to the pod) and the disk's written bytes are sampled
-# every 0.25 s; the steady rate is taken between 20% and 80% of the bytes at the disk.
-# Dirty thresholds are lowered (16/64 MiB) so writeback starts at once rather than at
-# 10% of RAM. Sets RATIO (disk rate / limit) and CHARGED (MiB charged to the pod).
+# (a filesystem with cgroup writeback) from container cgroup CTR and fsyncs
+# (tests/support/buffered_rate.py: steady rate at the disk between 20% and 80% of the
+# bytes). Sets RATE (bytes/s), RATIO (RATE / LIMIT) and CHARGED (MiB charged to POD).
 buffered() {
-    local name=$1 limit=$2 pod=$3 ctr=$4 mb=$5 out
-    sync; echo 3 > /proc/sys/vm/drop_caches
-    out=$("$PY" - "$pod" "$ctr" "$VD" "${VDEV#/dev/}" $((mb * MiB)) /mnt/vd0/ioqos-kt.dat <<'EOF'
-import subprocess, sys, time
-pod, ctr, dev, name, total, path = sys.argv[1:7]
-total = int(total)
-def charged():
-    for line in open(pod + "/io.stat"):
-        f = line.split()
-        if f and f[0] == dev:
-            return int(dict(kv.split("=") for kv in f[1:]).get("wbytes", 0))
-    return 0
-def written():
-    return int(open("/sys/block/%s/stat" % name).read().split()[6]) * 512
-c0, w0 = charged(), written()
-p = subprocess.Popen(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', ctr, "dd",
-                      "if=/dev/zero", "of=" + path, "bs=1M", "count=%d" % (total >> 20),
-                      "conv=fsync", "status=none"])
-s = []
-while p.poll() is None:
-    s.append((time.monotonic(), written() - w0))
-    time.sleep(0.25)
-s.append((time.monotonic(), written() - w0))
-lo = next((x for x in s if x[1] >= 0.2 * total), s[0])
-hi = [x for x in s if x[1] <= 0.8 * total][-1]
-rate = (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else 0
-print(p.returncode, int(rate), (charged() - c0) >> 20)
-EOF
-)
-    rm -f /mnt/vd0/ioqos-kt.dat; sync
-    local rc rate
-    read -r rc rate CHARGED <<< "$out"
+    local name=$1 limit=$2 pod=$3 ctr=$4 mb=$5 out rc whole
+    out=$("$PY" "$HERE/../support/buffered_rate.py" "$ctr" "$pod" "$VD" "${VDEV#/dev/}" \
+        $((mb * MiB)) /mnt/vd0/ioqos-kt.dat) || kt_die "buffered_rate.py in $ctr: $out"
+    read -r rc RATE whole CHARGED <<< "$out"
     [ "$rc" = 0 ] || kt_die "dd in $ctr failed ($out)"
-    RATIO=$(ratio "$rate" "$limit")
+    CHARGED=$((CHARGED / MiB))
+    RATIO=$(ratio "$RATE" "$limit")
     printf 'accuracy %-26s limit %12d achieved %14.1f ratio %s (steady writeback; %s MiB charged to the pod)\n' \
-        "$name" "$limit" "$rate" "$RATIO" "$CHARGED"
+        "$name" "$limit" "$RATE" "$RATIO" "$CHARGED"
+}
+
+# buffered_limited NAME LIMIT POD CTR MB : the same writer unthrottled just before and just
+# after the run under LIMIT (POD's io.max on the virtio disk). Under TCG every buffered
+# byte is copied by emulated code: on a busy host the writer alone may not reach the
+# limit (seen in CI: 0.68 and 0.77 of 40 MiB/s; unthrottled, 0.74 of it with one CPU
+# hog beside the VM). So the floor is taken against min(LIMIT, the slower reference)
+# and the ceiling against LIMIT alone: an overshoot always fails, a slow host does not.
+# Sets RATIO (achieved / LIMIT), FLOOR (achieved / min(LIMIT, references)), CHARGED.
+buffered_limited() {
+    local name=$1 limit=$2 pod=$3 ctr=$4 mb=$5 ref achieved charged ratio
+    "$CTL" apply --cgroup "$pod" --device "$VD" --wbps max > /dev/null || kt_die "apply $VD max"
+    buffered "$name-unthrottled-before" "$limit" "$pod" "$ctr" "$mb"
+    ref=$RATE
+    "$CTL" apply --cgroup "$pod" --device "$VD" --wbps "$limit" > /dev/null || kt_die "apply $VD"
+    buffered "$name" "$limit" "$pod" "$ctr" "$mb"
+    achieved=$RATE charged=$CHARGED ratio=$RATIO
+    "$CTL" apply --cgroup "$pod" --device "$VD" --wbps max > /dev/null || kt_die "apply $VD max"
+    buffered "$name-unthrottled-after" "$limit" "$pod" "$ctr" "$mb"
+    [ "$RATE" -lt "$ref" ] && ref=$RATE
+    [ "$ref" -gt "$limit" ] && ref=$limit
+    RATIO=$ratio CHARGED=$charged
+    FLOOR=$(ratio "$achieved" "$ref")
+    echo "info - $name: reference min(limit, unthrottled) $ref B/s, achieved/reference $FLOOR"
 }
 
 check() {
@@ -148,17 +145,13 @@ check "v2 direct 4k randread IOPS" "$RATIO"
 # Buffered writes are charged to the pod when memory and io are both on along the path.
 echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
 echo $((64 * MiB)) > /proc/sys/vm/dirty_bytes
-"$CTL" apply --cgroup "$POD" --device "$VD" --wbps $((40 * MiB)) > /dev/null || kt_die "apply $VD"
-buffered v2-buffered-write $((40 * MiB)) "$POD" "$CTR" 300
-# Under TCG on a loaded machine the writer (dd into the page cache, emulated) can fail to
-# produce 40 MiB/s at all: steady writeback far below the limit with nothing wrong in the
-# kernel (seen once on a clean clone: 0.46, and 0.49 for the pod without memory in the same
-# run). Such a run (below LO) is measured once more; an overshoot is never retried.
-if awk -v r="$RATIO" -v lo="$LO" 'BEGIN { exit !(r < lo) }'; then
-    echo "info - buffered attempt 1: ratio $RATIO below $LO (the writer did not keep up): measuring again"
-    buffered v2-buffered-write $((40 * MiB)) "$POD" "$CTR" 300
-fi
-check "v2 buffered write bandwidth (memory+io)" "$RATIO"
+buffered_limited v2-buffered-write $((40 * MiB)) "$POD" "$CTR" 300
+if awk -v f="$FLOOR" -v lo="$LO" 'BEGIN { exit !(f >= lo) }'; then
+    ok "v2 buffered write (memory+io) achieved/min(limit, unthrottled) $FLOOR >= $LO"
+else fail "v2 buffered write (memory+io) achieved/min(limit, unthrottled) $FLOOR < $LO"; fi
+if awk -v r="$RATIO" -v hi="$HI" 'BEGIN { exit !(r <= hi) }'; then
+    ok "v2 buffered write (memory+io) achieved/limit $RATIO <= $HI"
+else fail "v2 buffered write (memory+io) achieved/limit $RATIO > $HI (the limit did not hold)"; fi
 [ "$CHARGED" -ge 300 ] && ok "buffered writeback charged to the pod ($CHARGED MiB)" ||
     fail "only $CHARGED of 300 MiB of writeback charged to the pod"
 
