@@ -2,7 +2,8 @@
 # Thin wrapper for humans; the build itself is CMake (see README.md).
 #   make deps   install the Debian packages the build, tests and demo need (root)
 #   make build  configure + build into build/
-#   make test   deps + build + every test (ctest)
+#   make test   deps + build + every test (ctest, in stages: scripts/test.sh)
+#   make fuzz   deps + build + each libFuzzer target for FUZZ_SECONDS (600)
 #   make demo   deps + build + the protection demo
 #   make bench  deps + build + the long benchmarks (results in bench-results/)
 
@@ -18,7 +19,7 @@ DEB_PACKAGES := build-essential cmake pkg-config libgrpc-dev protobuf-c-compiler
 	clang libclang-rt-14-dev ca-certificates openssl \
 	prometheus iptables conntrack libseccomp-dev
 
-.PHONY: all deps build test demo bench clean
+.PHONY: all deps build test fuzz demo bench clean
 
 all: build
 
@@ -29,13 +30,19 @@ build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test, then the unit and integration tests again under AddressSanitizer
-# + UndefinedBehaviorSanitizer (a second build; valgrind runs are in the first).
-test: deps build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 1
-	cmake -S . -B $(BUILD)-asan -DIOQOS_SANITIZE=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ctest --output-on-failure --timeout 900 -j 1 -L 'unit|integration' -E valgrind
+# Every test, in stages (scripts/test.sh: host tests in parallel, the VM and cluster
+# tests one at a time), then the unit and integration tests again under AddressSanitizer
+# + UndefinedBehaviorSanitizer (a second build; valgrind runs are in the first). Prints a
+# wall-time table per stage at the end.
+test:
+	DEB_PACKAGES="$(DEB_PACKAGES)" BUILD="$(BUILD)" JOBS="$(JOBS)" CMAKE_FLAGS="$(CMAKE_FLAGS)" \
+		./scripts/test.sh
+
+# The libFuzzer targets for FUZZ_SECONDS each (make test runs each for a few seconds).
+FUZZ_SECONDS ?= 600
+fuzz: deps build
+	cd $(BUILD) && IOQOS_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -L fuzz -j 1 \
+		--timeout $$(($(FUZZ_SECONDS) + 300))
 
 demo: deps build
 	./scripts/demo.sh $(BUILD)
