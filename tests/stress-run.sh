@@ -44,7 +44,7 @@ for ((i = 1; i <= RUNS; i++)); do
     done
     echo "stress-run: run $i of $RUNS with $HOGS busy loop(s), log $OUT/run-$i.log"
     t0=$(date +%s)
-    IOQOS_TEST_TIMES="$OUT/run-$i.times" ${STAGES:+IOQOS_TEST_STAGES="$STAGES"} \
+    env IOQOS_TEST_TIMES="$OUT/run-$i.times" ${STAGES:+"IOQOS_TEST_STAGES=$STAGES"} \
         make test > "$OUT/run-$i.log" 2>&1
     rc=$?
     stop_hogs
