@@ -57,7 +57,7 @@ stage() {
 
 # ctest_in DIR ARGS... : ctest in DIR; the names of failed tests go to FAILED.
 ctest_in() {
-    local dir=$1 rc
+    local dir=$1 rc _ name
     shift
     (cd "$dir" && ctest --output-on-failure --timeout 900 "$@")
     rc=$?

@@ -195,7 +195,16 @@ class InitContainers(PluginTest):
         pod["status"]["phase"] = "Running"
         api.put_pod(pod)
         d.wait_log(r"grant changed pod=default/restore")
-        self.assertEqual(iomax(cg), "250:0 rbps=max wbps=max riops=max wiops=max")
+        # Its grant is gone. It is now a pod without a grant beside restore2's units, so the
+        # pool for such pods (1000 - 250 MiB/s) may bound it right after the grant is lifted:
+        # under load a pass of that policy ran before this read (seen: rbps=786432000).
+        lim = iomax(cg)
+        if lim != "250:0 rbps=max wbps=max riops=max wiops=max":
+            m = re.fullmatch(r"250:0 rbps=(\d+) wbps=(\d+) riops=\d+ wiops=\d+", lim)
+            self.assertIsNotNone(m, lim)
+            self.assertEqual(m.group(1), m.group(2), lim)
+            self.assertLessEqual(int(m.group(1)), 750 * MIB, lim)
+            d.wait_log(r"ungranted bound placed cgroup=%s " % re.escape(cg))
 
     def test_init_container_alone_ambiguous(self):
         # two Pending pods with the same init-only request: nothing kubelet
