@@ -87,17 +87,17 @@ LB=$((40 * MiB))
 SZ=$((LB / MiB * (RT + 2)))
 echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
 echo $((64 * MiB)) > /proc/sys/vm/dirty_bytes
-buffered() {  # NAME: one run of buffered_rate.py in $POD; sets steady whole frc charged
+buffered() {  # NAME [SAMPLES]: one run of buffered_rate.py in $POD; sets steady whole frc charged
     local out
     out=$($PY "$E2E_DIR/../support/buffered_rate.py" "$POD" "$POD" "$VD" "${VDEV#/dev/}" \
-        $((SZ * MiB)) /mnt/vd0/buf.dat) || { not_ok "buffered_rate.py: $out"; out="x 0 0 0"; }
+        $((SZ * MiB)) /mnt/vd0/buf.dat ${2:+"$2"}) || { not_ok "buffered_rate.py: $out"; out="x 0 0 0"; }
     read -r frc steady whole charged <<< "$out"
     info "$1: steady writeback $(mib "${steady:-0}") MiB/s"
 }
 echo "$VD wbps=max" > "$POD/io.max"
 buffered "buffered unthrottled (before)"; REF=$steady
 echo "$VD wbps=$LB" > "$POD/io.max"
-buffered "buffered under wbps=40 MiB/s"; LIM_STEADY=$steady LIM_WHOLE=$whole LIM_RC=$frc LIM_CHARGED=$charged
+buffered "buffered under wbps=40 MiB/s" /tmp/buffered-samples.txt; LIM_STEADY=$steady LIM_WHOLE=$whole LIM_RC=$frc LIM_CHARGED=$charged
 echo "$VD wbps=max" > "$POD/io.max"
 buffered "buffered unthrottled (after)"; [ "${steady:-0}" -lt "$REF" ] && REF=$steady
 [ "$REF" -gt "$LB" ] && REF=$LB
@@ -109,6 +109,7 @@ if awk -v f="$F" -v lo="$LO" 'BEGIN { exit !(f >= lo) }'; then
     ok "virtio-buffered-write achieved/min(limit, unthrottled $(mib "$REF") MiB/s): $F >= $LO"
 else not_ok "virtio-buffered-write achieved/min(limit, unthrottled $(mib "$REF") MiB/s): $F < $LO"; fi
 info "buffered write incl. dirtying and fsync: $(mib "${LIM_WHOLE:-0}") MiB/s for ${SZ} MiB (wall clock; steady writeback above)"
+[ -z "${IOQOS_E2E_DEBUG:-}" ] || { echo "buffered samples (s MiB):"; tr '\n' ' ' < /tmp/buffered-samples.txt; echo; }
 check "buffered writeback is charged to the cgroup (io.stat wbytes >= ${SZ} MiB)" \
     test "${LIM_CHARGED:-0}" -ge $((SZ * MiB))
 echo "$VD wbps=max" > "$POD/io.max"

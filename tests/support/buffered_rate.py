@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""buffered_rate.py CGROUP CHARGE_CGROUP DEVNO DISK BYTES FILE
+"""buffered_rate.py CGROUP CHARGE_CGROUP DEVNO DISK BYTES FILE [SAMPLES]
 
 Writes BYTES through the page cache into FILE (dd bs=1M conv=fsync) from a process
 placed in cgroup v2 directory CGROUP, and measures the steady writeback rate at the
@@ -11,7 +11,8 @@ out). Caches are dropped before and FILE removed after, so runs are comparable.
 Prints one line: "RC STEADY_BYTES_PER_S WHOLE_BYTES_PER_S CHARGED_BYTES" where RC is
 dd's exit code, WHOLE the rate over the whole run (dirtying and fsync included, wall
 clock) and CHARGED the growth of CHARGE_CGROUP's io.stat wbytes for DEVNO (what the
-kernel charged to that cgroup for the run's writeback).
+kernel charged to that cgroup for the run's writeback). With SAMPLES, the samples go
+there too, a line "SECONDS MIB_AT_THE_DISK" each (IOQOS_E2E_DEBUG in test-iomax-accuracy).
 
 Used by tests/kernel/v2-enforce.sh and tests/e2e/test-iomax-accuracy.sh (both inside
 the e2e VM), which also run it unthrottled as the same run's reference: under TCG the
@@ -39,9 +40,9 @@ def written(disk):
 
 
 def main(argv):
-    if len(argv) != 7:
+    if len(argv) not in (7, 8):
         sys.exit(__doc__)
-    cgroup, charge_cg, devno, disk, total, path = argv[1:]
+    cgroup, charge_cg, devno, disk, total, path = argv[1:7]
     total = int(total)
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -67,6 +68,10 @@ def main(argv):
     except FileNotFoundError:
         pass
     os.sync()
+    if len(argv) == 8:
+        with open(argv[7], "w") as f:
+            for t, b in samples:
+                f.write("%.2f %d\n" % (t - t0, b >> 20))
     print(p.returncode, int(steady), int(total / (t1 - t0)), got)
 
 
