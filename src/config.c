@@ -61,6 +61,9 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->node_policy.ungranted_enable = true;
   c->node_policy.ungranted_interval_ms = IOQ_DEFAULT_UNGRANTED_INTERVAL_MS;
   c->node_policy.ungranted_headroom_share = IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE;
+  c->node_policy.ungranted_lend = true;
+  c->node_policy.ungranted_lend_reserve = IOQ_DEFAULT_UNGRANTED_LEND_RESERVE;
+  c->node_policy.ungranted_lend_sample_ms = IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS;
   return 0;
 }
 
@@ -510,16 +513,26 @@ static int parse_root(struct ctx *x, json_object *root, struct ioq_config *c) {
         cfg_get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
       return -1;
     if (ug) {
-      static const char *const ukeys[] = {"enable", "intervalMs", "headroomShare", NULL};
-      uint64_t iv = c->node_policy.ungranted_interval_ms;
+      static const char *const ukeys[] = {"enable",      "intervalMs",   "headroomShare", "lend",
+                                          "lendReserve", "lendSampleMs", NULL};
+      uint64_t iv = c->node_policy.ungranted_interval_ms, sm = c->node_policy.ungranted_lend_sample_ms;
       if (cfg_check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
           cfg_get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
                    &c->node_policy.ungranted_enable) < 0 ||
           cfg_get_uint(x, ug, "intervalMs", "nodePolicy.ungranted.intervalMs", &iv, 100, 60000) < 0 ||
           cfg_get_double(x, ug, "headroomShare", "nodePolicy.ungranted.headroomShare",
-                     &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0)
+                     &c->node_policy.ungranted_headroom_share, 0.0, 1.0) < 0 ||
+          cfg_get_bool(x, ug, "lend", "nodePolicy.ungranted.lend", &c->node_policy.ungranted_lend) < 0 ||
+          cfg_get_double(x, ug, "lendReserve", "nodePolicy.ungranted.lendReserve",
+                         &c->node_policy.ungranted_lend_reserve, 0.0, 1.0) < 0 ||
+          cfg_get_uint(x, ug, "lendSampleMs", "nodePolicy.ungranted.lendSampleMs", &sm, 10, 1000) < 0)
         return -1;
       c->node_policy.ungranted_interval_ms = (unsigned)iv;
+      c->node_policy.ungranted_lend_sample_ms = (unsigned)sm;
+      if (sm >= iv)
+        return cfg_bad(x, "nodePolicy.ungranted.lendSampleMs",
+                       "must be shorter than nodePolicy.ungranted.intervalMs: lent capacity is taken "
+                       "back between passes");
     }
     if (w) {
       static const char *const wkeys[] = {"burstable", "besteffort", NULL};

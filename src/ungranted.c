@@ -72,6 +72,74 @@ void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in,
     free(w);
 }
 
+uint64_t ioq_ug_lend_pass(struct ioq_ug_lender *l, uint64_t grant, double rate, double reserve) {
+  if (l->grant != grant)
+    *l = (struct ioq_ug_lender){.grant = grant, .keep = grant};
+  if (!grant)
+    return 0;
+  double keep = (double)grant * reserve;
+  if (rate * IOQ_UG_LEND_HEADROOM > keep)
+    keep = rate * IOQ_UG_LEND_HEADROOM;
+  if (rate < 0 || keep >= (double)grant) {
+    /* busy, or not measured: keeps everything; a wake-up seen at a pass
+     * counts like one seen by a sample */
+    if (l->keep < l->grant)
+      l->wakes += l->wakes < IOQ_UG_LEND_BACKOFF_MAX;
+    l->keep = grant;
+    l->quiet = 0;
+    l->calm = 0;
+    return 0;
+  }
+  if (l->quiet < UINT32_MAX)
+    l->quiet++;
+  if (l->quiet < (IOQ_UG_LEND_QUIET_PASSES << l->wakes)) {
+    l->keep = grant;
+    return 0;
+  }
+  if (++l->calm >= IOQ_UG_LEND_FORGET_PASSES) {
+    l->wakes = 0;
+    l->calm = 0;
+  }
+  l->keep = ioq_u64_from_double_sat(keep);
+  if (l->keep > grant)
+    l->keep = grant;
+  return grant - l->keep;
+}
+
+void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t grant[IOQ_RES_COUNT],
+                          const double rate[IOQ_RES_COUNT], double reserve, uint64_t lent[IOQ_RES_COUNT]) {
+  bool busy = false;
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    lent[r] = ioq_ug_lend_pass(&l[r], grant[r], rate[r], reserve);
+    busy |= grant[r] && !l[r].quiet; /* measured busy (or not measured), not merely waiting */
+  }
+  if (!busy)
+    return;
+  /* busy in one resource: held in all, as if not quiet (no wake-up counted
+   * for what was lent only because the other resource was quiet) */
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    l[r].keep = l[r].grant;
+    l[r].quiet = 0;
+    lent[r] = 0;
+  }
+}
+
+bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l) {
+  bool was = l->keep < l->grant;
+  if (was)
+    l->wakes += l->wakes < IOQ_UG_LEND_BACKOFF_MAX;
+  l->keep = l->grant;
+  l->quiet = 0;
+  l->calm = 0;
+  return was;
+}
+
+bool ioq_ug_lend_woke(struct ioq_ug_lender *l, double rate) {
+  if (l->keep >= l->grant || rate <= (double)l->keep)
+    return false;
+  return ioq_ug_lend_reclaim(l);
+}
+
 void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
                  const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]) {
   const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,

@@ -488,6 +488,8 @@ static json_object *node_policy_section(struct plugin *p, const char *uid) {
   json_object *ug = json_object_new_object();
   put_bool(ug, "enable", p->cfg.node_policy.ungranted_enable && p->ug);
   put_u64(ug, "intervalMs", p->cfg.node_policy.ungranted_interval_ms);
+  put_bool(ug, "lend", p->cfg.node_policy.ungranted_lend);
+  put_u64(ug, "lendSampleMs", p->cfg.node_policy.ungranted_lend_sample_ms);
   if (p->ug) {
     json_object *pod = ungranted_pod_json(p->ug, uid);
     if (pod)

@@ -293,8 +293,8 @@ static void counters(FILE *f, struct plugin *p) {
  * capacity so "pool / capacity" matches. */
 static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size_t ncd) {
   struct ungranted_disk_stat st[16];
-  uint64_t before = 0;
-  size_t n = ungranted_stats(p->ug, st, 16, &before);
+  struct ungranted_totals t;
+  size_t n = ungranted_stats(p->ug, st, 16, &t);
   static const struct {
     const char *name, *help;
   } g[] = {
@@ -302,6 +302,9 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
        "Bandwidth shared by the pods without a grant on a disk (0 while no pod holds units there)."},
       {"ioqos_ungranted_pool_iops", "IOPS shared by the pods without a grant on a disk (0: not bounded in IOPS)."},
       {"ioqos_ungranted_pods", "Pods without a grant bounded on a disk now."},
+      {"ioqos_ungranted_lent_bytes_per_second",
+       "Bandwidth of grants their pods do not use, lent to the pods without a grant on a disk now (part of the pool)."},
+      {"ioqos_ungranted_lent_iops", "IOPS of grants lent to the pods without a grant on a disk now (part of the pool)."},
   };
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
     metrics_head(f, g[k].name, "gauge", g[k].help);
@@ -312,7 +315,9 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
           cls = cd[c].disk.class_name;
       if (!cls) /* the disk left the catalog between the two snapshots */
         continue;
-      uint64_t v = k == 0 ? st[i].pool_bps : k == 1 ? st[i].pool_iops : st[i].pods;
+      const uint64_t vals[] = {st[i].pool_bps, st[i].pool_iops, st[i].pods, st[i].lent_bps,
+                               st[i].lent_iops};
+      uint64_t v = vals[k];
       open_s(f, g[k].name, p);
       lbl(f, "disk", st[i].disk);
       lbl(f, "class", cls);
@@ -322,7 +327,19 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
   metrics_head(f, "ioqos_ungranted_before_bound_max_bytes", "gauge",
        "Most bytes a pod without a grant did on a disk before its bound was in place.");
   open_s(f, "ioqos_ungranted_before_bound_max_bytes", p);
-  val(f, before);
+  val(f, t.max_bytes_before);
+  metrics_head(f, "ioqos_ungranted_reclaims_total", "counter",
+               "Times lent capacity was taken back between passes because a granted pod woke up.");
+  open_s(f, "ioqos_ungranted_reclaims_total", p);
+  val(f, t.reclaims);
+  metrics_head(f, "ioqos_ungranted_reclaim_seconds", "histogram",
+               "Time from a lender's last quiet sample to the pool's cuts in place.");
+  size_t nb;
+  const double *bounds = ungranted_reclaim_bounds(&nb);
+  /* the node name is a validated DNS subdomain (opts.c): nothing to escape */
+  char labels[320];
+  snprintf(labels, sizeof labels, "node=\"%s\"", p->opts.node_name);
+  ioq_histogram_write(f, "ioqos_ungranted_reclaim_seconds", labels, bounds, nb, &t.reclaim_s);
 }
 
 static void endpoint_state(FILE *f, struct plugin *p) {

@@ -42,60 +42,9 @@
 #include "metrics.h"
 #include "plugin.h"
 #include "ungranted.h"
+#include "ungranted_internal.h"
 
-#define UG_DISKS_MAX 16
-/* a raise smaller than this share of the cap is not written (less churn);
- * a cut is written unless the caps fit the pool without it */
-#define UG_HYSTERESIS 0.10
-
-struct ug_slot { /* one pod on one disk */
-  bool bounded;                  /* a cap of ours is in place */
-  bool granted;                  /* a grant is in place on this disk */
-  bool after_grant;              /* bounded again after a grant ended: its I/O was the grant's */
-  uint64_t cap[IOQ_RES_COUNT];   /* in place (0 = none) */
-  double rate[IOQ_RES_COUNT];    /* last interval; < 0 = not measured */
-  bool have_sample;
-  struct ioq_iostat last;        /* io.stat at last_t */
-  double last_t;
-};
-
-struct ug_pod {
-  struct ioq_pod_cgroup_entry cg;
-  bool seen;
-  bool adopted; /* io.max read once at first sight */
-  struct ug_slot s[UG_DISKS_MAX];
-};
-
-struct ug_disk {
-  char name[IOQ_DISK_NAME_MAX + 1];
-  struct ioq_devno dev;
-  bool active; /* some pod holds units here: bounds apply */
-  uint64_t pool[IOQ_RES_COUNT];
-  size_t bounded;
-};
-
-struct ungranted {
-  struct plugin *p;
-  pthread_mutex_t mu; /* one pass at a time; guards everything below */
-  struct ug_pod *pods;
-  size_t n, cap;
-  struct ug_disk disks[UG_DISKS_MAX];
-  size_t n_disks;
-  uint64_t max_bytes_before;
-  char last_err[IOQ_ERR_MSG_MAX];
-  /* the notes of this pass and the one before (several can hold at once,
-   * e.g. two QoS cgroups missing): each is said when it first appears */
-#define UG_NOTES_MAX 8
-  char notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX], prev_notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX];
-  size_t n_notes, n_prev_notes;
-  /* thread */
-  pthread_t thread;
-  bool running;
-  int ino; /* inotify fd */
-  int wake[2];
-};
-
-static void failed(struct ungranted *u, const ioq_err *e) {
+void ug_failed(struct ungranted *u, const ioq_err *e) {
   metrics_inc(u->p->metrics, C_UG_FAIL);
   if (strcmp(u->last_err, e->msg) != 0)
     ioq_warn("ungranted bound not in place error=\"%s\"", e->msg);
@@ -227,6 +176,15 @@ static int cg_of(struct ungranted *u, const struct ug_pod *pp, struct ioq_cg *cg
   return ioq_cg_open(pp->cg.dir, u->p->layout.io_version, cg, e);
 }
 
+struct ug_delta ug_iostat_delta(const struct ioq_iostat *a, const struct ioq_iostat *b) {
+  struct ug_delta x;
+  x.rb = b->rbytes >= a->rbytes ? (double)(b->rbytes - a->rbytes) : 0;
+  x.wb = b->wbytes >= a->wbytes ? (double)(b->wbytes - a->wbytes) : 0;
+  x.ri = b->rios >= a->rios ? (double)(b->rios - a->rios) : 0;
+  x.wi = b->wios >= a->wios ? (double)(b->wios - a->wios) : 0;
+  return x;
+}
+
 /* Reads io.stat once per pass and turns it into rates per disk. */
 static void measure(struct ungranted *u, struct ug_pod *pp, double now) {
   struct ioq_cg cg;
@@ -245,18 +203,29 @@ static void measure(struct ungranted *u, struct ug_pod *pp, double now) {
         cur = st[i];
     if (s->have_sample && now > s->last_t) {
       double dt = now - s->last_t;
-      /* counters only grow; a smaller value is a new cgroup under the same name */
-      double rb = cur.rbytes >= s->last.rbytes ? (double)(cur.rbytes - s->last.rbytes) : 0;
-      double wb = cur.wbytes >= s->last.wbytes ? (double)(cur.wbytes - s->last.wbytes) : 0;
-      double ri = cur.rios >= s->last.rios ? (double)(cur.rios - s->last.rios) : 0;
-      double wi = cur.wios >= s->last.wios ? (double)(cur.wios - s->last.wios) : 0;
-      s->rate[IOQ_RES_BANDWIDTH] = (rb > wb ? rb : wb) / dt;
-      s->rate[IOQ_RES_IOPS] = (ri > wi ? ri : wi) / dt;
+      struct ug_delta x = ug_iostat_delta(&s->last, &cur);
+      s->rate[IOQ_RES_BANDWIDTH] = (x.rb > x.wb ? x.rb : x.wb) / dt;
+      s->rate[IOQ_RES_IOPS] = (x.ri > x.wi ? x.ri : x.wi) / dt;
     }
     s->last = cur;
     s->last_t = now;
     s->have_sample = true;
   }
+}
+
+/* A grant's io.max per resource (0: none in that resource, or no grant). */
+static void grant_of(struct ungranted *u, const struct ioq_disk_grant *dg, uint64_t out[IOQ_RES_COUNT]) {
+  struct ioq_io_limits lim;
+  ioq_err e;
+  out[IOQ_RES_BANDWIDTH] = out[IOQ_RES_IOPS] = 0;
+  if (!dg)
+    return;
+  if (ioq_grant_limits(dg, &u->p->cfg.units, &lim, &e) < 0) {
+    ioq_debug("ungranted: the grant on disk %s is not lent: %s", dg->disk, e.msg);
+    return;
+  }
+  out[IOQ_RES_BANDWIDTH] = lim.rbps;
+  out[IOQ_RES_IOPS] = lim.riops;
 }
 
 /* The caps already in io.max of a pod seen for the first time. */
@@ -322,7 +291,7 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
       return false;
     }
     ioq_err_prefix(&e, "disk %s", dk->name);
-    failed(u, &e);
+    ug_failed(u, &e);
     return false;
   }
   bool wrote = false;
@@ -374,7 +343,7 @@ static void lift_all(struct ungranted *u, size_t d, const char *why) {
     ioq_info("ungranted bounds removed disk=%s pods=%zu reason=\"%s\"", u->disks[d].name, lifted, why);
 }
 
-static void balance_disk(struct ungranted *u, size_t d) {
+void ug_balance_disk(struct ungranted *u, size_t d) {
   struct ug_disk *dk = &u->disks[d];
   size_t n = 0;
   for (size_t i = 0; i < u->n; i++)
@@ -390,7 +359,7 @@ static void balance_disk(struct ungranted *u, size_t d) {
   if (!pp || !in || !out[0] || !out[1] || !todo) {
     ioq_err e;
     ioq_fail(&e, ENOMEM, "ungranted: out of memory splitting the pool of %s", dk->name);
-    failed(u, &e);
+    ug_failed(u, &e);
     goto done;
   }
   n = 0;
@@ -491,7 +460,7 @@ static void pass_locked(struct ungranted *u) {
   u->n_prev_notes = u->n_notes;
   u->n_notes = 0;
   if (sync_pods(u, &e) < 0) {
-    failed(u, &e);
+    ug_failed(u, &e);
     return;
   }
   /* Until the first reconcile pass the held units (the List) and the
@@ -515,7 +484,10 @@ static void pass_locked(struct ungranted *u) {
       continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;
     dk->active = held[0] || held[1];
-    ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, held, dk->pool);
+    ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, held,
+                dk->base_pool);
+    /* what is lent is added by ug_lend_pass once the lenders are measured */
+    memcpy(dk->pool, dk->base_pool, sizeof dk->pool);
     if (dk->active && !dk->pool[0] && !dk->pool[1]) {
       char m[160];
       snprintf(m, sizeof m, "disk %s has grants but no known capacity: pods without a grant are not bounded there",
@@ -543,18 +515,23 @@ static void pass_locked(struct ungranted *u) {
     /* without the grants in place a granted pod would look ungranted */
     podtable_writes_unlock(p->table);
     ioq_fail(&e, ENOMEM, "ungranted: out of memory reading the grants in place");
-    failed(u, &e);
+    ug_failed(u, &e);
     return;
   }
   for (size_t i = 0; i < u->n; i++) {
     struct ug_pod *pp = &u->pods[i];
     for (size_t d = 0; d < u->n_disks; d++) {
       bool g = false;
-      for (size_t j = 0; j < nap && !g; j++)
+      const struct ioq_disk_grant *dg = NULL;
+      for (size_t j = 0; j < nap && !g; j++) {
+        if (strcmp(ap[j].uid, pp->cg.uid) != 0)
+          continue;
         /* an unknown pod (state file lost) may hold an init container
-         * grant on any disk: its limits are left alone too */
-        g = strcmp(ap[j].uid, pp->cg.uid) == 0 &&
-            (ap[j].init_unknown || ioq_grant_find(&ap[j].grant, u->disks[d].name));
+         * grant on any disk: its limits are left alone too (and it lends
+         * nothing: its grant is not known) */
+        dg = ap[j].init_unknown ? NULL : ioq_grant_find(&ap[j].grant, u->disks[d].name);
+        g = ap[j].init_unknown || dg;
+      }
       /* the grant writer owns the line while there is a grant (it replaced
        * our bound), and cleared it when the grant went: start afresh */
       if (g != pp->s[d].granted) {
@@ -562,6 +539,7 @@ static void pass_locked(struct ungranted *u) {
         pp->s[d].after_grant = !g;
       }
       pp->s[d].granted = g;
+      grant_of(u, dg, pp->s[d].grant);
     }
     if (!pp->adopted)
       adopt(u, pp);
@@ -569,9 +547,11 @@ static void pass_locked(struct ungranted *u) {
   free(ap);
   for (size_t k = 0; k < nidx; k++) {
     size_t d = (size_t)idx[k];
-    if (u->disks[d].active)
-      balance_disk(u, d);
-    else {
+    if (u->disks[d].active) {
+      ug_lend_pass(u, d);
+      ug_balance_disk(u, d);
+    } else {
+      memset(u->disks[d].lent, 0, sizeof u->disks[d].lent);
       lift_all(u, d, "no pod holds units of the disk");
       u->disks[d].bounded = 0;
     }
@@ -588,8 +568,8 @@ void ungranted_sync(struct ungranted *u) {
 }
 
 size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
-                       uint64_t *max_bytes_before) {
-  *max_bytes_before = 0;
+                       struct ungranted_totals *t) {
+  memset(t, 0, sizeof *t);
   if (!u)
     return 0;
   pthread_mutex_lock(&u->mu);
@@ -599,8 +579,12 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
     out[n].pool_bps = u->disks[i].active ? u->disks[i].pool[IOQ_RES_BANDWIDTH] : 0;
     out[n].pool_iops = u->disks[i].active ? u->disks[i].pool[IOQ_RES_IOPS] : 0;
     out[n].pods = u->disks[i].bounded;
+    out[n].lent_bps = u->disks[i].active ? u->disks[i].lent[IOQ_RES_BANDWIDTH] : 0;
+    out[n].lent_iops = u->disks[i].active ? u->disks[i].lent[IOQ_RES_IOPS] : 0;
   }
-  *max_bytes_before = u->max_bytes_before;
+  t->max_bytes_before = u->max_bytes_before;
+  t->reclaims = u->reclaims;
+  t->reclaim_s = u->reclaim_s;
   pthread_mutex_unlock(&u->mu);
   return n;
 }
@@ -631,6 +615,14 @@ json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
     json_object_object_add(j, "poolIops",
                            json_object_new_int64((int64_t)(ud->active ? ud->pool[IOQ_RES_IOPS] : 0)));
     json_object_object_add(j, "podsBounded", json_object_new_int64((int64_t)ud->bounded));
+    /* the pool is what nobody holds (base) plus what granted pods lend now */
+    json_object_object_add(j, "poolBaseBytesPerSec",
+                           json_object_new_int64((int64_t)(ud->active ? ud->base_pool[IOQ_RES_BANDWIDTH] : 0)));
+    json_object_object_add(j, "poolBaseIops",
+                           json_object_new_int64((int64_t)(ud->active ? ud->base_pool[IOQ_RES_IOPS] : 0)));
+    json_object_object_add(j, "lentBytesPerSec",
+                           json_object_new_int64((int64_t)(ud->active ? ud->lent[IOQ_RES_BANDWIDTH] : 0)));
+    json_object_object_add(j, "lentIops", json_object_new_int64((int64_t)(ud->active ? ud->lent[IOQ_RES_IOPS] : 0)));
     if (pp) {
       const struct ug_slot *sl = &pp->s[d];
       json_object_object_add(j, "granted", json_object_new_boolean(sl->granted));
@@ -644,6 +636,13 @@ json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
                                json_object_new_double(sl->rate[IOQ_RES_BANDWIDTH]));
       if (sl->rate[IOQ_RES_IOPS] >= 0)
         json_object_object_add(j, "measuredIops", json_object_new_double(sl->rate[IOQ_RES_IOPS]));
+      if (sl->granted && ud->active) { /* as a lender: what it lends of its grant now */
+        json_object_object_add(j, "lendsBytesPerSec",
+                               json_object_new_int64((int64_t)(sl->lend[IOQ_RES_BANDWIDTH].grant -
+                                                               sl->lend[IOQ_RES_BANDWIDTH].keep)));
+        json_object_object_add(j, "lendsIops", json_object_new_int64((int64_t)(sl->lend[IOQ_RES_IOPS].grant -
+                                                                                sl->lend[IOQ_RES_IOPS].keep)));
+      }
     }
     json_object_array_add(disks, j);
   }
@@ -658,16 +657,31 @@ json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
 static void *ug_main(void *arg) {
   struct ungranted *u = arg;
   double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
-  double next = 0;
+  double sample = u->p->cfg.node_policy.ungranted_lend_sample_ms / 1000.0;
+  double next = 0, next_sample = 0;
   for (;;) {
     double now = ioq_mono_s();
     if (now >= next) {
       ungranted_sync(u);
       next = ioq_mono_s() + interval;
+      next_sample = ioq_mono_s() + sample;
       continue;
     }
+    /* while something is lent, the lenders are sampled between passes */
+    double until = next;
+    pthread_mutex_lock(&u->mu);
+    bool lending = ug_lending(u);
+    if (lending && now >= next_sample) {
+      ug_lend_sample(u);
+      next_sample += sample;
+      if (next_sample <= now)
+        next_sample = now + sample; /* late (a slow machine): no catching up */
+    }
+    pthread_mutex_unlock(&u->mu);
+    if (lending && next_sample < until)
+      until = next_sample;
     struct pollfd fds[2] = {{.fd = u->wake[0], .events = POLLIN}, {.fd = u->ino, .events = POLLIN}};
-    int ms = (int)((next - now) * 1000) + 1;
+    int ms = until > now ? (int)((until - now) * 1000) + 1 : 0;
     int r = poll(fds, u->ino >= 0 ? 2 : 1, ms);
     if (r < 0 && errno != EINTR) {
       ioq_error("ungranted: poll failed: %s", strerror(errno));

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ioqos/error.h"
+#include "ioqos/histogram.h"
 #include "ioqos/units.h"
 
 struct plugin;
@@ -24,12 +25,20 @@ void ungranted_free(struct ungranted *u);
 
 struct ungranted_disk_stat {
   char disk[IOQ_DISK_NAME_MAX + 1];
-  uint64_t pool_bps, pool_iops; /* 0 while nothing is bounded on the disk */
+  uint64_t pool_bps, pool_iops; /* 0 while nothing is bounded on the disk; lent included */
+  uint64_t lent_bps, lent_iops; /* the idle part of grants in the pool now */
   size_t pods;                  /* pods bounded now */
+};
+struct ungranted_totals {
+  uint64_t max_bytes_before;  /* most bytes a pod did before its bound */
+  uint64_t reclaims;          /* lent capacity taken back between passes */
+  struct ioq_histogram reclaim_s; /* their latency, bounds ungranted_reclaim_bounds() */
 };
 /* For /metrics. Returns how many disks were filled in. */
 size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
-                       uint64_t *max_bytes_before);
+                       struct ungranted_totals *t);
+/* The bucket bounds of ungranted_totals.reclaim_s (seconds). */
+const double *ungranted_reclaim_bounds(size_t *n);
 
 /* For `ioqosctl explain`: the pod (by UID) as this module sees it, per
  * disk: whether bounds apply (a grant exists on it), the pool, the pod's

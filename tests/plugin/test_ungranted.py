@@ -39,8 +39,13 @@ def pool_iops(held_units):
 QOS_NAME = {"guaranteed": "Guaranteed", "burstable": "Burstable", "besteffort": "BestEffort"}
 
 
-def ug_config(interval_ms=300, enable=True):
-    return {"nodePolicy": {"ungranted": {"enable": enable, "intervalMs": interval_ms}}}
+def ug_config(interval_ms=300, enable=True, lend=False, **more):
+    """Lending is off unless asked: these classes prove the split of the pool
+    nobody holds (their granted pods are idle and would lend); Lending below
+    proves what lending adds."""
+    ug = {"enable": enable, "intervalMs": interval_ms, "lend": lend}
+    ug.update(more)
+    return {"nodePolicy": {"ungranted": ug}}
 
 
 def wait_for(pred, timeout=5.0, what="condition", step=0.02):
@@ -609,6 +614,111 @@ class NoIopsCapacity(UngrantedTest):
             self.assertEqual((lim["riops"], lim["wiops"]), (None, None), lim)
         self.wait_metric(d, pool_bw(200), "ioqos_ungranted_pool_bytes_per_second", disk=DISK)
         self.assertIn(d.metric("ioqos_ungranted_pool_iops", disk=DISK), (None, 0))
+
+
+
+
+class Lending(UngrantedTest):
+    """The idle part of a grant is lent to the pods without a grant and taken
+    back between passes when the granted pod wakes up. The pass runs every
+    5 s here, the lenders are sampled every 50 ms: a take-back well under 5 s
+    can only come from the sampling."""
+    interval_ms = 5000
+    env_args = {"extra_config": ug_config(5000, lend=True, lendReserve=0.125, lendSampleMs=50)}
+    GRANT = 200 * MIB
+    LENT = GRANT - GRANT // 8  # all but the reserve (lendReserve 0.125)
+
+    def sum_wbps(self, cgs):
+        lims = self.limits(cgs)
+        if any(l is None or l["wbps"] is None for l in lims):
+            return None
+        return sum(l["wbps"] for l in lims)
+
+    def test_idle_grant_is_lent_and_taken_back_when_its_pod_wakes(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        _, _, db = self.grant("db", bw=200)
+        set_io_stat(db, DEV)  # the db's counters: nothing done yet
+        cgs = [self.ungranted("burstable"), self.ungranted("besteffort")]
+        self.wait_bounded(cgs)
+        base = pool_bw(200)
+        self.assertLessEqual(self.sum_wbps(cgs), base)
+        # two quiet passes later the pool is the base plus all but the reserve
+        self.wait_metric(d, self.LENT, "ioqos_ungranted_lent_bytes_per_second", timeout=20, disk=DISK)
+        self.wait_metric(d, base + self.LENT, "ioqos_ungranted_pool_bytes_per_second", timeout=5, disk=DISK)
+        d.wait_log(r'ungranted lending disk=%s lent_bps=%d ' % (DISK, self.LENT), timeout=5)
+        wait_for(lambda: (self.sum_wbps(cgs) or 0) > base, 12, "the pods without a grant use the lent part")
+        self.assertLessEqual(self.sum_wbps(cgs), base + self.LENT)
+        # the grant itself is never touched
+        self.assertEqual(read(os.path.join(db, "io.max")).strip(),
+                         "250:0 rbps=209715200 wbps=209715200 riops=max wiops=max")
+        # the db wakes: writes at 100 MiB/s, its io.stat moving every 10 ms
+        stop = threading.Event()
+        woke = time.monotonic()
+
+        def writer():
+            t0 = time.monotonic()
+            while not stop.is_set():
+                set_io_stat(db, DEV, wbytes=int((time.monotonic() - t0) * 100 * MIB),
+                            wios=int((time.monotonic() - t0) * 100))
+                time.sleep(0.01)
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        self.addCleanup(stop.set)
+        wait_for(lambda: (self.sum_wbps(cgs) or 1 << 62) <= base, 3, "the lent part taken back", step=0.005)
+        took = time.monotonic() - woke
+        print("lent capacity taken back %.0f ms after the wake-up (pass interval 5000 ms)" % (took * 1e3))
+        self.assertLess(took, 2.5, "taken back after %.2f s: not between passes" % took)
+        d.wait_log(r"ungranted lent capacity taken back cgroup=\S*%s disk=%s" % (
+            re.escape(os.path.basename(db)), DISK), timeout=5)
+        d.wait_log(r"ungranted pool cut disk=%s lent_bps=%d->0 .* reclaim_ms=\d+" % (DISK, self.LENT), timeout=5)
+        self.assertEqual(d.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0)
+        self.assertGreaterEqual(d.metric("ioqos_ungranted_reclaims_total"), 1)
+        self.assertGreaterEqual(d.metric("ioqos_ungranted_reclaim_seconds_count"), 1)
+        # busy at half its grant (it keeps twice its rate): nothing lent at the next passes
+        n = d.text().count("ungranted lending disk=")
+        time.sleep(2.5 * self.interval_ms / 1000)
+        self.assertEqual(d.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0)
+        self.assertEqual(d.text().count("ungranted lending disk="), n, "lent again while the db is busy")
+        self.assertLessEqual(self.sum_wbps(cgs), base)
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+
+
+class LendingRestart(UngrantedTest):
+    """A restart while lending: the new process has lent nothing yet, so its
+    first pass cuts the caps found in place back to the pool nobody holds."""
+    env_args = {"extra_config": ug_config(300, lend=True, lendSampleMs=50)}
+
+    def test_restart_while_lending_cuts_back_to_the_pool(self):
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        _, _, db = self.grant("db", bw=200)
+        set_io_stat(db, DEV)
+        cg = self.ungranted("burstable")
+        base = pool_bw(200)
+        wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 0) > base, 10,
+                 "the pod without a grant holds lent capacity")
+        self.assertEqual(d.terminate(), 0)
+        self.assertGreater(self.limits([cg])[0]["wbps"], base, "the cap in place when the plugin stopped")
+        # the db wakes while no plugin runs
+        stop = threading.Event()
+
+        def writer():
+            t0 = time.monotonic()
+            while not stop.is_set():
+                set_io_stat(db, DEV, wbytes=int((time.monotonic() - t0) * 150 * MIB))
+                time.sleep(0.01)
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        self.addCleanup(stop.set)
+        d2 = self.start()
+        wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 1 << 62) <= base, 10,
+                 "the cap cut back to the pool after the restart")
+        time.sleep(4 * self.interval_ms / 1000)
+        self.assertLessEqual(self.limits([cg])[0]["wbps"], base)
+        self.assertEqual(d2.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,40 @@ Test(config, ungranted) {
   ioq_config_free(&c);
 }
 
+/* nodePolicy.ungranted.lend*: on by default; the sample must fit between passes */
+Test(config, ungranted_lend) {
+  struct ioq_config c;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_config_parse("{}", "c.json", &c, &e), 0, "%s", e.msg);
+  cr_assert(c.node_policy.ungranted_lend);
+  cr_assert_float_eq(c.node_policy.ungranted_lend_reserve, IOQ_DEFAULT_UNGRANTED_LEND_RESERVE, 1e-12);
+  cr_assert_eq(c.node_policy.ungranted_lend_sample_ms, IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS);
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"ungranted\": {\"lend\": false, \"lendReserve\": 0.3, "
+                                "\"lendSampleMs\": 20}}}",
+                                "c.json", &c, &e),
+               0, "%s", e.msg);
+  cr_assert_not(c.node_policy.ungranted_lend);
+  cr_assert_float_eq(c.node_policy.ungranted_lend_reserve, 0.3, 1e-12);
+  cr_assert_eq(c.node_policy.ungranted_lend_sample_ms, 20);
+  ioq_config_free(&c);
+  static const struct {
+    const char *json, *want;
+  } bad[] = {
+      {"{\"nodePolicy\": {\"ungranted\": {\"lendReserve\": 0}}}",
+       "c.json: line 1: nodePolicy.ungranted.lendReserve: must be a number in (0, 1]"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"lendSampleMs\": 5}}}", "c.json: line 1: nodePolicy.ungranted.lendSampleMs:"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 200, \"lendSampleMs\": 200}}}",
+       "c.json: line 1: nodePolicy.ungranted.lendSampleMs: must be shorter than nodePolicy.ungranted.intervalMs"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"lend\": \"yes\"}}}", "c.json: line 1: nodePolicy.ungranted.lend:"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(ioq_config_parse(bad[i].json, "c.json", &c, &e), -1, "accepted %s", bad[i].json);
+    cr_assert(strncmp(e.msg, bad[i].want, strlen(bad[i].want)) == 0, "for %s\n got: %s\nwant: %s...", bad[i].json,
+              e.msg, bad[i].want);
+  }
+}
+
 /* nodePolicy.iocost.pace: auto (each disk at grants + pool, ungranted.h) */
 Test(config, pace_auto) {
   struct ioq_config c;
@@ -196,7 +230,7 @@ static struct bad g_bad_cases[] = {
       {"{\"monitor\": {\"window\": 5}}", "c.json: monitor: unknown field 'window' (allowed: enable intervalSeconds starvedWindowSeconds eventIntervalSeconds)"},
       {"{\"monitor\": {\"enable\": \"yes\"}}", "c.json: monitor.enable: must be true or false"},
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
-      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare)"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare lend lendReserve lendSampleMs)"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 0}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 1.5}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bandwidthBytesPerSec\": 1}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: must be an integer in [2, "},

@@ -315,3 +315,157 @@ Test(podcg_list, nothing_yet_and_driver_required) {
   fx_rmtree(dir);
   free(dir);
 }
+
+/* ---- lending (ioq_ug_lend_*) ---- */
+
+#define GRANT (100 * MiB)
+#define RESERVE 0.125
+
+Test(ug_lend, idle_lender_lends_after_quiet_passes_keeping_the_reserve) {
+  struct ioq_ug_lender l = {0};
+  cr_assert_eq(ioq_ug_lend_pass(&l, GRANT, -1, RESERVE), 0, "not measured yet: lends nothing");
+  for (unsigned i = 1; i < IOQ_UG_LEND_QUIET_PASSES; i++)
+    cr_assert_eq(ioq_ug_lend_pass(&l, GRANT, 0, RESERVE), 0, "quiet pass %u of %u", i,
+                 IOQ_UG_LEND_QUIET_PASSES);
+  uint64_t lent = ioq_ug_lend_pass(&l, GRANT, 0, RESERVE);
+  cr_assert_eq(lent, GRANT - (uint64_t)(GRANT * RESERVE));
+  cr_assert_eq(l.keep, (uint64_t)(GRANT * RESERVE));
+}
+
+Test(ug_lend, never_lends_more_than_the_idle_part) {
+  /* a lender at r keeps max(reserve, 2 r): what it lends is at most grant - r */
+  static const double rates[] = {0, 1 * MiB, 5 * MiB, 12.5 * MiB, 20 * MiB, 40 * MiB, 49 * MiB,
+                                 50 * MiB, 80 * MiB, 100 * MiB, 150 * MiB};
+  for (size_t k = 0; k < sizeof rates / sizeof rates[0]; k++) {
+    struct ioq_ug_lender l = {0};
+    uint64_t lent = 0;
+    for (int i = 0; i < 5; i++)
+      lent = ioq_ug_lend_pass(&l, GRANT, rates[k], RESERVE);
+    double keep = rates[k] * IOQ_UG_LEND_HEADROOM > GRANT * RESERVE ? rates[k] * IOQ_UG_LEND_HEADROOM
+                                                                     : GRANT * RESERVE;
+    uint64_t want = keep >= GRANT ? 0 : GRANT - (uint64_t)keep;
+    cr_assert_eq(lent, want, "rate %.1f MiB/s: lent %llu, want %llu", rates[k] / MiB,
+                 (unsigned long long)lent, (unsigned long long)want);
+    cr_assert_leq((double)lent, GRANT - rates[k] > 0 ? GRANT - rates[k] : 0);
+    cr_assert_eq(l.keep + lent, GRANT);
+  }
+}
+
+Test(ug_lend, no_grant_lends_nothing) {
+  struct ioq_ug_lender l = {0};
+  for (int i = 0; i < 5; i++)
+    cr_assert_eq(ioq_ug_lend_pass(&l, 0, 0, RESERVE), 0);
+  cr_assert_not(ioq_ug_lend_woke(&l, 1e9));
+}
+
+Test(ug_lend, wakes_on_a_sample_above_what_it_keeps) {
+  struct ioq_ug_lender l = {0};
+  for (int i = 0; i < 3; i++)
+    ioq_ug_lend_pass(&l, GRANT, 0, RESERVE);
+  cr_assert_lt(l.keep, GRANT);
+  cr_assert_not(ioq_ug_lend_woke(&l, (double)l.keep), "at what it keeps: no wake-up");
+  cr_assert(ioq_ug_lend_woke(&l, (double)l.keep + 1));
+  cr_assert_eq(l.keep, GRANT, "the whole grant is kept after a wake-up");
+  cr_assert_not(ioq_ug_lend_woke(&l, 1e9), "not lending: nothing to take back");
+}
+
+Test(ug_lend, a_busy_pass_takes_the_grant_back_too) {
+  struct ioq_ug_lender l = {0};
+  for (int i = 0; i < 3; i++)
+    ioq_ug_lend_pass(&l, GRANT, 0, RESERVE);
+  cr_assert_eq(ioq_ug_lend_pass(&l, GRANT, 90.0 * MiB, RESERVE), 0);
+  cr_assert_eq(l.keep, GRANT);
+  cr_assert_eq(l.wakes, 1);
+}
+
+Test(ug_lend, wake_ups_back_off_and_are_forgotten) {
+  struct ioq_ug_lender l = {0};
+  unsigned need = IOQ_UG_LEND_QUIET_PASSES;
+  for (unsigned w = 0; w <= IOQ_UG_LEND_BACKOFF_MAX + 1; w++) {
+    unsigned passes = 0;
+    while (!ioq_ug_lend_pass(&l, GRANT, 0, RESERVE))
+      cr_assert_lt(++passes, 100);
+    cr_assert_eq(passes + 1, need, "wake-up %u: lent after %u quiet passes, want %u", w, passes + 1, need);
+    cr_assert(ioq_ug_lend_woke(&l, GRANT));
+    if (w < IOQ_UG_LEND_BACKOFF_MAX)
+      need *= 2;
+  }
+  /* lending calmly for IOQ_UG_LEND_FORGET_PASSES passes forgets them */
+  while (!ioq_ug_lend_pass(&l, GRANT, 0, RESERVE)) {
+  }
+  for (unsigned i = 1; i < IOQ_UG_LEND_FORGET_PASSES; i++)
+    cr_assert_gt(ioq_ug_lend_pass(&l, GRANT, 0, RESERVE), 0);
+  cr_assert_eq(l.wakes, 0);
+  cr_assert(ioq_ug_lend_woke(&l, GRANT));
+  unsigned passes = 0;
+  while (!ioq_ug_lend_pass(&l, GRANT, 0, RESERVE))
+    passes++;
+  cr_assert_eq(passes + 1, IOQ_UG_LEND_QUIET_PASSES * 2);
+}
+
+Test(ug_lend, a_new_grant_starts_afresh) {
+  struct ioq_ug_lender l = {0};
+  for (int i = 0; i < 3; i++)
+    ioq_ug_lend_pass(&l, GRANT, 0, RESERVE);
+  cr_assert_eq(ioq_ug_lend_pass(&l, 2 * GRANT, 0, RESERVE), 0, "a changed grant is not lent at once");
+  cr_assert_eq(l.keep, 2 * GRANT);
+}
+
+/* A recorded trace: a database granted 100 MiB/s, idle for 3 s, then reading
+ * 80 MiB/s from t = 3.02 s; io.stat's rbytes is read at the 1 s passes and
+ * every 50 ms between them, as the daemon does. The grant must be taken back
+ * at the first sample after the database woke, and at no pass or sample is
+ * more lent than the part of the grant it did not use. */
+Test(ug_lend, recorded_wake_up_is_taken_back_at_the_next_sample) {
+  struct ioq_ug_lender l = {0};
+  double woke_at = 3.02, rate_after = 80.0 * MiB, taken = -1;
+  double last_pass_t = 0, last_pass_b = 0, last_t = 0, last_b = 0;
+  uint64_t lent = 0;
+  for (int k = 1; k <= 100; k++) { /* 5 s in 50 ms steps */
+    double t = k * 0.05;
+    double bytes = t > woke_at ? (t - woke_at) * rate_after : 0; /* io.stat rbytes at t */
+    if (k % 20 == 0) {
+      double rate = (bytes - last_pass_b) / (t - last_pass_t);
+      lent = ioq_ug_lend_pass(&l, GRANT, rate, RESERVE);
+      cr_assert_leq((double)lent, GRANT - rate > 0 ? GRANT - rate : 0, "t=%.2f: lent %llu at rate %.0f", t,
+                    (unsigned long long)lent, rate);
+      last_pass_t = t;
+      last_pass_b = bytes;
+    } else if (lent && ioq_ug_lend_woke(&l, (bytes - last_b) / (t - last_t))) {
+      taken = t;
+      lent = 0;
+    }
+    last_t = t;
+    last_b = bytes;
+  }
+  cr_assert_gt(taken, woke_at, "taken back at %.2f s", taken);
+  cr_assert_leq(taken - woke_at, 0.05 + 1e-9, "taken back %.0f ms after the wake-up", (taken - woke_at) * 1e3);
+  cr_assert_eq(lent, 0, "busy at 80 of 100 MiB/s: nothing lent after the wake-up");
+}
+
+Test(ug_lend, busy_in_one_resource_lends_in_none) {
+  /* a database using its IOPS grant but little of its bandwidth grant */
+  struct ioq_ug_lender l[IOQ_RES_COUNT] = {{0}};
+  const uint64_t grant[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = GRANT, [IOQ_RES_IOPS] = 1000};
+  const double busy[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = 4.0 * MiB, [IOQ_RES_IOPS] = 950};
+  const double idle[IOQ_RES_COUNT] = {0, 0};
+  uint64_t lent[IOQ_RES_COUNT];
+  for (int i = 0; i < 5; i++) {
+    ioq_ug_lend_pass_pod(l, grant, busy, RESERVE, lent);
+    cr_assert_eq(lent[IOQ_RES_BANDWIDTH] + lent[IOQ_RES_IOPS], 0, "pass %d: lent %llu B/s, %llu IOPS", i,
+                 (unsigned long long)lent[0], (unsigned long long)lent[1]);
+  }
+  cr_assert_eq(l[IOQ_RES_BANDWIDTH].wakes, 0, "held, not woken");
+  /* quiet in both: lends in both after the quiet passes */
+  for (unsigned i = 0; i < IOQ_UG_LEND_QUIET_PASSES; i++)
+    ioq_ug_lend_pass_pod(l, grant, idle, RESERVE, lent);
+  cr_assert_gt(lent[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_gt(lent[IOQ_RES_IOPS], 0);
+  /* an IOPS-only grant: bandwidth has nothing to lend and holds nothing back */
+  struct ioq_ug_lender m[IOQ_RES_COUNT] = {{0}};
+  const uint64_t iops_only[IOQ_RES_COUNT] = {[IOQ_RES_IOPS] = 1000};
+  for (unsigned i = 0; i <= IOQ_UG_LEND_QUIET_PASSES; i++)
+    ioq_ug_lend_pass_pod(m, iops_only, idle, RESERVE, lent);
+  cr_assert_eq(lent[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_eq(lent[IOQ_RES_IOPS], 1000 - 125);
+}

@@ -38,6 +38,8 @@
 #define IOQ_CONFIG_MAX_NODES 200000
 #define IOQ_DEFAULT_UNGRANTED_INTERVAL_MS 1000
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
+#define IOQ_DEFAULT_UNGRANTED_LEND_RESERVE 0.125
+#define IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS 50
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
 /* nvmet: the cgroup (below the cgroup2 root) that holds one cgroup per
  * configured NVMe-oF namespace, and how many entries namespaces[] may have */
@@ -137,6 +139,12 @@ struct ioq_config {
     bool ungranted_enable;
     unsigned ungranted_interval_ms; /* demand measured and pool re-split this often */
     double ungranted_headroom_share; /* (0, 1]: of the part a disk does not advertise */
+    /* the idle part of grants added to the pool (ungranted.h, "Lending"):
+     * each lender keeps lend_reserve of its grant; lenders' io.stat is
+     * sampled every lend_sample_ms while something is lent */
+    bool ungranted_lend;
+    double ungranted_lend_reserve;
+    unsigned ungranted_lend_sample_ms;
   } node_policy;
 
   /* NVMe-oF target namespaces as QoS consumers (nvmetns.c in the plugin):

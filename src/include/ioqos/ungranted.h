@@ -37,6 +37,22 @@
  *    together exceed the pool by the floors.
  * A pod that was bounded before (after a plugin restart) and has no
  * measurement yet wants its current cap: nothing moves until it is measured.
+ *
+ * Lending (nodePolicy.ungranted.lend): the part of a grant its pod does not
+ * use is added to the pool while it stays unused, so pods without a grant
+ * are not held to a few MiB/s of an idle disk. Per granted pod, disk and
+ * resource a lender (struct ioq_ug_lender) keeps
+ *   keep = max(lendReserve x grant, IOQ_UG_LEND_HEADROOM x its rate)
+ * and lends grant - keep, once it was measured quiet (keep < grant) for
+ * IOQ_UG_LEND_QUIET_PASSES passes in a row, in every resource it holds a
+ * grant of (ioq_ug_lend_pass_pod). Between passes the daemon samples
+ * the lenders' io.stat every lendSampleMs; a sample above what the lender
+ * keeps takes its whole grant back at once (ioq_ug_lend_woke) and the pool is
+ * cut before anything else is written. A lender that woke lends again only
+ * after twice as many quiet passes per recent wake-up (up to
+ * IOQ_UG_LEND_BACKOFF_MAX doublings), so a bursty pod does not make the pool
+ * swing every interval. A grant is never cut: the granted pod's io.max stays
+ * its grant; what is lent is what pods without a grant may use beside it.
  */
 #ifndef IOQOS_UNGRANTED_H
 #define IOQOS_UNGRANTED_H
@@ -69,6 +85,44 @@ void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in,
  * headroom_share in (0, 1] (nodePolicy.ungranted.headroomShare). */
 void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
                  const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]);
+
+#define IOQ_UG_LEND_HEADROOM 2.0
+#define IOQ_UG_LEND_QUIET_PASSES 2u
+#define IOQ_UG_LEND_BACKOFF_MAX 3u
+/* lending passes without a wake-up after which earlier wake-ups are forgotten */
+#define IOQ_UG_LEND_FORGET_PASSES 30u
+
+/* One granted pod's grant in one resource on one disk, as a lender. Zeroed
+ * = not lending. */
+struct ioq_ug_lender {
+  uint64_t grant;    /* per direction (0: none: lends nothing) */
+  uint64_t keep;     /* what it keeps now: grant unless lending */
+  unsigned quiet;    /* passes in a row measured with something to lend */
+  unsigned wakes;    /* recent wake-ups (backoff) */
+  unsigned calm;     /* passes lending since the last wake-up */
+};
+
+/* At a pass: the lender's grant now and its rate over the interval (< 0: not
+ * measured; max of read and write); reserve in [0, 1] (lendReserve).
+ * Returns what it lends now (grant - keep). A changed grant starts afresh. */
+uint64_t ioq_ug_lend_pass(struct ioq_ug_lender *l, uint64_t grant, double rate, double reserve);
+
+/* The same for a pod's grant in every resource (bandwidth, IOPS): a pod lends
+ * only while it is quiet in each resource it holds a grant of, so a database
+ * that uses its IOPS grant lends none of its bandwidth grant either (the disk
+ * is one: a neighbour's bandwidth costs the database's IOPS). lent[r] gets
+ * what it lends per resource. */
+void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t grant[IOQ_RES_COUNT],
+                          const double rate[IOQ_RES_COUNT], double reserve, uint64_t lent[IOQ_RES_COUNT]);
+
+/* At a sample between passes: true when the lender was lending and its rate
+ * over the sample exceeds what it keeps; it then keeps its whole grant (the
+ * caller cuts the pool now). */
+bool ioq_ug_lend_woke(struct ioq_ug_lender *l, double rate);
+
+/* Takes the lender's whole grant back (e.g. it woke in another resource).
+ * Returns true if it was lending. */
+bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l);
 
 /* The part of the disk's capacity (in (0, 1]) that everything bounded may
  * take together: the advertised units (grants) plus, with the policy for pods

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The state of the module for pods without a grant, shared by its files
+ * only: ungranted.c (the pass: pods, pool, split, bounds) and
+ * ungranted_lend.c (lending the idle part of grants, and taking it back
+ * between passes). Everything here is guarded by ungranted.mu. */
+#ifndef IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
+#define IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ioqos/cgwrite.h"
+#include "ioqos/histogram.h"
+#include "ioqos/podcg.h"
+#include "ioqos/ungranted.h"
+#include "ioqos/units.h"
+
+#define UG_DISKS_MAX 16
+/* a raise smaller than this share of the cap is not written (less churn);
+ * a cut is written unless the caps fit the pool without it */
+#define UG_HYSTERESIS 0.10
+
+struct ug_slot { /* one pod on one disk */
+  bool bounded;                  /* a cap of ours is in place */
+  bool granted;                  /* a grant is in place on this disk */
+  bool after_grant;              /* bounded again after a grant ended: its I/O was the grant's */
+  uint64_t cap[IOQ_RES_COUNT];   /* in place (0 = none) */
+  double rate[IOQ_RES_COUNT];    /* last interval; < 0 = not measured */
+  bool have_sample;
+  struct ioq_iostat last;        /* io.stat at last_t */
+  double last_t;
+  /* a granted slot as a lender (ungranted_lend.c): its grant per resource
+   * and what it lends; fast_last/fast_t: io.stat at the last sample */
+  uint64_t grant[IOQ_RES_COUNT];
+  struct ioq_ug_lender lend[IOQ_RES_COUNT];
+  struct ioq_iostat fast_last;
+  double fast_t;
+  bool have_fast;
+  /* io.stat at the last timed pass: a lender's rate is over whole intervals */
+  struct ioq_iostat lend_base;
+  double lend_t;
+  bool have_lend_base;
+};
+
+struct ug_pod {
+  struct ioq_pod_cgroup_entry cg;
+  bool seen;
+  bool adopted; /* io.max read once at first sight */
+  struct ug_slot s[UG_DISKS_MAX];
+};
+
+struct ug_disk {
+  char name[IOQ_DISK_NAME_MAX + 1];
+  struct ioq_devno dev;
+  bool active; /* some pod holds units here: bounds apply */
+  uint64_t pool[IOQ_RES_COUNT];      /* split now: base_pool + lent */
+  uint64_t base_pool[IOQ_RES_COUNT]; /* ioq_ug_pool's */
+  uint64_t lent[IOQ_RES_COUNT];      /* the idle part of grants added to it */
+  size_t bounded;
+};
+
+struct ungranted {
+  struct plugin *p;
+  pthread_mutex_t mu; /* one pass at a time; guards everything below */
+  struct ug_pod *pods;
+  size_t n, cap;
+  struct ug_disk disks[UG_DISKS_MAX];
+  size_t n_disks;
+  uint64_t max_bytes_before;
+  /* lending (nodePolicy.ungranted.lend) */
+  uint64_t reclaims;
+  struct ioq_histogram reclaim_s; /* seconds, bounds ug_reclaim_bounds */
+  char last_err[IOQ_ERR_MSG_MAX];
+  /* the notes of this pass and the one before (several can hold at once,
+   * e.g. two QoS cgroups missing): each is said when it first appears */
+#define UG_NOTES_MAX 8
+  char notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX], prev_notes[UG_NOTES_MAX][IOQ_ERR_MSG_MAX];
+  size_t n_notes, n_prev_notes;
+  /* thread */
+  pthread_t thread;
+  bool running;
+  int ino; /* inotify fd */
+  int wake[2];
+};
+
+
+#define UG_RECLAIM_BUCKETS 9
+extern const double ug_reclaim_bounds[UG_RECLAIM_BUCKETS];
+
+/* What a cgroup did between two io.stat reads (bytes and IOs, read and
+ * write). Counters only grow; a smaller value is a new cgroup under the same
+ * name: 0. */
+struct ug_delta {
+  double rb, wb, ri, wi;
+};
+struct ug_delta ug_iostat_delta(const struct ioq_iostat *from, const struct ioq_iostat *to);
+
+/* ungranted.c */
+void ug_balance_disk(struct ungranted *u, size_t d);
+void ug_failed(struct ungranted *u, const ioq_err *e);
+
+/* ungranted_lend.c */
+/* At a pass, after measuring: each granted slot of active disk d lends what
+ * it does not use; sets the disk's lent and pool (base_pool + lent). */
+void ug_lend_pass(struct ungranted *u, size_t d);
+/* True while something is lent on some disk (the thread then samples). */
+bool ug_lending(const struct ungranted *u);
+/* A sample between passes: lenders' io.stat; on a wake-up the pool of
+ * that disk is cut at once. Takes the podtable writes lock itself. */
+void ug_lend_sample(struct ungranted *u);
+
+#endif

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Lending the idle part of grants to pods without a grant
+ * (nodePolicy.ungranted.lend; the rule is ioq_ug_lend_* in ioqos/ungranted.h).
+ *
+ * At each pass every granted slot on a disk where bounds apply is a lender
+ * of its grant (bandwidth and IOPS apart), measured by reads + writes from
+ * the pass's io.stat; what the lenders do not keep is added to the pool
+ * before it is split. Between passes, while something is lent, the thread
+ * reads the lenders' io.stat every lendSampleMs (only theirs: a few reads per
+ * sample). A lender whose rate over the sample is above what it keeps takes
+ * its whole grant back, and the disk's pool is re-split at once: the split
+ * writes the cuts first (ug_balance_disk), and blk-throttle applies a new
+ * io.max to the next bio (the cut restarts the cgroup's slice). The time from
+ * the lender's last quiet sample to the cuts in place is the reclaim latency
+ * (metric ioqos_ungranted_reclaim_seconds). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ioqos/log.h"
+#include "ioqos/monoclock.h"
+#include "metrics.h"
+#include "plugin.h"
+#include "podtable.h"
+#include "ungranted.h"
+#include "ungranted_internal.h"
+
+const double ug_reclaim_bounds[UG_RECLAIM_BUCKETS] = {0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5};
+
+const double *ungranted_reclaim_bounds(size_t *n) {
+  *n = UG_RECLAIM_BUCKETS;
+  return ug_reclaim_bounds;
+}
+
+static bool lending_slot(const struct ug_slot *s) {
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (s->lend[r].keep < s->lend[r].grant)
+      return true;
+  return false;
+}
+
+static void disk_lent(struct ungranted *u, size_t d) {
+  struct ug_disk *dk = &u->disks[d];
+  uint64_t lent[IOQ_RES_COUNT] = {0};
+  for (size_t i = 0; i < u->n; i++) {
+    const struct ug_slot *s = &u->pods[i].s[d];
+    if (!s->granted)
+      continue;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      if (dk->base_pool[r]) /* a resource without a pool is not bounded: nothing to lend into */
+        lent[r] += s->lend[r].grant - s->lend[r].keep;
+  }
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    dk->lent[r] = lent[r];
+    dk->pool[r] = dk->base_pool[r] + lent[r];
+  }
+}
+
+/* reads + writes since the last timed pass (< 0: none yet) */
+static double lend_rate(const struct ug_slot *s, int r) {
+  if (!s->have_lend_base || s->last_t <= s->lend_t)
+    return -1;
+  struct ug_delta x = ug_iostat_delta(&s->lend_base, &s->last);
+  return (r == IOQ_RES_BANDWIDTH ? x.rb + x.wb : x.ri + x.wi) / (s->last_t - s->lend_t);
+}
+
+void ug_lend_pass(struct ungranted *u, size_t d) {
+  bool on = u->p->cfg.node_policy.ungranted_lend;
+  double reserve = u->p->cfg.node_policy.ungranted_lend_reserve;
+  struct ug_disk *dk = &u->disks[d];
+  uint64_t before[IOQ_RES_COUNT];
+  memcpy(before, dk->lent, sizeof before);
+  /* passes also run on demand (a pod cgroup came, a PreStart): a lender is
+   * judged over whole intervals only, so that quiet passes mean quiet time */
+  double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
+  for (size_t i = 0; i < u->n; i++) {
+    struct ug_slot *s = &u->pods[i].s[d];
+    if (!s->granted)
+      continue;
+    bool timed = s->have_sample && (!s->have_lend_base || s->last_t - s->lend_t >= 0.9 * interval);
+    uint64_t grant[IOQ_RES_COUNT], lent[IOQ_RES_COUNT];
+    double rate[IOQ_RES_COUNT];
+    bool changed = false;
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      grant[r] = on ? s->grant[r] : 0;
+      changed |= grant[r] != s->lend[r].grant;
+      rate[r] = changed ? -1 : lend_rate(s, r); /* a new grant: kept whole */
+    }
+    if (changed) {
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        rate[r] = -1;
+      ioq_ug_lend_pass_pod(s->lend, grant, rate, reserve, lent);
+    } else if (timed)
+      ioq_ug_lend_pass_pod(s->lend, grant, rate, reserve, lent);
+    if (timed) {
+      s->lend_base = s->last;
+      s->lend_t = s->last_t;
+      s->have_lend_base = true;
+    }
+    /* the next sample measures from this pass's io.stat */
+    s->fast_last = s->last;
+    s->fast_t = s->last_t;
+    s->have_fast = s->have_sample;
+  }
+  disk_lent(u, d);
+  bool was = before[0] || before[1], is = dk->lent[0] || dk->lent[1];
+  if (is && !was)
+    ioq_info("ungranted lending disk=%s lent_bps=%llu lent_iops=%llu pool_bps=%llu pool_iops=%llu "
+             "reason=\"granted pods use less than their grant\"",
+             dk->name, (unsigned long long)dk->lent[0], (unsigned long long)dk->lent[1],
+             (unsigned long long)dk->pool[0], (unsigned long long)dk->pool[1]);
+  else if (!is && was)
+    ioq_info("ungranted lending ended disk=%s pool_bps=%llu pool_iops=%llu reason=\"granted pods use their "
+             "grant\"",
+             dk->name, (unsigned long long)dk->pool[0], (unsigned long long)dk->pool[1]);
+}
+
+bool ug_lending(const struct ungranted *u) {
+  for (size_t d = 0; d < u->n_disks; d++)
+    if (u->disks[d].active && (u->disks[d].lent[0] || u->disks[d].lent[1]))
+      return true;
+  return false;
+}
+
+/* One lender's sample: true if it woke (took its grant back); *quiet_since
+ * gets the time of its previous sample (it was quiet then). */
+static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const struct ioq_iostat *cur,
+                        double now, double min_dt, double *quiet_since) {
+  struct ug_slot *s = &pp->s[d];
+  if (!s->have_fast || now - s->fast_t < min_dt) {
+    if (!s->have_fast) {
+      s->fast_last = *cur;
+      s->fast_t = now;
+      s->have_fast = true;
+    }
+    return false;
+  }
+  double dt = now - s->fast_t;
+  struct ug_delta x = ug_iostat_delta(&s->fast_last, cur);
+  double rb = x.rb, wb = x.wb, ri = x.ri, wi = x.wi;
+  bool woke = ioq_ug_lend_woke(&s->lend[IOQ_RES_BANDWIDTH], (rb + wb) / dt);
+  woke |= ioq_ug_lend_woke(&s->lend[IOQ_RES_IOPS], (ri + wi) / dt);
+  if (woke) {
+    /* awake in one resource, awake in both */
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      ioq_ug_lend_reclaim(&s->lend[r]);
+    *quiet_since = s->fast_t;
+    ioq_info("ungranted lent capacity taken back cgroup=%s disk=%s read_bps=%.0f write_bps=%.0f "
+             "read_iops=%.0f write_iops=%.0f over_ms=%.0f reason=\"the granted pod woke up\"",
+             pp->cg.dir, u->disks[d].name, rb / dt, wb / dt, ri / dt, wi / dt, dt * 1e3);
+  }
+  s->fast_last = *cur;
+  s->fast_t = now;
+  return woke;
+}
+
+void ug_lend_sample(struct ungranted *u) {
+  double min_dt = u->p->cfg.node_policy.ungranted_lend_sample_ms / 2000.0;
+  bool woke[UG_DISKS_MAX] = {false};
+  double since[UG_DISKS_MAX];
+  uint64_t lent_before[UG_DISKS_MAX][IOQ_RES_COUNT];
+  for (size_t d = 0; d < u->n_disks; d++)
+    memcpy(lent_before[d], u->disks[d].lent, sizeof lent_before[d]);
+  for (size_t i = 0; i < u->n; i++) {
+    struct ug_pod *pp = &u->pods[i];
+    bool any = false;
+    for (size_t d = 0; d < u->n_disks && !any; d++)
+      any = pp->s[d].granted && u->disks[d].active && lending_slot(&pp->s[d]);
+    if (!any)
+      continue;
+    struct ioq_cg cg;
+    struct ioq_iostat st[UG_DISKS_MAX * 4];
+    size_t n = 0;
+    ioq_err e;
+    if (ioq_cg_open(pp->cg.dir, u->p->layout.io_version, &cg, &e) < 0 ||
+        ioq_cg_read_iostat(&cg, st, sizeof st / sizeof st[0], &n, &e) < 0) {
+      ioq_debug("ungranted: a lender's io.stat not read cgroup=%s error=\"%s\"", pp->cg.dir, e.msg);
+      continue; /* a pod going away; the next pass forgets it */
+    }
+    double now = ioq_mono_s();
+    for (size_t d = 0; d < u->n_disks; d++) {
+      struct ug_slot *s = &pp->s[d];
+      if (!s->granted || !u->disks[d].active || !lending_slot(s))
+        continue;
+      struct ioq_iostat cur = {.dev = u->disks[d].dev};
+      for (size_t k = 0; k < n; k++)
+        if (ioq_devno_eq(st[k].dev, u->disks[d].dev))
+          cur = st[k];
+      double q = 0;
+      if (sample_slot(u, pp, d, &cur, now, min_dt, &q)) {
+        since[d] = woke[d] && since[d] < q ? since[d] : q;
+        woke[d] = true;
+      }
+    }
+  }
+  bool any = false;
+  for (size_t d = 0; d < u->n_disks; d++)
+    any |= woke[d];
+  if (!any)
+    return;
+  podtable_writes_lock(u->p->table);
+  for (size_t d = 0; d < u->n_disks; d++) {
+    if (!woke[d])
+      continue;
+    disk_lent(u, d);
+    ug_balance_disk(u, d); /* a smaller pool: cuts first */
+    double took = ioq_mono_s() - since[d];
+    u->reclaims++;
+    ioq_histogram_observe(&u->reclaim_s, ug_reclaim_bounds, UG_RECLAIM_BUCKETS, took);
+    ioq_info("ungranted pool cut disk=%s lent_bps=%llu->%llu lent_iops=%llu->%llu pool_bps=%llu "
+             "pool_iops=%llu reclaim_ms=%.0f",
+             u->disks[d].name, (unsigned long long)lent_before[d][0], (unsigned long long)u->disks[d].lent[0],
+             (unsigned long long)lent_before[d][1], (unsigned long long)u->disks[d].lent[1],
+             (unsigned long long)u->disks[d].pool[0], (unsigned long long)u->disks[d].pool[1], took * 1e3);
+  }
+  podtable_writes_unlock(u->p->table);
+}
