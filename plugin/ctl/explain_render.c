@@ -292,6 +292,10 @@ static void section_policy(FILE *out, json_object *doc) {
     fprintf(out, "  pods without a grant: bounded to the disk's pool, re-split every %" PRId64
                  " ms by demand\n",
             i64(ug, "intervalMs"));
+    if (boolean(ug, "lend"))
+      fprintf(out, "  idle grants: lent to the pool, taken back when used (lenders sampled every %" PRId64
+                   " ms)\n",
+              i64(ug, "lendSampleMs"));
     json_object *disks = get(pod, "disks");
     for (size_t i = 0; i < alen(disks); i++) {
       json_object *d = at(disks, i);
@@ -304,9 +308,24 @@ static void section_policy(FILE *out, json_object *doc) {
         fprintf(out, "no pod holds units of it: no bound applies\n");
         continue;
       }
-      fprintf(out, "pool %s, %" PRId64 " IOPS shared by %" PRId64 " pod(s); ", pb,
+      fprintf(out, "pool %s, %" PRId64 " IOPS shared by %" PRId64 " pod(s)", pb,
               i64(d, "poolIops"), i64(d, "podsBounded"));
-      if (boolean(d, "granted"))
+      if (num(d, "lentBytesPerSec") > 0 || i64(d, "lentIops") > 0) {
+        /* the pool is what nobody holds plus what idle grants lend now */
+        char lb[32], bb[32];
+        explain_fmt_rate(lb, sizeof lb, num(d, "lentBytesPerSec"));
+        explain_fmt_rate(bb, sizeof bb, num(d, "poolBaseBytesPerSec"));
+        fprintf(out, " (%s nobody holds + %s, %" PRId64 " IOPS lent by idle grants)", bb, lb,
+                i64(d, "lentIops"));
+      }
+      fprintf(out, "; ");
+      if (boolean(d, "granted") && (num(d, "lendsBytesPerSec") > 0 || i64(d, "lendsIops") > 0)) {
+        char lb[32];
+        explain_fmt_rate(lb, sizeof lb, num(d, "lendsBytesPerSec"));
+        fprintf(out, "this pod holds a grant here and lends %s, %" PRId64
+                     " IOPS of it while idle (taken back when it is used)\n",
+                lb, i64(d, "lendsIops"));
+      } else if (boolean(d, "granted"))
         fprintf(out, "this pod holds a grant here\n");
       else if (boolean(d, "bounded"))
         fprintf(out, "this pod's bound %s, %" PRId64 " IOPS%s%s\n", cb, i64(d, "capIops"),

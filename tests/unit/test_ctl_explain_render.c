@@ -168,6 +168,24 @@ Test(explain_render, ungranted_pod) {
   free(out);
 }
 
+/* lending (docs/ungranted.md): the pool's two parts, and what a granted pod lends */
+Test(explain_render, lent_pool) {
+  int rc;
+  char *out = render(
+      "{\"pod\":{\"namespace\":\"default\",\"name\":\"db\"},\"granted\":true,"
+      "\"nodePolicy\":{\"ungranted\":{\"enable\":true,\"intervalMs\":1000,\"lend\":true,\"lendSampleMs\":50,"
+      "\"pod\":{\"podSeen\":true,\"disks\":[{\"disk\":\"vda\",\"active\":true,"
+      "\"poolBytesPerSec\":209715200,\"poolBaseBytesPerSec\":20971520,\"lentBytesPerSec\":188743680,"
+      "\"poolIops\":1000,\"lentIops\":0,\"podsBounded\":1,\"granted\":true,"
+      "\"lendsBytesPerSec\":188743680,\"lendsIops\":0}]}}}}",
+      &rc);
+  cr_assert_eq(rc, 0, "%s", out);
+  HAS(out, "vda: pool 200 MiB/s, 1000 IOPS shared by 1 pod(s) (20 MiB/s nobody holds + 180 MiB/s, 0 IOPS "
+           "lent by idle grants); this pod holds a grant here and lends 180 MiB/s, 0 IOPS of it while idle");
+  HAS(out, "idle grants: lent to the pool, taken back when used (lenders sampled every 50 ms)");
+  free(out);
+}
+
 Test(explain_render, ungranted_off_and_partial_documents) {
   int rc;
   char *out = render("{\"pod\":{},\"nodePolicy\":{\"ungranted\":{\"enable\":false}}}", &rc);
