@@ -26,6 +26,12 @@ machine: no ratios, no targets.
     <= 1.15 of its grant, the ungranted pod <= 1.1 x
     the pool (headroomShare x what the disk does not advertise + unheld units), and its bound in io.max when its
     container started
+  - lending (stage wake-up, when run): with db and backup granted and idle the plugin lends
+    (its lent gauge > 0) and the pod without a grant's caps exceed the pool nobody holds; once
+    db and backup run, every lent byte is taken back (a reclaim logged, each within 1000 ms of
+    the lender's last quiet sample, nothing lent at the end), the backup <= 1.15 of its grant
+    and the pod without a grant <= 1.1 x the pool over the db's window. What the pod wrote with
+    the lent part (against the disk) and the reclaim times are printed: performance figures
 
 usage: check_robust.py ISOLATION_JSON
 """
@@ -91,6 +97,30 @@ def main():
             check(x.get("nb_starts") and x.get("nb_bound_at_start") == x.get("nb_starts"),
                   "%s: ioqos+1u bound in place when the ungranted container started (%s of %s)" % (
                       name, x.get("nb_bound_at_start"), x.get("nb_starts")))
+        if "wake-up" in st:
+            w, x = st["wake-up"], c.get("ungranted", {}).get("wake-up", {})
+            check((w.get("lent_bytes") or 0) > 0,
+                  "%s: wake-up: the idle grants lent (%.1f MiB/s after %s s)" % (
+                      name, (w.get("lent_bytes") or 0) / 1048576.0, w.get("lent_after_s")))
+            check(w.get("reclaim_ms") and max(w["reclaim_ms"]) <= 1000,
+                  "%s: wake-up: the lent part taken back, each within 1000 ms (reclaim_ms %s)" % (
+                      name, w.get("reclaim_ms")))
+            check(w.get("lent_at_end_bytes") == 0,
+                  "%s: wake-up: nothing lent at the end (%s)" % (name, w.get("lent_at_end_bytes")))
+            agg, pool = w.get("nb_aggregate_bytes"), w.get("pool_bytes")
+            check(agg is not None and pool and agg <= 1.1 * pool,
+                  "%s: wake-up: pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s over the db's window" % (
+                      name, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0))
+            sat = x.get("satisfaction")
+            check(sat is not None and sat <= 1.15, "%s: wake-up backup achieved/granted %.3f <= 1.15" % (
+                name, sat or 0))
+            notes.append("%s: wake-up: with the grants idle the pod without a grant wrote %.1f MiB/s "
+                         "(%.2f of the disk; pool %.1f MiB/s with the lent part); reclaim_ms median %s, max %s" % (
+                             name, (w.get("idle_grants_nb_bytes") or 0) / 1048576.0,
+                             w.get("idle_grants_nb_vs_disk") or 0, (w.get("idle_grants_pool_bytes") or 0) / 1048576.0,
+                             w.get("reclaim_ms_median"), w.get("reclaim_ms_max")))
+            if "ioqos+1u" in st and "contended" in st:
+                note_gain(notes.append, name, "wake-up", st)
         e = c["enforce"]
         if e["runs"]:
             check(e["bytes_before_limit_max"] == 0, "%s: bytes before the limit = %s" % (name, e["bytes_before_limit_max"]))

@@ -34,7 +34,13 @@ backup workload) it runs rounds of stages in rotated order:
                 a filesystem disk, else direct) and 2 Burstable (direct)
   neighbours    db and backup granted but idle (no container started), the 4
                 ungranted pods of ioqos+4u writing: what pods without a grant get
-                (their aggregate against the pool: headroomShare x what the disk does not advertise + unheld units)
+                (their aggregate against the pool: headroomShare x what the disk does not advertise
+                + unheld units, + what the idle grants lend: nodePolicy.ungranted.lend)
+  wake-up       the pod of ioqos+1u starts while db and backup are granted but idle and
+                writes until the plugin lends it their grants (ioqos_ungranted_lent_* > 0;
+                its rate then is the idle-grants figure); then backup and db start: the
+                plugin's "ungranted pool cut ... reclaim_ms=N" lines say how fast the lent
+                part came back, and the db's window is measured as in ioqos+1u
   control+1u, control+4u  (optional) the control stage plus the pods of
                 ioqos+1u / ioqos+4u, each held at pool/N by `ioqosctl apply`:
                 the harness ceiling with those writers' CPU cost under TCG
@@ -82,11 +88,11 @@ DB_WORKLOADS = {
 }
 BACKUP_MODES = ("direct", "buffered")
 ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-              "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u", "ioqos+host")
+              "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "control+1u", "control+4u", "ioqos+host")
 CONTROL_STAGES = ("control", "control+1u", "control+4u")
 BACKUP_JOBS = 4
 # stages whose db and backup are granted through the plugin
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "ioqos+host")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+host")
 # the stage built to break the grants: the ioqos stage plus a direct writer in
 # a cgroup outside kubepods (a host process: no pod, so no bound of the
 # plugin's node policy holds it); the grant monitor must say so
@@ -104,6 +110,7 @@ NEIGHBOUR_STAGES = {
 }
 # the harness ceiling with those pods: on the control disk, each held at an
 # equal share of the pool (written with `ioqosctl apply`)
+NEIGHBOUR_STAGES["wake-up"] = NEIGHBOUR_STAGES["ioqos+1u"]
 NEIGHBOUR_STAGES["control+1u"] = NEIGHBOUR_STAGES["ioqos+1u"]
 NEIGHBOUR_STAGES["control+4u"] = NEIGHBOUR_STAGES["ioqos+4u"]
 NEIGHBOURS_MAX = max(len(v) for v in NEIGHBOUR_STAGES.values())
@@ -765,7 +772,39 @@ def ungranted_log(text):
 
 UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_pool_iops",
                      "ioqos_ungranted_pods", "ioqos_ungranted_before_bound_max_bytes",
-                     "ioqos_ungranted_writes_total", "ioqos_ungranted_failures_total")
+                     "ioqos_ungranted_writes_total", "ioqos_ungranted_failures_total",
+                     "ioqos_ungranted_lent_bytes_per_second", "ioqos_ungranted_lent_iops",
+                     "ioqos_ungranted_reclaims_total")
+LENT = "ioqos_ungranted_lent_bytes_per_second"
+
+
+def lending_phase(cl, nbs, disk, wait_s=30.0, measure_s=3.0):
+    """The wake-up stage before the granted pods start: waits until the plugin
+    lends the idle grants (its lent gauge > 0), then measures what the pods
+    without a grant write with the lent part (io.stat slope over measure_s)."""
+    out = {"lent_bytes": 0, "lent_after_s": None}
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s:
+        v = cl.metrics((LENT,)).get(LENT) or 0
+        if v > 0:
+            out["lent_bytes"] = v
+            out["lent_after_s"] = time.monotonic() - t0
+            break
+        time.sleep(0.2)
+    if not out["lent_bytes"]:
+        log("warning: wake-up: nothing lent within %.0f s" % wait_s)
+        return out
+    time.sleep(1.0)  # the caps raised at the pass that lent
+    a = [iostat(nb.dir, disk.devno) for nb in nbs]
+    t1 = time.monotonic()
+    time.sleep(measure_s)
+    b = [iostat(nb.dir, disk.devno) for nb in nbs]
+    dt = time.monotonic() - t1
+    out["nb_bytes_per_s"] = sum((y[1] - x[1]) for x, y in zip(a, b)) / dt
+    out["pool_bytes"] = cl.metrics(("ioqos_ungranted_pool_bytes_per_second",)).get(
+        "ioqos_ungranted_pool_bytes_per_second")
+    out["caps"] = [iomax_line(nb.dir, disk.devno) for nb in nbs]
+    return out
 
 
 # -------------------------------------------------------------------- fio --
@@ -988,6 +1027,8 @@ class Scenario:
                 res["neighbours_started_s"] = time.monotonic() - t0
                 if waiting:
                     log("warning: %s wrote nothing within 60 s" % ", ".join(nb.name for nb, _ in waiting))
+                if stage == "wake-up":
+                    res["lending"] = lending_phase(cl, nbs, disk)
 
             # the containers
             cgs = {p.name: p.dir for p in pods + nbs}
@@ -1042,6 +1083,11 @@ class Scenario:
                                   "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}
             if nbs:  # while they still write
                 res["metrics"] = cl.metrics(UNGRANTED_METRICS)
+            if stage == "wake-up":
+                # what the plugin says of taking the lent part back
+                res["reclaim_ms"] = [float(m) for m in re.findall(
+                    r'ungranted pool cut"? disk=%s .*?reclaim_ms=(\d+)' % re.escape(disk.name),
+                    cl.log_since(log_off))]
             if stage in ("weight", "ioqos+pace"):
                 # iocost's own view while the jobs still run: the weights in place and
                 # io.stat's cost.* fields (usage, wait, indebt, indelay in µs)

@@ -36,10 +36,10 @@ import time
 
 MIB = 1024 * 1024
 STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-               "ioqos+1u", "ioqos+4u", "neighbours", "control+1u", "control+4u", "ioqos+host")
-NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u"}
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "ioqos+host")
-NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours")
+               "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "control+1u", "control+4u", "ioqos+host")
+NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u", "wake-up": "control+1u"}
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+host")
+NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours", "wake-up")
 TARGET_CEILING = 0.95
 TARGET_CEILING_UNGRANTED = 0.9
 TARGET_NB_POOL = 0.9
@@ -144,6 +144,30 @@ def summarize_neighbours(rs, case, meta):
     }
 
 
+def summarize_wake_up(rs, meta):
+    """The wake-up stage: what the pod without a grant wrote while the idle
+    grants were lent to it (against the disk), how long the plugin took to
+    take the lent part back once db and backup started (its reclaim_ms log
+    field: from the lender's last quiet sample to the cuts), and what was still
+    lent at the end (0: everything given back)."""
+    cap = meta.get("capacity_bw_bytes")
+    lend = [r.get("lending", {}) for r in rs]
+    idle = [l.get("nb_bytes_per_s") for l in lend if l.get("nb_bytes_per_s") is not None]
+    rec = [x for r in rs for x in r.get("reclaim_ms", [])]
+    return {
+        "lent_bytes": med([l.get("lent_bytes") for l in lend]),
+        "lent_after_s": med([l.get("lent_after_s") for l in lend]),
+        "idle_grants_nb_bytes": med(idle),
+        "idle_grants_nb_vs_disk": med([x / cap for x in idle]) if cap else None,
+        "idle_grants_pool_bytes": med([l.get("pool_bytes") for l in lend]),
+        "reclaim_ms": rec,
+        "reclaim_ms_median": med(rec),
+        "reclaim_ms_max": max(rec) if rec else None,
+        "lent_at_end_bytes": max([r.get("metrics", {}).get("ioqos_ungranted_lent_bytes_per_second") or 0
+                                  for r in rs] or [0]),
+    }
+
+
 def summarize_case(case, meta=None):
     failed = [r for r in case["runs"] if "error" in r]
     runs = [r for r in case["runs"] if "error" not in r]
@@ -165,6 +189,8 @@ def summarize_case(case, meta=None):
         }
         if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
             st[s].update(summarize_neighbours(rs, case, meta or {}))
+        if s == "wake-up":
+            st[s].update(summarize_wake_up(rs, meta or {}))
         mons = [r["monitor"] for r in rs if "monitor" in r]
         if mons:  # the grant monitor's Events during the stage (the most of any round)
             notmet = [[e for e in m["events"] if e["reason"] == "IoqosGrantNotMet"] for m in mons]
@@ -226,7 +252,7 @@ def summarize_case(case, meta=None):
         out["control_satisfaction"] = st["control"]["backup_bw_bytes"] / granted_backup
     # pods without a grant
     ung = {}
-    for s in ("ioqos+1u", "ioqos+4u"):
+    for s in ("ioqos+1u", "ioqos+4u", "wake-up"):
         if s not in st:
             continue
         u = ung[s] = {}

@@ -25,7 +25,7 @@
 #              accuracy/overhead (same disk as nullb) (about 1.5 h on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
 #              grant (ioqos+1u) (a few minutes)
-#   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u, ioqos+host
+#   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u, wake-up, ioqos+host
 #              (what tests/bench/CMakeLists.txt runs)
 #
 # Env: NULLB_LATENCY_US (500): nullb-closed's completion latency per request;
@@ -70,7 +70,7 @@ case $mode in
         cases_virtio="randread-qd16+direct"
         extra=() ;;
     ctest)
-        rounds=1; runtime=5; devices=virtio; stages=solo,contended,ioqos,ioqos+1u,ioqos+host
+        rounds=1; runtime=5; devices=virtio; stages=solo,contended,ioqos,ioqos+1u,wake-up,ioqos+host
         cases_virtio="randread-qd16+direct"
         extra=() ;;
 esac
