@@ -161,3 +161,49 @@ int ioq_cg_read_pressure(const struct ioq_cg *cg, struct ioq_pressure *out, ioq_
     ioq_err_prefix(e, "%s", cg->dir);
   return rc;
 }
+
+int ioq_memstat_dirty_parse(const char *content, uint64_t *dirty, uint64_t *writeback, ioq_err *e) {
+  bool have_d = false, have_w = false;
+  *dirty = *writeback = 0;
+  for (const char *line = content; line && *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    uint64_t v;
+    char key[32], buf[64];
+    /* "key value" per line (parsed within the line); longer lines are other keys */
+    if (len < sizeof buf) {
+      memcpy(buf, line, len);
+      buf[len] = '\0';
+    } else
+      buf[0] = '\0';
+    if (buf[0] && sscanf(buf, "%31s %" SCNu64, key, &v) == 2) {
+      if (!strcmp(key, "file_dirty")) {
+        *dirty = v;
+        have_d = true;
+      } else if (!strcmp(key, "file_writeback")) {
+        *writeback = v;
+        have_w = true;
+      }
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  if (!have_d || !have_w)
+    return ioq_fail(e, IOQ_EINVAL_INPUT, "memory.stat: no %s line",
+                    !have_d ? "file_dirty" : "file_writeback");
+  return 0;
+}
+
+int ioq_cg_read_dirty(const struct ioq_cg *cg, uint64_t *dirty, uint64_t *writeback, ioq_err *e) {
+  if (cg->version != IOQ_CGV2)
+    return ioq_fail(e, IOQ_EUNSUPPORTED, "page cache per cgroup (memory.stat) is read on cgroup v2 only");
+  if (!ioq_cg_has(cg, "memory.stat"))
+    return ioq_fail(e, IOQ_EUNSUPPORTED, "%s has no memory.stat (memory controller not enabled)", cg->dir);
+  char *c = NULL;
+  if (ioq_cg_read(cg, "memory.stat", &c, e) < 0)
+    return -1;
+  int rc = ioq_memstat_dirty_parse(c, dirty, writeback, e);
+  free(c);
+  if (rc < 0)
+    ioq_err_prefix(e, "%s", cg->dir);
+  return rc;
+}

@@ -124,6 +124,17 @@ void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t 
   }
 }
 
+bool ioq_ug_backlogged(uint64_t queued_bytes, uint64_t grant_bps) {
+  double t = (double)grant_bps * IOQ_UG_BACKLOG_S;
+  if (t < (double)IOQ_UG_BACKLOG_MIN)
+    t = (double)IOQ_UG_BACKLOG_MIN;
+  return (double)queued_bytes >= t;
+}
+
+bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction) {
+  return seconds > 0 && (double)stall_us >= fraction * seconds * 1e6;
+}
+
 bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l) {
   bool was = l->keep < l->grant;
   if (was)

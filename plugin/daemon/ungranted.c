@@ -545,6 +545,7 @@ static void pass_locked(struct ungranted *u) {
       adopt(u, pp);
   }
   free(ap);
+  ug_lend_pods(u, now);
   for (size_t k = 0; k < nidx; k++) {
     size_t d = (size_t)idx[k];
     if (u->disks[d].active) {

@@ -47,6 +47,13 @@ struct ug_pod {
   struct ioq_pod_cgroup_entry cg;
   bool seen;
   bool adopted; /* io.max read once at first sight */
+  /* as a lender (ungranted_lend.c): io.pressure "some" total (µs) at the
+   * last whole interval and at the last sample, and whether the last whole
+   * interval found it waiting on I/O or with writes queued in its page cache */
+  uint64_t press_us, fpress_us;
+  double press_t, fpress_t;
+  bool have_press, have_fpress;
+  bool stalled;
   struct ug_slot s[UG_DISKS_MAX];
 };
 
@@ -101,6 +108,10 @@ void ug_balance_disk(struct ungranted *u, size_t d);
 void ug_failed(struct ungranted *u, const ioq_err *e);
 
 /* ungranted_lend.c */
+/* At a pass, before ug_lend_pass: for each pod with a grant, whether it
+ * waited on I/O or has writes queued in its page cache over the last whole
+ * interval (it then keeps its grant). */
+void ug_lend_pods(struct ungranted *u, double now);
 /* At a pass, after measuring: each granted slot of active disk d lends what
  * it does not use; sets the disk's lent and pool (base_pool + lent). */
 void ug_lend_pass(struct ungranted *u, size_t d);

@@ -63,6 +63,87 @@ static double lend_rate(const struct ug_slot *s, int r) {
   return (r == IOQ_RES_BANDWIDTH ? x.rb + x.wb : x.ri + x.wi) / (s->last_t - s->lend_t);
 }
 
+/* Writes queued in the pod's page cache (ioq_ug_backlogged). Without
+ * memory.stat (v1, memory controller off): false. */
+static bool backlogged(const struct ug_pod *pp, const struct ioq_cg *cg, uint64_t grant_bps) {
+  uint64_t dirty = 0, wb = 0;
+  ioq_err e;
+  if (ioq_cg_read_dirty(cg, &dirty, &wb, &e) < 0) {
+    if (e.code != IOQ_EUNSUPPORTED)
+      ioq_debug("ungranted: a lender's memory.stat not read cgroup=%s error=\"%s\"", pp->cg.dir, e.msg);
+    return false;
+  }
+  bool b = ioq_ug_backlogged(dirty + wb, grant_bps);
+  if (b)
+    ioq_debug("ungranted: lender busy by its page cache cgroup=%s file_dirty=%llu file_writeback=%llu", pp->cg.dir,
+              (unsigned long long)dirty, (unsigned long long)wb);
+  return b;
+}
+
+/* The pod's tasks waited on I/O for at least `fraction` of the time since
+ * *base_us at *base_t (io.pressure "some"); the base moves to now unless
+ * less than min_s passed (too short to judge). Without io.pressure (v1, no
+ * PSI): false. */
+static bool stalled(const struct ug_pod *pp, const struct ioq_cg *cg, uint64_t *base_us, double *base_t,
+                    bool *have, double now, double min_s, double fraction) {
+  struct ioq_pressure pr;
+  ioq_err e;
+  if (*have && now - *base_t < min_s)
+    return false;
+  if (ioq_cg_read_pressure(cg, &pr, &e) < 0) {
+    if (e.code != IOQ_EUNSUPPORTED)
+      ioq_debug("ungranted: a lender's io.pressure not read cgroup=%s error=\"%s\"", pp->cg.dir, e.msg);
+    return false;
+  }
+  bool s = *have && pr.some.total_us >= *base_us &&
+           ioq_ug_stalled(pr.some.total_us - *base_us, now - *base_t, fraction);
+  if (s)
+    ioq_debug("ungranted: lender busy waiting on I/O cgroup=%s stall_us=%llu over_ms=%.0f", pp->cg.dir,
+              (unsigned long long)(pr.some.total_us - *base_us), (now - *base_t) * 1e3);
+  *base_us = pr.some.total_us;
+  *base_t = now;
+  *have = true;
+  return s;
+}
+
+static uint64_t lent_bw_grant(const struct ungranted *u, const struct ug_pod *pp) {
+  uint64_t g = 0;
+  for (size_t d = 0; d < u->n_disks; d++)
+    if (pp->s[d].granted && pp->s[d].grant[IOQ_RES_BANDWIDTH] > g)
+      g = pp->s[d].grant[IOQ_RES_BANDWIDTH];
+  return g;
+}
+
+static bool has_grant(const struct ungranted *u, const struct ug_pod *pp) {
+  for (size_t d = 0; d < u->n_disks; d++)
+    if (pp->s[d].granted && (pp->s[d].grant[0] || pp->s[d].grant[1]))
+      return true;
+  return false;
+}
+
+void ug_lend_pods(struct ungranted *u, double now) {
+  double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
+  if (!u->p->cfg.node_policy.ungranted_lend)
+    return;
+  for (size_t i = 0; i < u->n; i++) {
+    struct ug_pod *pp = &u->pods[i];
+    if (!has_grant(u, pp)) {
+      pp->have_press = pp->stalled = false;
+      continue;
+    }
+    if (pp->have_press && now - pp->press_t < 0.9 * interval)
+      continue; /* an early pass: judged over whole intervals */
+    struct ioq_cg cg;
+    ioq_err e;
+    if (ioq_cg_open(pp->cg.dir, u->p->layout.io_version, &cg, &e) < 0) {
+      pp->stalled = false;
+      continue;
+    }
+    bool st = stalled(pp, &cg, &pp->press_us, &pp->press_t, &pp->have_press, now, 0, IOQ_UG_STALL_PASS);
+    pp->stalled = backlogged(pp, &cg, lent_bw_grant(u, pp)) || st;
+  }
+}
+
 void ug_lend_pass(struct ungranted *u, size_t d) {
   bool on = u->p->cfg.node_policy.ungranted_lend;
   double reserve = u->p->cfg.node_policy.ungranted_lend_reserve;
@@ -85,6 +166,9 @@ void ug_lend_pass(struct ungranted *u, size_t d) {
       changed |= grant[r] != s->lend[r].grant;
       rate[r] = changed ? -1 : lend_rate(s, r); /* a new grant: kept whole */
     }
+    if (timed && !changed && u->pods[i].stalled)
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        rate[r] = (double)grant[r]; /* busy: waiting on I/O, or writes queued in its page cache */
     if (changed) {
       for (int r = 0; r < IOQ_RES_COUNT; r++)
         rate[r] = -1;
@@ -124,9 +208,9 @@ bool ug_lending(const struct ungranted *u) {
 /* One lender's sample: true if it woke (took its grant back); *quiet_since
  * gets the time of its previous sample (it was quiet then). */
 static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const struct ioq_iostat *cur,
-                        double now, double min_dt, double *quiet_since) {
+                        bool backlog, double now, double min_dt, double *quiet_since) {
   struct ug_slot *s = &pp->s[d];
-  if (!s->have_fast || now - s->fast_t < min_dt) {
+  if (!backlog && (!s->have_fast || now - s->fast_t < min_dt)) {
     if (!s->have_fast) {
       s->fast_last = *cur;
       s->fast_t = now;
@@ -134,22 +218,27 @@ static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const 
     }
     return false;
   }
-  double dt = now - s->fast_t;
+  double dt = s->have_fast && now > s->fast_t ? now - s->fast_t : min_dt;
   struct ug_delta x = ug_iostat_delta(&s->fast_last, cur);
   double rb = x.rb, wb = x.wb, ri = x.ri, wi = x.wi;
   bool woke = ioq_ug_lend_woke(&s->lend[IOQ_RES_BANDWIDTH], (rb + wb) / dt);
   woke |= ioq_ug_lend_woke(&s->lend[IOQ_RES_IOPS], (ri + wi) / dt);
+  if (backlog) /* writing into its page cache: busy before io.stat shows it */
+    woke |= ioq_ug_lend_reclaim(&s->lend[IOQ_RES_BANDWIDTH]) | ioq_ug_lend_reclaim(&s->lend[IOQ_RES_IOPS]);
   if (woke) {
     /* awake in one resource, awake in both */
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       ioq_ug_lend_reclaim(&s->lend[r]);
-    *quiet_since = s->fast_t;
+    *quiet_since = s->have_fast ? s->fast_t : now;
     ioq_info("ungranted lent capacity taken back cgroup=%s disk=%s read_bps=%.0f write_bps=%.0f "
-             "read_iops=%.0f write_iops=%.0f over_ms=%.0f reason=\"the granted pod woke up\"",
-             pp->cg.dir, u->disks[d].name, rb / dt, wb / dt, ri / dt, wi / dt, dt * 1e3);
+             "read_iops=%.0f write_iops=%.0f over_ms=%.0f reason=\"%s\"",
+             pp->cg.dir, u->disks[d].name, rb / dt, wb / dt, ri / dt, wi / dt, dt * 1e3,
+             backlog ? "the granted pod waits on I/O or has writes queued in its page cache"
+                     : "the granted pod woke up");
   }
   s->fast_last = *cur;
   s->fast_t = now;
+  s->have_fast = true;
   return woke;
 }
 
@@ -177,6 +266,10 @@ void ug_lend_sample(struct ungranted *u) {
       continue; /* a pod going away; the next pass forgets it */
     }
     double now = ioq_mono_s();
+    /* busy before io.stat shows it: waiting on I/O, or writing into its page cache */
+    bool backlog = stalled(pp, &cg, &pp->fpress_us, &pp->fpress_t, &pp->have_fpress, now, min_dt,
+                           IOQ_UG_STALL_SAMPLE);
+    backlog |= backlogged(pp, &cg, lent_bw_grant(u, pp));
     for (size_t d = 0; d < u->n_disks; d++) {
       struct ug_slot *s = &pp->s[d];
       if (!s->granted || !u->disks[d].active || !lending_slot(s))
@@ -186,7 +279,7 @@ void ug_lend_sample(struct ungranted *u) {
         if (ioq_devno_eq(st[k].dev, u->disks[d].dev))
           cur = st[k];
       double q = 0;
-      if (sample_slot(u, pp, d, &cur, now, min_dt, &q)) {
+      if (sample_slot(u, pp, d, &cur, backlog, now, min_dt, &q)) {
         since[d] = woke[d] && since[d] < q ? since[d] : q;
         woke[d] = true;
       }

@@ -79,12 +79,16 @@ MIB = 1024 * 1024
 IOPS_UNIT = 100  # default unit sizes (config "units" left at defaults)
 BW_UNIT = MIB
 
-# db workloads: name -> (fio rw, iodepth)
+# db workloads: name -> (fio rw, iodepth). "wal": a write-ahead log, 4k
+# sequential buffered writes with fdatasync after each (a commit), on the db's
+# file of a filesystem disk: the shape that meets other pods' dirty pages in the
+# filesystem's journal and writeback (issue 27); its IOPS are commits per second
 DB_WORKLOADS = {
     "randread-qd1": ("randread", 1),
     "randread-qd16": ("randread", 16),
     "randwrite-qd1": ("randwrite", 1),
     "randwrite-qd16": ("randwrite", 16),
+    "wal-fsync": ("wal", 1),
 }
 BACKUP_MODES = ("direct", "buffered")
 ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
@@ -267,6 +271,21 @@ def spawn_in(cgdir, argv, stdout):
                             stdout=stdout, stderr=subprocess.STDOUT)
 
 
+def meminfo_dirty():
+    """(Dirty, Writeback) of /proc/meminfo in KiB; (None, None) if unreadable."""
+    d = w = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("Dirty:"):
+                    d = int(line.split()[1])
+                elif line.startswith("Writeback:"):
+                    w = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return d, w
+
+
 class Sampler(threading.Thread):
     """io.stat of some cgroups on one disk, every `interval` seconds."""
 
@@ -277,6 +296,9 @@ class Sampler(threading.Thread):
         # io.max wbps of the cgroups in `caps` (pods without a grant: their
         # bound moves as the plugin re-splits the pool)
         self.caps = {k: [] for k in caps}
+        # /proc/meminfo Dirty and Writeback (KiB): what buffered writers have
+        # waiting for the disk, node-wide
+        self.mem = []
         self.halt = threading.Event()
 
     def run(self):
@@ -284,6 +306,7 @@ class Sampler(threading.Thread):
             t = time.monotonic()
             for k, d in self.cgdirs.items():
                 self.samples[k].append((t,) + iostat(d, self.devno))
+            self.mem.append((t,) + meminfo_dirty())
             for k in self.caps:
                 try:
                     line = iomax_line(self.cgdirs[k], self.devno)
@@ -291,6 +314,16 @@ class Sampler(threading.Thread):
                     line = ""
                 self.caps[k].append((t, iomax_field(line, "wbps")))
             self.halt.wait(self.interval)
+
+    def mem_stats(self, t0, t1):
+        """Dirty and Writeback (MiB) over [t0, t1]: max and mean."""
+        xs = [(d, w) for t, d, w in self.mem if t0 <= t <= t1 and d is not None]
+        if not xs:
+            return None
+        n = float(len(xs))
+        return {"dirty_max_mib": max(d for d, _ in xs) / 1024.0, "dirty_mean_mib": sum(d for d, _ in xs) / n / 1024.0,
+                "writeback_max_mib": max(w for _, w in xs) / 1024.0,
+                "writeback_mean_mib": sum(w for _, w in xs) / n / 1024.0}
 
     def cap_mean(self, key, t0, t1):
         """Mean io.max wbps sampled in [t0, t1] (None: no bound seen there)."""
@@ -811,8 +844,13 @@ def lending_phase(cl, nbs, disk, wait_s=30.0, measure_s=3.0):
 
 def fio_db(args, disk, rw, qd, out, rate_iops=0, runtime=None):
     rate = ["--rate_iops=%d" % rate_iops] if rate_iops else []
-    return ["fio", "--name=db", "--rw=" + rw, "--bs=4k", "--direct=1", "--ioengine=libaio",
-            "--iodepth=%d" % qd] + rate + ["--time_based", "--runtime=%g" % (runtime or args.runtime),
+    if rw == "wal":
+        if not disk.mount:
+            raise RuntimeError("the wal-fsync db needs a filesystem disk (virtio), %s has none" % disk.dev)
+        io = ["--rw=write", "--direct=0", "--ioengine=psync", "--fdatasync=1"]
+    else:
+        io = ["--rw=" + rw, "--direct=1", "--ioengine=libaio", "--iodepth=%d" % qd]
+    return ["fio", "--name=db", "--bs=4k"] + io + rate + ["--time_based", "--runtime=%g" % (runtime or args.runtime),
             "--ramp_time=%g" % args.ramp, "--lat_percentiles=1", "--norandommap",
             "--randrepeat=0", "--output-format=json", "--output=" + out] + disk.db_target()
 
@@ -843,9 +881,15 @@ def parse_db(path, rw):
 
     def us(v):
         return None if v is None else v / 1000.0
-    return {"iops": s["iops"], "bw_bytes": s["bw_bytes"], "lat_mean_us": us(lat.get("mean")),
-            "lat_p99_us": us(pct.get("99.000000")), "lat_p50_us": us(pct.get("50.000000")),
-            "runtime_ms": j["job_runtime"], "error": j["error"]}
+    out = {"iops": s["iops"], "bw_bytes": s["bw_bytes"], "lat_mean_us": us(lat.get("mean")),
+           "lat_p99_us": us(pct.get("99.000000")), "lat_p50_us": us(pct.get("50.000000")),
+           "runtime_ms": j["job_runtime"], "error": j["error"]}
+    if rw == "wal":  # the commit: fdatasync's own latency
+        sl = j.get("sync", {}).get("lat_ns", {})
+        sp = sl.get("percentile", {})
+        out.update({"sync_mean_us": us(sl.get("mean")), "sync_p99_us": us(sp.get("99.000000")),
+                    "sync_max_us": us(sl.get("max"))})
+    return out
 
 
 # ---------------------------------------------------------------- scenario --
@@ -1131,6 +1175,7 @@ class Scenario:
                 r["bw_bytes"] = samp.rate(nb.name, w0, w1, 2)
                 r["cap_mean_bytes"] = samp.cap_mean(nb.name, w0, w1)
                 r["iomax_end"] = iomax_line(nb.dir, disk.devno)
+            res["meminfo"] = samp.mem_stats(w0, w1)
             if nbs:
                 res["neighbours_bw_bytes"] = sum(r["bw_bytes"] for r in res["neighbours"])
                 res["caps_sum_max_bytes"] = samp.caps_sum_max(w0, w1)

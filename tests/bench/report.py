@@ -186,6 +186,12 @@ def summarize_case(case, meta=None):
             "db_lat_p99_spread": spread([d["lat_p99_us"] for d in dbs]),
             "backup_bw_bytes": med([r.get("backup", {}).get("bw_bytes") for r in rs]),
             "backup_bw_spread": spread([r.get("backup", {}).get("bw_bytes") for r in rs]),
+            # a wal db: its commits' (fdatasync's) latency
+            "db_sync_p99_us": med([d.get("sync_p99_us") for d in dbs]),
+            "db_sync_max_us": max([d["sync_max_us"] for d in dbs if d.get("sync_max_us") is not None] or [None]),
+            # node-wide dirty memory over the db's window (buffered writers' backlog)
+            "dirty_max_mib": med([(r.get("meminfo") or {}).get("dirty_max_mib") for r in rs]),
+            "writeback_max_mib": med([(r.get("meminfo") or {}).get("writeback_max_mib") for r in rs]),
         }
         if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
             st[s].update(summarize_neighbours(rs, case, meta or {}))
@@ -366,6 +372,58 @@ def nb_short(key):
     _, qos, mode = key.split()
     return "%s %s" % ({"BestEffort": "BE", "Burstable": "Bu", "Guaranteed": "G"}.get(qos, qos),
                       "buf" if mode == "buffered" else "dir")
+
+
+def markdown_lending(summary):
+    """The wake-up stage: what the idle grants gave the pod without a grant,
+    and how fast the plugin took them back (docs/ungranted.md, "Lending")."""
+    rows = [c for c in summary["cases"] if "wake-up" in c["stages"]]
+    if not rows:
+        return []
+    L = ["", "## Lending the idle part of grants (stage wake-up)", "",
+         "db and backup granted but idle while one pod without a grant writes flat out: what it gets from "
+         "the grants the plugin lends it (target ≥ 0.8 of the disk); then backup and db start and the plugin "
+         "takes the lent part back (reclaim: from the lender's last quiet sample to the cuts in place, the "
+         "plugin's `reclaim_ms`); the db's IOPS over its window against ioqos+1u (the same pod, nothing lent).",
+         "", "| device | db | backup | lent MiB/s | pod without a grant, grants idle | of the disk | "
+         "reclaims | reclaim ms median / max | lent at end | db IOPS wake-up | ioqos+1u |",
+         "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+    for c in rows:
+        w, st = c["stages"]["wake-up"], c["stages"]
+        L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s |" % (
+            c["device"], c["db"], c["backup"], fmt_mib(w.get("lent_bytes")), fmt_mib(w.get("idle_grants_nb_bytes")),
+            fmt_r(w.get("idle_grants_nb_vs_disk")), len(w.get("reclaim_ms") or []),
+            "%.0f" % w["reclaim_ms_median"] if w.get("reclaim_ms_median") is not None else "–",
+            "%.0f" % w["reclaim_ms_max"] if w.get("reclaim_ms_max") is not None else "–",
+            fmt_mib(w.get("lent_at_end_bytes")), fmt_iops(w.get("db_iops")),
+            fmt_iops(st.get("ioqos+1u", {}).get("db_iops"))))
+    return L
+
+
+def markdown_dirty(summary):
+    """Buffered writes: per case and stage, the db's rate and tail next to the
+    node's Dirty / Writeback (max over the db's window, median over rounds);
+    for a wal db its commit (fdatasync) p99 and worst commit."""
+    rows = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if s in c["stages"]
+            and c["stages"][s].get("dirty_max_mib") is not None]
+    if not rows:
+        return []
+    L = ["", "## Buffered writes: dirty memory beside the db", "",
+         "Dirty and Writeback: /proc/meminfo in the guest, the largest value over the db's window (median "
+         "over rounds). A wal db (wal-fsync) commits with fdatasync after each 4k write on the same ext4 "
+         "filesystem as the buffered writers: its commits wait for the journal, which waits for their data.",
+         "", "| device | db | backup | stage | db IOPS | db p99 ms | commit p99 ms | worst commit ms "
+         "| Dirty MiB | Writeback MiB |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+
+    def ms(x):
+        return "%.1f" % (x / 1000.0) if x is not None else "–"
+    for c, s in rows:
+        x = c["stages"][s]
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |" % (
+            c["device"], c["db"], c["backup"], s, fmt_iops(x.get("db_iops")), ms(x.get("db_lat_p99_us")),
+            ms(x.get("db_sync_p99_us")), ms(x.get("db_sync_max_us")), x["dirty_max_mib"],
+            x.get("writeback_max_mib") or 0))
+    return L
 
 
 def markdown_ungranted(summary):
@@ -632,6 +690,8 @@ def markdown(summary):
             g["db_iops_units"] * 100, g["backup_bw_units"]))
     if any(s in c["stages"] for c in summary["cases"] for s in NEIGHBOUR_STAGES):
         L += markdown_ungranted(summary)
+    L += markdown_lending(summary)
+    L += markdown_dirty(summary)
     if summary["accuracy"]:
         L.append("")
         L.append("## io.max accuracy (one backup pod alone, grant through the plugin)")

@@ -19,12 +19,14 @@
 #            [--arg ARG]...      (extra isolation.py options, also env BENCH_SCENARIO_ARGS)
 #
 #   (default)  the full run: three device kinds, every db workload with a direct backup,
-#              two with a buffered one (virtio), 11 stages, 3 rounds, accuracy and
+#              two with a buffered one and a wal db (fdatasync per commit) with both (virtio),
+#              12 stages, 3 rounds, accuracy and
 #              overhead; nullb-closed (the db closed-loop on the token-bucket disk,
 #              granted its need + 30 %) with the 6 stages without ungranted pods and no
 #              accuracy/overhead (same disk as nullb) (about 1.5 h on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
-#              grant (ioqos+1u) (a few minutes)
+#              grant (ioqos+1u) and the same pod first using the idle grants (wake-up)
+#              (a few minutes)
 #   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u, wake-up, ioqos+host
 #              (what tests/bench/CMakeLists.txt runs)
 #
@@ -43,7 +45,7 @@ devices=nullb,nullb-closed,virtio
 rounds=3
 runtime=8
 ramp=2
-stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,control+1u,control+4u
+stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,wake-up,control+1u,control+4u
 stages_nullb_closed=solo,contended,weight,weight-plain,ioqos,ioqos+pace,control
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
@@ -51,7 +53,8 @@ direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,rand
 # inode across every stage (see settle() in isolation.py)
 cases_nullb=$direct_cases
 cases_nullb_closed=$direct_cases
-cases_virtio="$direct_cases,randread-qd16+buffered,randwrite-qd1+buffered"
+# the wal db (fdatasync after each 4k write) needs the filesystem too
+cases_virtio="$direct_cases,randread-qd16+buffered,randwrite-qd1+buffered,wal-fsync+direct,wal-fsync+buffered"
 read -r -a vm_extra <<< "${BENCH_VM_ARGS:-}"
 read -r -a sc_extra <<< "${BENCH_SCENARIO_ARGS:-}"
 extra=(--accuracy --overhead)
@@ -65,7 +68,7 @@ for a in "$@"; do
 done
 case $mode in
     demo)
-        rounds=1; runtime=6; devices=nullb,virtio; stages=solo,contended,weight,ioqos,control,ioqos+1u
+        rounds=1; runtime=6; devices=nullb,virtio; stages=solo,contended,weight,ioqos,control,ioqos+1u,wake-up
         cases_nullb="randwrite-qd1+direct"
         cases_virtio="randread-qd16+direct"
         extra=() ;;

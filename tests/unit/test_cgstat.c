@@ -106,3 +106,33 @@ Test(cgstat, controllers_check) {
   fx_rmtree(root);
   free(root);
 }
+
+/* memory.stat's page cache waiting for the disk (lending: a stalled buffered writer is not idle) */
+Test(cgstat, memstat_dirty) {
+  uint64_t d, w;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_memstat_dirty_parse("anon 4096\nfile 8192\nfile_dirty 1048576\nfile_writeback 4096\n"
+                                       "shmem 0\n", &d, &w, &e), 0, "%s", e.msg);
+  cr_assert_eq(d, 1048576);
+  cr_assert_eq(w, 4096);
+  cr_assert_eq(ioq_memstat_dirty_parse("file_writeback 1\nfile_dirty 2", &d, &w, &e), 0, "no final newline: %s", e.msg);
+  cr_assert_eq(d, 2);
+  cr_assert_eq(ioq_memstat_dirty_parse("anon 1\n", &d, &w, &e), -1);
+  cr_assert_str_eq(e.msg, "memory.stat: no file_dirty line");
+  cr_assert_eq(ioq_memstat_dirty_parse("file_dirty\n5\nfile_writeback 0\n", &d, &w, &e), -1,
+               "a key without its value does not take the next line's");
+  cr_assert_eq(ioq_memstat_dirty_parse("", &d, &w, &e), -1);
+}
+
+Test(cgstat, read_dirty_needs_v2_and_memory) {
+  struct ioq_cg cg = {.version = IOQ_CGV1};
+  uint64_t d, w;
+  ioq_err e = {0};
+  snprintf(cg.dir, sizeof cg.dir, "/nonexistent");
+  cr_assert_eq(ioq_cg_read_dirty(&cg, &d, &w, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  cg.version = IOQ_CGV2;
+  cr_assert_eq(ioq_cg_read_dirty(&cg, &d, &w, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED, "%s", e.msg);
+  cr_assert(strstr(e.msg, "no memory.stat"), "%s", e.msg);
+}

@@ -469,3 +469,22 @@ Test(ug_lend, busy_in_one_resource_lends_in_none) {
   cr_assert_eq(lent[IOQ_RES_BANDWIDTH], 0);
   cr_assert_eq(lent[IOQ_RES_IOPS], 1000 - 125);
 }
+
+Test(ug_lend, a_page_cache_backlog_is_demand) {
+  /* 0.05 s of the grant, at least 4 MiB */
+  cr_assert_not(ioq_ug_backlogged(0, GRANT));
+  cr_assert_not(ioq_ug_backlogged(GRANT / 20 - 1, GRANT));
+  cr_assert(ioq_ug_backlogged(GRANT / 20, GRANT));
+  cr_assert_not(ioq_ug_backlogged(IOQ_UG_BACKLOG_MIN - 1, 1 * MiB), "a small grant: the 4 MiB floor");
+  cr_assert(ioq_ug_backlogged(IOQ_UG_BACKLOG_MIN, 1 * MiB));
+  cr_assert(ioq_ug_backlogged(IOQ_UG_BACKLOG_MIN, 0), "an IOPS-only grant: the floor");
+}
+
+Test(ug_lend, waiting_on_io_is_demand) {
+  cr_assert_not(ioq_ug_stalled(0, 1.0, IOQ_UG_STALL_PASS), "idle: no stall");
+  cr_assert_not(ioq_ug_stalled(99999, 1.0, IOQ_UG_STALL_PASS));
+  cr_assert(ioq_ug_stalled(100000, 1.0, IOQ_UG_STALL_PASS), "10 % of a second");
+  cr_assert(ioq_ug_stalled(12500, 0.05, IOQ_UG_STALL_SAMPLE), "a quarter of a 50 ms sample");
+  cr_assert_not(ioq_ug_stalled(12499, 0.05, IOQ_UG_STALL_SAMPLE));
+  cr_assert_not(ioq_ug_stalled(1000000, 0, IOQ_UG_STALL_PASS), "no time measured: nothing to judge");
+}

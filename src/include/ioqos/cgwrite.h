@@ -149,4 +149,14 @@ int ioq_cg_read_pressure(const struct ioq_cg *cg, struct ioq_pressure *out, ioq_
 IOQ_MUST_CHECK
 int ioq_pressure_parse(const char *content, struct ioq_pressure *out, ioq_err *e);
 
+/* A cgroup's page cache waiting for the disk (v2 memory.stat file_dirty +
+ * file_writeback, bytes): what a buffered writer has queued that io.stat does
+ * not show yet. IOQ_EUNSUPPORTED on v1 or where the memory controller is not
+ * enabled for the cgroup (no memory.stat). */
+IOQ_MUST_CHECK
+int ioq_cg_read_dirty(const struct ioq_cg *cg, uint64_t *dirty, uint64_t *writeback, ioq_err *e);
+/* The parser (both fields must be present). */
+IOQ_MUST_CHECK
+int ioq_memstat_dirty_parse(const char *content, uint64_t *dirty, uint64_t *writeback, ioq_err *e);
+
 #endif

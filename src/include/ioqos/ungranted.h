@@ -115,6 +115,28 @@ uint64_t ioq_ug_lend_pass(struct ioq_ug_lender *l, uint64_t grant, double rate, 
 void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t grant[IOQ_RES_COUNT],
                           const double rate[IOQ_RES_COUNT], double reserve, uint64_t lent[IOQ_RES_COUNT]);
 
+/* A buffered writer's I/O reaches io.stat only at writeback, and a stalled
+ * writeback (behind others' I/O, the filesystem's journal) makes a busy pod
+ * look idle. So a lender whose page cache waiting for the disk (memory.stat
+ * file_dirty + file_writeback) is at least max(IOQ_UG_BACKLOG_MIN,
+ * IOQ_UG_BACKLOG_S x its bandwidth grant) counts as busy whatever io.stat
+ * says (measured: a granted buffered backup held up by the journal fell to
+ * 0.1 of its grant and, looking idle, lent it away: docs/ungranted.md). */
+#define IOQ_UG_BACKLOG_MIN (4ull * 1024 * 1024)
+#define IOQ_UG_BACKLOG_S 0.05
+bool ioq_ug_backlogged(uint64_t queued_bytes, uint64_t grant_bps);
+
+/* The same for a pod whose tasks wait on I/O (io.pressure "some", PSI): a
+ * stall of at least `fraction` of the time measured is demand, whatever
+ * io.stat says; a buffered writer throttled while dirtying (its writeback
+ * stuck behind others) stalls without I/O of its own reaching the disk, and
+ * a latency-bound database waits on each I/O. An idle pod stalls ~0.
+ * IOQ_UG_STALL_PASS at passes (whole intervals), IOQ_UG_STALL_SAMPLE at
+ * samples. */
+#define IOQ_UG_STALL_PASS 0.10
+#define IOQ_UG_STALL_SAMPLE 0.25
+bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction);
+
 /* At a sample between passes: true when the lender was lending and its rate
  * over the sample exceeds what it keeps; it then keeps its whole grant (the
  * caller cuts the pool now). */
