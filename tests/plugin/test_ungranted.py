@@ -685,90 +685,75 @@ class Lending(UngrantedTest):
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
 
 
-class LendingPageCache(UngrantedTest):
-    """A buffered writer's writes reach io.stat only at writeback: a granted
-    pod whose memory.stat shows writes waiting in its page cache is busy, so
-    the lent part is taken back between passes although its io.stat is flat."""
+class LendingBusy(UngrantedTest):
+    """Busy is more than io.stat: a granted pod whose memory.stat shows writes
+    queued in its page cache (a buffered writer's writes reach io.stat only at
+    writeback), or whose tasks wait on I/O (io.pressure "some": a writer
+    throttled while dirtying, a latency-bound database), keeps its grant. The
+    lent part is taken back between passes although its io.stat is flat."""
     interval_ms = 3000
     env_args = {"extra_config": ug_config(3000, lend=True, lendSampleMs=50)}
 
-    def memstat(self, cg, dirty, writeback=0):
-        tmp = os.path.join(cg, ".memory.stat.tmp")
+    def replace(self, cg, name, text):
+        tmp = os.path.join(cg, "." + name + ".tmp")
         with open(tmp, "w") as f:
-            f.write("anon 0\nfile 0\nfile_dirty %d\nfile_writeback %d\nshmem 0\n" % (dirty, writeback))
-        os.rename(tmp, os.path.join(cg, "memory.stat"))
+            f.write(text)
+        os.rename(tmp, os.path.join(cg, name))
 
-    def test_writes_waiting_in_the_page_cache_take_the_grant_back(self):
+    def memstat(self, cg, dirty, writeback=0):
+        self.replace(cg, "memory.stat", "anon 0\nfile 0\nfile_dirty %d\nfile_writeback %d\nshmem 0\n" % (
+            dirty, writeback))
+
+    def pressure(self, cg, total_us):
+        self.replace(cg, "io.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
+                     "full avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n" % (total_us, total_us // 2))
+
+    def lending(self):
+        """An idle granted db (flat io.stat, no page cache, no stall) lending to
+        one pod without a grant: (daemon, db cgroup, that pod's cgroup, base pool)."""
         d = self.start()
-        k = self.env.kubelet
-        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
         _, _, db = self.grant("db", bw=200)
         set_io_stat(db, DEV)
         self.memstat(db, 0)
+        self.pressure(db, 1000)
         cg = self.ungranted("burstable")
         base = pool_bw(200)
         self.wait_metric(d, 175 * MIB, "ioqos_ungranted_lent_bytes_per_second", timeout=20, disk=DISK)
         wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 0) > base, 10, "lent")
-        # 100 MiB dirty (more than 0.25 s of the 200 MiB/s grant), io.stat flat
-        t0 = time.monotonic()
-        self.memstat(db, 80 * MIB, 20 * MIB)
+        return d, db, cg, base
+
+    def assert_taken_back(self, d, db, cg, base, t0):
         wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 1 << 62) <= base, 5,
                  "the lent part taken back", step=0.005)
         took = time.monotonic() - t0
         self.assertLess(took, 2.0, "taken back after %.2f s: not between passes (3 s)" % took)
         d.wait_log(r'ungranted lent capacity taken back cgroup=\S*%s disk=%s .*reason="the granted pod waits on I/O '
                    r'or has writes queued in its page cache"' % (re.escape(os.path.basename(db)), DISK), timeout=5)
-        # and it lends nothing while they wait
+        # and nothing is lent while it stays so
         time.sleep(2.5 * self.interval_ms / 1000)
         self.assertEqual(d.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0)
 
-
-class LendingPressure(UngrantedTest):
-    """A granted pod whose tasks wait on I/O (io.pressure "some") is busy
-    whatever io.stat shows: a buffered writer throttled while dirtying, a
-    latency-bound database. The lent part is taken back between passes."""
-    interval_ms = 3000
-    env_args = {"extra_config": ug_config(3000, lend=True, lendSampleMs=50)}
-
-    def pressure(self, cg, total_us):
-        tmp = os.path.join(cg, ".io.pressure.tmp")
-        with open(tmp, "w") as f:
-            f.write("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
-                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n" % (total_us, total_us // 2))
-        os.rename(tmp, os.path.join(cg, "io.pressure"))
+    def test_writes_queued_in_the_page_cache_take_the_grant_back(self):
+        d, db, cg, base = self.lending()
+        # 100 MiB queued (more than 0.05 s of the 200 MiB/s grant), io.stat flat
+        t0 = time.monotonic()
+        self.memstat(db, 80 * MIB, 20 * MIB)
+        self.assert_taken_back(d, db, cg, base, t0)
 
     def test_waiting_on_io_takes_the_grant_back(self):
-        d = self.start()
-        k = self.env.kubelet
-        k.wait_list(BW, lambda l: len(l) == 1000)
-        _, _, db = self.grant("db", bw=200)
-        set_io_stat(db, DEV)
-        self.pressure(db, 1000)
-        cg = self.ungranted("burstable")
-        base = pool_bw(200)
-        self.wait_metric(d, 175 * MIB, "ioqos_ungranted_lent_bytes_per_second", timeout=20, disk=DISK)
-        wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 0) > base, 10, "lent")
+        d, db, cg, base = self.lending()
         # from now on its tasks wait on I/O half of the time; io.stat stays flat
         stop = threading.Event()
 
         def stall():
-            t0 = time.monotonic()
+            t1 = time.monotonic()
             while not stop.is_set():
-                self.pressure(db, 1000 + int((time.monotonic() - t0) * 0.5e6))
+                self.pressure(db, 1000 + int((time.monotonic() - t1) * 0.5e6))
                 time.sleep(0.01)
-        t = threading.Thread(target=stall, daemon=True)
-        t0 = time.monotonic()
-        t.start()
+        threading.Thread(target=stall, daemon=True).start()
         self.addCleanup(stop.set)
-        wait_for(lambda: ((self.limits([cg])[0] or {}).get("wbps") or 1 << 62) <= base, 5,
-                 "the lent part taken back", step=0.005)
-        took = time.monotonic() - t0
-        self.assertLess(took, 2.0, "taken back after %.2f s: not between passes (3 s)" % took)
-        d.wait_log(r'ungranted lent capacity taken back cgroup=\S*%s disk=%s .*reason="the granted pod waits on I/O'
-                   % (re.escape(os.path.basename(db)), DISK), timeout=5)
-        time.sleep(2.5 * self.interval_ms / 1000)
-        self.assertEqual(d.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0,
-                         "lent while the pod waits on I/O")
+        self.assert_taken_back(d, db, cg, base, time.monotonic())
 
 
 class LendingRestart(UngrantedTest):
