@@ -141,6 +141,10 @@ void ug_lend_pods(struct ungranted *u, double now) {
     }
     bool st = stalled(pp, &cg, &pp->press_us, &pp->press_t, &pp->have_press, now, 0, IOQ_UG_STALL_PASS);
     pp->stalled = backlogged(pp, &cg, lent_bw_grant(u, pp)) || st;
+    /* the next sample measures from here, not from the last lending stretch */
+    pp->fpress_us = pp->press_us;
+    pp->fpress_t = pp->press_t;
+    pp->have_fpress = pp->have_press;
   }
 }
 
