@@ -69,15 +69,24 @@ log "control plane up ($(( $(date +%s) - T0 )) s)"
 # The node: 2 CPUs, memory for containerd's tmpfs and the pods, and the disk
 # ioqos manages (the kubelet root): a virtio disk that qemu holds to
 # 200 MiB/s, ext4.
-set +e
-# vm-run (and with it qemu) dies with this script too
-setpriv --pdeathsig KILL -- "$ROOT/tests/e2e/vm-run" --net --mem "${IOQOS_CLUSTER_VM_MEM:-6144}" --smp 2 \
-  --timeout "${IOQOS_CLUSTER_TIMEOUT:-3000}" --share "$RUN" --share "$BUILD" \
-  --virtio-disk kubelet:size=8G:bps=209715200:iops=51200:mkfs=ext4:mount=/var/lib/kubelet \
-  --keep-log "$RUN/logs/vm-console.log" \
-  -e IOQOS_CLUSTER_BUILD="$BUILD" -e IOQOS_CLUSTER_BIN="$BIN" -e IOQOS_CLUSTER_RUN="$RUN" \
-  -- "$HERE/node.sh" "$RUN" "$BIN" "$RUN/images" -- /usr/bin/python3 "$HERE/scenarios.py" "$@"
-rc=$?
-set -e
+# A guest kernel that locks up (vm-run exit 244: a soft lockup of 120 s; seen once under
+# TCG, modprobe and coredns stuck on both vCPUs before the node registered) is booted once
+# more; the scenarios then run against the same control plane (they create what they need
+# and tolerate what an earlier attempt left).
+for attempt in 1 2; do
+  set +e
+  # vm-run (and with it qemu) dies with this script too
+  setpriv --pdeathsig KILL -- "$ROOT/tests/e2e/vm-run" --net --mem "${IOQOS_CLUSTER_VM_MEM:-6144}" --smp 2 \
+    --timeout "${IOQOS_CLUSTER_TIMEOUT:-3000}" --share "$RUN" --share "$BUILD" \
+    --virtio-disk kubelet:size=8G:bps=209715200:iops=51200:mkfs=ext4:mount=/var/lib/kubelet \
+    --keep-log "$RUN/logs/vm-console.log" \
+    -e IOQOS_CLUSTER_BUILD="$BUILD" -e IOQOS_CLUSTER_BIN="$BIN" -e IOQOS_CLUSTER_RUN="$RUN" \
+    -- "$HERE/node.sh" "$RUN" "$BIN" "$RUN/images" -- /usr/bin/python3 "$HERE/scenarios.py" "$@"
+  rc=$?
+  set -e
+  [ $rc = 244 ] && [ $attempt = 1 ] || break
+  log "the node's kernel locked up (vm-run exit 244; console kept as $RUN/logs/vm-console-lockup.log): booting it once more"
+  cp "$RUN/logs/vm-console.log" "$RUN/logs/vm-console-lockup.log" 2>/dev/null || true
+done
 log "done in $(( $(date +%s) - T0 )) s, exit $rc"
 exit $rc

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # e2e harness test (runs on the host): exit status propagation, stdout/stderr separation,
 # environment and working directory, read-write sharing of the working directory, usage
-# errors, timeout and kernel panic handling, no qemu left behind.
+# errors, timeout, kernel panic and soft-lockup handling, no qemu left behind.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [ "${IOQOS_E2E_SKIP:-0}" = 1 ]; then echo "SKIP: IOQOS_E2E_SKIP=1"; exit 77; fi
@@ -92,6 +92,25 @@ check "panic report shows the console tail" grep -q 'Kernel panic' err.txt
 log=$(sed -n 's/.*full console log: //p' err.txt)
 check "the full console log is kept" test -s "$log"
 [ -n "$log" ] && rm -f "$log"
+
+# 5b. a guest kernel that locks up: the soft-lockup report on the console ends the VM at once
+# (a report written through /dev/kmsg at emergency level stands in for a real lockup).
+start=$(date +%s)
+"$VMRUN" --lockup 100 --timeout 300 --append "$MARK" -- sh -c \
+  'echo "<0>watchdog: BUG: soft lockup - CPU#1 stuck for 123s! [test:1]" > /dev/kmsg; sleep 300' \
+  > out.txt 2> err.txt
+rc=$?
+took=$(( $(date +%s) - start ))
+check_eq "a soft lockup gives 244" 244 "$rc"
+check "the lockup is named" grep -q 'locked up (soft lockup for 123s, --lockup 100)' err.txt
+check_range "the locked-up VM is stopped promptly, not at the timeout (s)" "$took" 1 60
+log=$(sed -n 's/.*full console log: //p' err.txt)
+[ -n "$log" ] && rm -f "$log"
+"$VMRUN" --lockup 200 --append "$MARK" -- sh -c \
+  'echo "<0>watchdog: BUG: soft lockup - CPU#1 stuck for 123s! [test:1]" > /dev/kmsg; sleep 7; echo done' \
+  > out.txt 2> err.txt
+rc=$?
+check_eq "a shorter soft lockup than --lockup is left alone" 0 "$rc"
 
 # 6. no qemu of ours is left running.
 sleep 0.5

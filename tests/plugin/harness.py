@@ -396,7 +396,10 @@ class PluginTest(unittest.TestCase):
             if not n:
                 continue
             taken = set(i for _, _, c in k.pod_resources for r in c.values() for i in r.get(res, []))
-            avail = [i for i in ids_of(k.plugins[res].lists[-1]) if i not in taken]
+            # the resource's first list may still be on its way (both resources register
+            # apart; seen under ASan on a busy machine): wait for it as kubelet would
+            lst = k.wait_list(res, lambda l: len(l) > 0)
+            avail = [i for i in ids_of(lst) if i not in taken]
             # the plugin answers from its pod cache: wait until it has the pod
             pref = None
             deadline = time.monotonic() + 10

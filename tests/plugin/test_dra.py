@@ -297,7 +297,9 @@ class Health(DraTest):
 class Ungranted(DraTest):
     """nodePolicy.ungranted works the same in DRA mode: the claims' units are
     what is held, the rest of the disk is the pool of pods without a grant."""
-    env_args = {"extra_config": {"nodePolicy": {"ungranted": {"enable": True, "intervalMs": 300}}}}
+    # lending off: the claim's pod is idle and would lend (test_ungranted.py proves lending)
+    env_args = {"extra_config": {"nodePolicy": {"ungranted": {"enable": True, "intervalMs": 300,
+                                                              "lend": False}}}}
 
     def test_pods_without_a_claim_share_what_claims_do_not_hold(self):
         d = self.start_dra()

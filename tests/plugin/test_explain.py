@@ -51,7 +51,10 @@ def raw_get(path, target, method="GET"):
 
 
 class ExplainTest(PluginTest):
-    env_args = {"extra_config": {"nodePolicy": {"ungranted": {"enable": True, "intervalMs": 200},
+    # lending off: the pool checked below is what nobody holds (the granted pod is idle and
+    # would lend; test_ungranted.py proves lending, test_ctl_explain_render its rendering)
+    env_args = {"extra_config": {"nodePolicy": {"ungranted": {"enable": True, "intervalMs": 200,
+                                                              "lend": False},
                                                 "qosClassWeights": {"besteffort": 10}}}}
 
     def setUp(self):

@@ -118,7 +118,14 @@ class PreStart(PluginTest):
         self.assertEqual(d.metric("ioqos_enforcement_errors_total", reason="pod-lookup"), 1)
 
 
+# The init-container classes check that a pod left without a grant is bounded to the pool
+# nobody holds (capacity minus the others' grants); the other pods' grants are idle there and
+# would be lent to it (nodePolicy.ungranted.lend, proven in test_ungranted.py), so lending is off.
+NO_LENDING = {"extra_config": {"nodePolicy": {"ungranted": {"lend": False}}}}
+
+
 class InitContainers(PluginTest):
+    env_args = NO_LENDING
     def test_regular_init_container_gets_its_own_grant_while_pending(self):
         d = self.start()
         k, api = self.env.kubelet, self.env.api
@@ -306,6 +313,7 @@ class InitContainers(PluginTest):
 
 class InitState(PluginTest):
     """Init container grants across plugin restarts (issue 12 item 6)."""
+    env_args = NO_LENDING
     JOB = "250:0 rbps=314572800 wbps=314572800 riops=max wiops=max"      # init: 300
     APP = "250:0 rbps=104857600 wbps=104857600 riops=max wiops=max"      # app: 100
     RESTORE = "250:0 rbps=262144000 wbps=262144000 riops=max wiops=max"  # init only: 250
