@@ -176,6 +176,14 @@ static int cg_of(struct ungranted *u, const struct ug_pod *pp, struct ioq_cg *cg
   return ioq_cg_open(pp->cg.dir, u->p->layout.io_version, cg, e);
 }
 
+struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq_devno dev) {
+  struct ioq_iostat cur = {.dev = dev};
+  for (size_t i = 0; i < n; i++)
+    if (ioq_devno_eq(st[i].dev, dev))
+      cur = st[i];
+  return cur;
+}
+
 struct ug_delta ug_iostat_delta(const struct ioq_iostat *a, const struct ioq_iostat *b) {
   struct ug_delta x;
   x.rb = b->rbytes >= a->rbytes ? (double)(b->rbytes - a->rbytes) : 0;
@@ -197,10 +205,7 @@ static void measure(struct ungranted *u, struct ug_pod *pp, double now) {
   }
   for (size_t d = 0; d < u->n_disks; d++) {
     struct ug_slot *s = &pp->s[d];
-    struct ioq_iostat cur = {.dev = u->disks[d].dev};
-    for (size_t i = 0; i < n; i++)
-      if (ioq_devno_eq(st[i].dev, u->disks[d].dev))
-        cur = st[i];
+    struct ioq_iostat cur = ug_iostat_of(st, n, u->disks[d].dev);
     if (s->have_sample && now > s->last_t) {
       double dt = now - s->last_t;
       struct ug_delta x = ug_iostat_delta(&s->last, &cur);
@@ -274,9 +279,7 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     size_t n = 0;
     ioq_err se;
     if (ioq_cg_read_iostat(&cg, st, sizeof st / sizeof st[0], &n, &se) == 0)
-      for (size_t i = 0; i < n; i++)
-        if (ioq_devno_eq(st[i].dev, dk->dev))
-          before = st[i];
+      before = ug_iostat_of(st, n, dk->dev);
   }
   struct ioq_disk_setting set = {.dev = dk->dev};
   set.max.rbps = set.max.wbps = cap[IOQ_RES_BANDWIDTH];

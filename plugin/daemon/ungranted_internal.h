@@ -102,6 +102,9 @@ struct ug_delta {
   double rb, wb, ri, wi;
 };
 struct ug_delta ug_iostat_delta(const struct ioq_iostat *from, const struct ioq_iostat *to);
+/* The entry of io.stat (st, n entries) for dev; zeros when the cgroup did no
+ * I/O there (io.stat has no line for it yet). */
+struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq_devno dev);
 
 /* ungranted.c */
 void ug_balance_disk(struct ungranted *u, size_t d);

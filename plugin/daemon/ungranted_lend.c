@@ -168,16 +168,12 @@ void ug_lend_pass(struct ungranted *u, size_t d) {
     for (int r = 0; r < IOQ_RES_COUNT; r++) {
       grant[r] = on ? s->grant[r] : 0;
       changed |= grant[r] != s->lend[r].grant;
-      rate[r] = changed ? -1 : lend_rate(s, r); /* a new grant: kept whole */
     }
-    if (timed && !changed && u->pods[i].stalled)
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        rate[r] = (double)grant[r]; /* busy: waiting on I/O, or writes queued in its page cache */
-    if (changed) {
-      for (int r = 0; r < IOQ_RES_COUNT; r++)
-        rate[r] = -1;
-      ioq_ug_lend_pass_pod(s->lend, grant, rate, reserve, lent);
-    } else if (timed)
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      rate[r] = changed ? -1                                   /* a new grant: kept whole */
+                : u->pods[i].stalled ? (double)grant[r]        /* waiting on I/O, or writes queued */
+                                     : lend_rate(s, r);
+    if (changed || timed)
       ioq_ug_lend_pass_pod(s->lend, grant, rate, reserve, lent);
     if (timed) {
       s->lend_base = s->last;
@@ -224,11 +220,10 @@ static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const 
   }
   double dt = s->have_fast && now > s->fast_t ? now - s->fast_t : min_dt;
   struct ug_delta x = ug_iostat_delta(&s->fast_last, cur);
-  double rb = x.rb, wb = x.wb, ri = x.ri, wi = x.wi;
-  bool woke = ioq_ug_lend_woke(&s->lend[IOQ_RES_BANDWIDTH], (rb + wb) / dt);
-  woke |= ioq_ug_lend_woke(&s->lend[IOQ_RES_IOPS], (ri + wi) / dt);
-  if (backlog) /* writing into its page cache: busy before io.stat shows it */
-    woke |= ioq_ug_lend_reclaim(&s->lend[IOQ_RES_BANDWIDTH]) | ioq_ug_lend_reclaim(&s->lend[IOQ_RES_IOPS]);
+  /* backlog: busy before io.stat shows it (the caller samples lending slots only) */
+  bool woke = backlog;
+  woke |= ioq_ug_lend_woke(&s->lend[IOQ_RES_BANDWIDTH], (x.rb + x.wb) / dt);
+  woke |= ioq_ug_lend_woke(&s->lend[IOQ_RES_IOPS], (x.ri + x.wi) / dt);
   if (woke) {
     /* awake in one resource, awake in both */
     for (int r = 0; r < IOQ_RES_COUNT; r++)
@@ -236,7 +231,7 @@ static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const 
     *quiet_since = s->have_fast ? s->fast_t : now;
     ioq_info("ungranted lent capacity taken back cgroup=%s disk=%s read_bps=%.0f write_bps=%.0f "
              "read_iops=%.0f write_iops=%.0f over_ms=%.0f reason=\"%s\"",
-             pp->cg.dir, u->disks[d].name, rb / dt, wb / dt, ri / dt, wi / dt, dt * 1e3,
+             pp->cg.dir, u->disks[d].name, x.rb / dt, x.wb / dt, x.ri / dt, x.wi / dt, dt * 1e3,
              backlog ? "the granted pod waits on I/O or has writes queued in its page cache"
                      : "the granted pod woke up");
   }
@@ -278,10 +273,7 @@ void ug_lend_sample(struct ungranted *u) {
       struct ug_slot *s = &pp->s[d];
       if (!s->granted || !u->disks[d].active || !lending_slot(s))
         continue;
-      struct ioq_iostat cur = {.dev = u->disks[d].dev};
-      for (size_t k = 0; k < n; k++)
-        if (ioq_devno_eq(st[k].dev, u->disks[d].dev))
-          cur = st[k];
+      struct ioq_iostat cur = ug_iostat_of(st, n, u->disks[d].dev);
       double q = 0;
       if (sample_slot(u, pp, d, &cur, backlog, now, min_dt, &q)) {
         since[d] = woke[d] && since[d] < q ? since[d] : q;

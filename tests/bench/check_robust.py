@@ -51,6 +51,19 @@ def note_gain(note, name, stage, st):
         "%.0f" % ctl if ctl is not None else "not run", ceiling))
 
 
+def caps_hold(check, name, stage, x, u, where=""):
+    """A stage with pods without a grant: the backup within 15 % of its grant (u: the case's
+    "ungranted" figures of the stage) and those pods within 1.1 x the pool (x: the stage)."""
+    sat = u.get("satisfaction")
+    check(sat is not None and sat <= 1.15,
+          "%s: %s backup achieved/granted %.3f <= 1.15" % (name, stage, sat or 0))
+    agg, pool = x.get("nb_aggregate_bytes"), x.get("pool_bytes")
+    check(agg is not None and pool and agg <= 1.1 * pool,
+          "%s: %s pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s%s" % (
+              name, stage, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0, where))
+    return sat
+
+
 def main():
     s = json.load(open(sys.argv[1]))
     fails, oks, notes = [], [], []
@@ -85,15 +98,9 @@ def main():
             # the cap holds (asserted); the floor is a performance figure (printed): under
             # TCG the ungranted writer's CPU slows the backup too (0.899 seen on a clean
             # clone, 0.605 with a CPU hog beside the VM, nothing wrong in either)
-            sat = u.get("satisfaction")
-            check(sat is not None and sat <= 1.15,
-                  "%s: ioqos+1u backup achieved/granted %.3f <= 1.15" % (name, sat or 0))
+            sat = caps_hold(check, name, "ioqos+1u", x, u)
             notes.append("%s: ioqos+1u backup achieved/granted %.3f (make bench target 0.95-1.10)"
                          % (name, sat or 0))
-            agg, pool = x.get("nb_aggregate_bytes"), x.get("pool_bytes")
-            check(agg is not None and pool and agg <= 1.1 * pool,
-                  "%s: ioqos+1u pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s" % (
-                      name, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0))
             check(x.get("nb_starts") and x.get("nb_bound_at_start") == x.get("nb_starts"),
                   "%s: ioqos+1u bound in place when the ungranted container started (%s of %s)" % (
                       name, x.get("nb_bound_at_start"), x.get("nb_starts")))
@@ -107,13 +114,7 @@ def main():
                       name, w.get("reclaim_ms")))
             check(w.get("lent_at_end_bytes") == 0,
                   "%s: wake-up: nothing lent at the end (%s)" % (name, w.get("lent_at_end_bytes")))
-            agg, pool = w.get("nb_aggregate_bytes"), w.get("pool_bytes")
-            check(agg is not None and pool and agg <= 1.1 * pool,
-                  "%s: wake-up: pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s over the db's window" % (
-                      name, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0))
-            sat = x.get("satisfaction")
-            check(sat is not None and sat <= 1.15, "%s: wake-up backup achieved/granted %.3f <= 1.15" % (
-                name, sat or 0))
+            caps_hold(check, name, "wake-up", w, x, " over the db's window")
             notes.append("%s: wake-up: with the grants idle the pod without a grant wrote %.1f MiB/s "
                          "(%.2f of the disk; pool %.1f MiB/s with the lent part); reclaim_ms median %s, max %s" % (
                              name, (w.get("idle_grants_nb_bytes") or 0) / 1048576.0,
