@@ -252,6 +252,13 @@ int ioq_weights_parse(const char *content, struct ioq_devno d, struct ioq_weight
       return ioq_fail(e, IOQ_EINVAL_INPUT, "weight file: unexpected line '%s'", line);
     if (!ioq_devno_eq(ld, d))
       continue;
+    /* "MAJ:MIN default" is what clearing writes; the kernel drops the line
+     * instead of showing it, a file that keeps what was written (a tree of
+     * plain files) shows it: either way the device has no weight of its own */
+    if (strcmp(ioq_trim(rest), "default") == 0) {
+      out->device = 0;
+      continue;
+    }
     if (parse_weight(rest, &out->device) < 0)
       return ioq_fail(e, IOQ_EINVAL_INPUT, "weight file: bad weight in '%s'", line);
   }

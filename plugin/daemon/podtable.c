@@ -234,10 +234,17 @@ static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct 
   return 0;
 }
 
-static int clear_disk(struct podtable *f, const struct ioq_cg *cg, struct ioq_devno dev,
-                      ioq_err *e) {
+/* Clears one disk's limits and weights; the files it changed count in res
+ * (writes and the drift report) when res is given. */
+static int clear_disk(struct podtable *f, const struct ioq_cg *cg, const char *disk,
+                      struct ioq_devno dev, struct podtable_result *res, ioq_err *e) {
   struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
-  return ioq_cg_clear_disk(cg, dev, &ao, NULL, e);
+  struct ioq_apply_report rep;
+  if (ioq_cg_clear_disk(cg, dev, &ao, &rep, e) < 0)
+    return -1;
+  if (res)
+    note_changes(res, disk, dev, &rep);
+  return 0;
 }
 
 /* The init container units that count now: the ones given, plus those an
@@ -296,7 +303,7 @@ static void clear_pod(struct podtable *f, const struct applied_pod *ap, const ch
     return;
   }
   for (size_t d = 0; d < ap->grant.n; d++) {
-    if (clear_disk(f, &cg, ap->devs[d], &e) < 0)
+    if (clear_disk(f, &cg, ap->grant.disks[d].disk, ap->devs[d], NULL, &e) < 0)
       ioq_warn("%s, clearing limits failed pod=%s/%s cgroup=%s disk=%s error=\"%s\"", why, ap->ns,
                ap->name, ap->cgroup, ap->grant.disks[d].disk, e.msg);
     else
@@ -360,7 +367,7 @@ static void clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
     if (ioq_grant_find(g, cds[i].disk.dev.name))
       continue;
     ioq_err ce;
-    if (clear_disk(f, cg, cds[i].dev, &ce) < 0)
+    if (clear_disk(f, cg, cds[i].disk.dev.name, cds[i].dev, NULL, &ce) < 0)
       ioq_warn("clearing what a lost init container grant held failed pod=%s/%s disk=%s "
                "error=\"%s\"",
                pr->ns, pr->name, cds[i].disk.dev.name, ce.msg);
@@ -534,12 +541,13 @@ static void reset_locked(struct applied_pod *ap, const struct pt_file_log *log) 
  * `devs`) had and the new one `now` does not. */
 static void clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
                                 const struct ioq_pod_grant *old, const struct ioq_devno *devs,
-                                const struct ioq_pod_grant *now, const struct podres_pod *pr) {
+                                const struct ioq_pod_grant *now, const struct podres_pod *pr,
+                                struct podtable_result *res) {
   for (size_t i = 0; i < old->n; i++) {
     if (ioq_grant_find(now, old->disks[i].disk))
       continue;
     ioq_err ce;
-    if (clear_disk(f, cg, devs[i], &ce) < 0)
+    if (clear_disk(f, cg, old->disks[i].disk, devs[i], res, &ce) < 0)
       ioq_warn("clearing a disk the pod no longer holds failed pod=%s/%s disk=%s error=\"%s\"",
                pr->ns, pr->name, old->disks[i].disk, ce.msg);
   }
@@ -640,7 +648,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
   res->grant_changed = res->known && !podgrant_eq(&before.grant, &res->grant);
   if (res->known && !hold)
-    clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr);
+    clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr, res);
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);

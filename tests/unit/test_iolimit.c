@@ -128,6 +128,11 @@ Test(iolimit, weights_parse) {
   /* v1 blkio.bfq.weight holds a bare number */
   cr_assert_eq(ioq_weights_parse("250\n", D816, &w, &e), 0);
   cr_assert_eq(w.dflt, 250);
+  /* what clearing writes, as a file that keeps it shows it: no weight of its own */
+  cr_assert_eq(ioq_weights_parse("default 100\n8:16 default\n", D816, &w, &e), 0, "%s", e.msg);
+  cr_assert_eq(w.device, 0);
+  cr_assert_eq(w.dflt, 100);
+  cr_assert_eq(ioq_weights_parse("8:16 defaults\n", D816, &w, &e), -1);
   cr_assert_eq(ioq_weights_parse("default x\n", D816, &w, &e), -1);
   cr_assert_eq(ioq_weights_parse("8:16 0\n", D816, &w, &e), -1);
   cr_assert_eq(ioq_weights_parse("8:16 10001\n", D816, &w, &e), -1);
