@@ -349,7 +349,7 @@ void dradriver_stop(struct dradriver *d) {
     grpcs_stop(d->reg_srv, false);
   if (d->dra_srv)
     grpcs_stop(d->dra_srv, false);
-  drapub_stop(d->pub); /* deletes the node's slice */
+  drapub_stop(d->pub); /* the slice stays for the next instance */
   free(d);
 }
 

@@ -7,9 +7,9 @@
  * <plugins-dir>/ioqos.io/dra.sock first, then the registration socket
  * <registry-dir>/ioqos.io-reg.sock appears (kubelet dials the endpoint as
  * soon as it registers us), and the ResourceSlice publisher runs. Stop: the
- * registration socket goes first (kubelet deregisters), then the service,
- * then the node's slice is deleted so the scheduler places nothing more
- * here. Claim handling is in draprepare.h, the slice in drapub.h. */
+ * registration socket goes first (kubelet deregisters), then the service;
+ * the node's slice stays for the next instance (drapub.h). Claim handling
+ * is in draprepare.h, the slice in drapub.h. */
 #ifndef IOQOS_PLUGIN_DRADRIVER_H
 #define IOQOS_PLUGIN_DRADRIVER_H
 

@@ -254,18 +254,14 @@ void drapub_stop(struct drapub *d) {
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->th, NULL);
-    /* the node offers nothing once its driver is gone */
-    atomic_store(&d->stop, false); /* the GETs below must not be abandoned */
-    json_object *list = NULL, *items = NULL;
-    ioq_err e;
-    if (list_slices(d, &list, &items, &e) < 0)
-      ioq_warn("resourceslice not deleted at shutdown error=\"%s\"", e.msg);
-    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-      const char *name = ioq_json_str_at(json_object_array_get_idx(items, i), "metadata", "name");
-      if (name && delete_slice(d, name, "the driver is stopping", &e) < 0)
-        ioq_warn("resourceslice not deleted at shutdown name=%s error=\"%s\"", name, e.msg);
-    }
-    json_object_put(list);
+    /* The slice stays: a stop is most often a restart or a rollout, and a
+     * node without its slice takes no claim meanwhile. kubelet deletes a
+     * driver's slices 30 s after it has no endpoint left (the driver was
+     * removed), and the Node's deletion garbage-collects them (owner). */
+    if (atomic_load(&d->published))
+      ioq_info("resourceslice kept at shutdown node=%s driver=%s reason=\"a restart keeps the "
+               "node open to claims; kubelet deletes it if no driver registers within 30 s\"",
+               d->p->opts.node_name, IOQ_DRA_DRIVER);
   }
   pthread_cond_destroy(&d->cv);
   pthread_mutex_destroy(&d->mu);

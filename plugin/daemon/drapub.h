@@ -7,8 +7,9 @@
  * kept (extra ones, e.g. of an earlier instance that died between create
  * and the next list, are deleted); pool.generation goes up by one whenever
  * the content changes (ioq_dra_slice_same_content: quantities by value) or
- * the owner is not this Node's UID. Stop deletes the node's slices: the
- * scheduler then places no new claims on a node without its driver. */
+ * the owner is not this Node's UID. Stop keeps the slice: a restart or a
+ * rollout must not close the node to new claims; kubelet deletes the slices
+ * of a driver that stays gone for 30 s (docs/dra.md, Restarts). */
 #ifndef IOQOS_PLUGIN_DRAPUB_H
 #define IOQOS_PLUGIN_DRAPUB_H
 

@@ -14,8 +14,11 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 import unittest
+
+import grpc
 
 from harness import (BIN, MIB, NODE, PluginTest, fake_disk, iomax_of, new_uid, pod_object, read,
                      remove_fake_disk, v2_pod_cgroup, write)
@@ -119,10 +122,11 @@ class Registration(DraTest):
         time.sleep(2.5)
         self.assertEqual(self.slice_devices()[0][0]["spec"]["pool"]["generation"], gen)
         self.assertEqual(self.env.api.count("PUT", "/apis/resource.k8s.io/v1/resourceslices"), 0)
-        # SIGTERM: kubelet deregisters us (socket gone) and the slice goes
+        # SIGTERM: kubelet deregisters us (socket gone); the slice stays for the next
+        # instance (kubelet deletes it if none registers within 30 s)
         self.assertEqual(d.terminate(), 0)
         self.assertFalse(os.path.exists(os.path.join(self.registry_dir, DRIVER + "-reg.sock")))
-        self.assertEqual(self.env.api.slices(node=NODE, driver=DRIVER), [])
+        self.assertEqual(len(self.env.api.slices(node=NODE, driver=DRIVER)), 1)
 
     def test_kubelet_refusal_keeps_it_unready(self):
         d = self.start_dra(register=False)
@@ -211,9 +215,12 @@ class Prepare(DraTest):
         write(os.path.join(cg, "io.max"), "%s rbps=max wbps=max riops=max wiops=max\n" % DEV)
         d.wait_log(r"limit drift corrected pod=default/db uid=%s" % uid, timeout=15)
         self.assertEqual(iomax_of(cg, DEV)["wbps"], 200 * MIB)
-        # unprepare: limits go; again: nothing to do, no error
+        # unprepare: limits go, and the log counts the two writes that cleared them (io.max
+        # and io.weight; it said writes=0 before); again: nothing to do, no error
         self.assertEqual(k.unprepare([c]), {c[1]: ""})
         self.assertEqual(iomax_of(cg, DEV), {"rbps": None, "wbps": None, "riops": None, "wiops": None})
+        self.assertRegex(d.text(), r"dra claim unprepared claim=default/%s uid=%s pod=default/db "
+                                   r"cgroup=%s writes=2\n" % (c[2], c[1], re.escape(cg)))
         self.assertEqual(k.unprepare([c]), {c[1]: ""})
         self.assertEqual(d.metric("ioqos_dra_claims_unprepared_total"), 1)
 
@@ -231,19 +238,51 @@ class Prepare(DraTest):
         k.unprepare([a], version="v1beta1")
         self.assertEqual(iomax_of(cg, DEV), {"rbps": None, "wbps": None, "riops": 500, "wiops": 500})
 
-    def test_restart_keeps_claims_and_republishes(self):
+    def test_restart_keeps_claims_and_the_slice(self):
+        """A restart (a rollout) keeps the prepared claims and the node's slice:
+        the slice was deleted at SIGTERM and created again by the next instance,
+        and no claim could be allocated on the node in between. Sampled every
+        20 ms across the restart, while kubelet keeps preparing new claims (it
+        retries those that fail while the driver is away)."""
         d = self.start_dra()
         k = self.kubelet_dra
         uid, cg = self.pod("db")
         c = self.claim("db", uid, {"bandwidth": "300"})
         self.assertEqual(k.prepare([c])[c[1]]["error"], "")
-        self.assertEqual(d.terminate(), 0)
-        self.assertEqual(self.env.api.slices(node=NODE, driver=DRIVER), [])
-        self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB, "limits stay across a restart")
-        k.close()
-        d2 = self.start_dra()  # kubelet registers the new instance (new socket)
+        (before,) = self.env.api.slices(node=NODE, driver=DRIVER)
+        seen, stop = [], threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                seen.append([s["metadata"]["name"] for s in self.env.api.slices(node=NODE, driver=DRIVER)])
+                time.sleep(0.02)
+        t = threading.Thread(target=sample)
+        t.start()
+        try:
+            self.assertEqual(d.terminate(), 0)
+            self.assertRegex(d.text(), r"resourceslice kept at shutdown node=%s driver=%s reason=" % (NODE, DRIVER))
+            self.assertNotIn("resourceslice deleted", d.text())
+            self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB, "limits stay across a restart")
+            # kubelet prepares the next pod's claim while the driver is away: it fails, kubelet retries
+            uid2, cg2 = self.pod("app")
+            c2 = self.claim("app", uid2, {"bandwidth": "100"})
+            self.assertRaises(grpc.RpcError, k.prepare, [c2], timeout=2)
+            k.close()
+            d2 = self.start_dra()  # kubelet registers the new instance (new socket)
+            self.assertEqual(self.kubelet_dra.prepare([c2])[c2[1]]["error"], "")
+            self.assertEqual(iomax_of(cg2, DEV)["wbps"], 100 * MIB)
+            time.sleep(0.5)  # a few publisher passes of the new instance
+        finally:
+            stop.set()
+            t.join()
         self.assertRegex(d2.text(), r"prepared DRA claims restored claims=1")
-        self.assertEqual(len(self.env.api.slices(node=NODE, driver=DRIVER)), 1)
+        self.assertTrue(seen, "the slices were sampled")
+        self.assertEqual([x for x in seen if x != [before["metadata"]["name"]]], [],
+                         "the node's one slice was there at every sample, under its name")
+        (after,) = self.env.api.slices(node=NODE, driver=DRIVER)
+        self.assertEqual(after["spec"]["pool"]["generation"], before["spec"]["pool"]["generation"],
+                         "same content: the new instance did not rewrite it")
+        self.assertNotRegex(d2.text(), r"resourceslice (created|updated|deleted)")
         # kubelet never prepares again: the restored claim is kept in place
         write(os.path.join(cg, "io.max"), "")
         d2.wait_log(r"limit drift corrected pod=default/db uid=%s" % uid, timeout=15)
@@ -425,6 +464,9 @@ class HostBlkio(DraTest):
         self.assertIn("readback=", d.text())
         self.assertEqual(self.kubelet_dra.unprepare([("default", cuid, name)]), {cuid: ""})
         self.assertEqual(read(cg + "/blkio.throttle.read_bps_device"), "")
+        # the four blkio.throttle files cleared, and counted (the kernel drops the lines)
+        self.assertRegex(d.text(), r"dra claim unprepared claim=default/%s uid=%s pod=default/db "
+                                   r"cgroup=%s writes=4\n" % (name, cuid, re.escape(cg)))
 
 
 V2_DISK = os.environ.get("IOQOS_DRA_V2_DISK")  # set by tests/e2e/test-dra.sh inside the VM
