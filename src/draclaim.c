@@ -265,7 +265,7 @@ static int from_json(json_object *claim, const struct ioq_dra_claim_want *want,
                     out->name);
   char who[IOQ_DRA_NS_MAX + IOQ_DRA_OBJ_NAME_MAX + 2];
   snprintf(who, sizeof who, "%s/%s", out->ns, out->name);
-  if (strcmp(out->uid, want->uid) != 0)
+  if (want->uid && strcmp(out->uid, want->uid) != 0)
     return ioq_fail(e, IOQ_EMISMATCH,
                     "claim %s has UID %.128s, kubelet asked for UID %.128s (deleted and recreated?)",
                     who, printable(out->uid) ? out->uid : "(unprintable)", want->uid);
@@ -277,7 +277,7 @@ static int from_json(json_object *claim, const struct ioq_dra_claim_want *want,
 int ioq_dra_claim_parse(const char *text, size_t len, const struct ioq_dra_claim_want *want,
                         struct ioq_dra_claim *out, ioq_err *e) {
   memset(out, 0, sizeof *out);
-  if (!want || !want->uid || !*want->uid || !want->driver || !want->pool || (want->n_disks && !want->disks))
+  if (!want || (want->uid && !*want->uid) || !want->driver || !want->pool || (want->n_disks && !want->disks))
     return ioq_fail(e, IOQ_EINVAL_INPUT, "claim: incomplete expectations (uid, driver, pool, disks)");
   json_object *root;
   if (ioq_json_parse_strict(text, len, IOQ_DRA_CLAIM_MAX_BYTES, "claim", &root, e) < 0)

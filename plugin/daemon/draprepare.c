@@ -33,9 +33,9 @@ static int check_ref(const char *ns, const char *uid, const char *name, ioq_err 
   return 0;
 }
 
-static int fetch_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
-                       struct ioq_dra_claim *c, struct ioq_disk **disks, size_t *n_disks,
-                       ioq_err *e) {
+int dra_fetch_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
+                    struct ioq_dra_claim *c, struct ioq_disk **disks, size_t *n_disks,
+                    ioq_err *e) {
   char path[sizeof CLAIM_PATH + IOQ_DRA_NS_MAX + IOQ_DRA_OBJ_NAME_MAX];
   snprintf(path, sizeof path, CLAIM_PATH, ns, name);
   struct ioq_kube_resp r = {0};
@@ -98,7 +98,7 @@ static int claim_pod(struct plugin *p, const struct ioq_dra_claim *c, struct pod
   return 0;
 }
 
-static void rec_of(const struct ioq_dra_claim *c, const struct ioq_disk *disks, struct dra_rec *r) {
+void dra_rec_of(const struct ioq_dra_claim *c, const struct ioq_disk *disks, struct dra_rec *r) {
   memset(r, 0, sizeof *r);
   /* the parser bounds every field to these sizes */
   ioq_copy_trunc(r->claim_uid, sizeof r->claim_uid, c->uid);
@@ -143,9 +143,9 @@ int dra_prepare_claim(struct plugin *p, const char *ns, const char *uid, const c
     ioq_fail(e, ENOMEM, "out of memory (claim %s/%s)", ns, name);
     goto out;
   }
-  if (fetch_claim(p, ns, uid, name, c, &disks, &n_disks, e) < 0 || claim_pod(p, c, pi, e) < 0)
+  if (dra_fetch_claim(p, ns, uid, name, c, &disks, &n_disks, e) < 0 || claim_pod(p, c, pi, e) < 0)
     goto out;
-  rec_of(c, disks, out);
+  dra_rec_of(c, disks, out);
   bool had = drastate_get(p->dra, uid, old);
   if (drastate_put(p->dra, out, e) < 0) {
     ioq_err_prefix(e, "claim %s/%s", ns, name);

@@ -21,6 +21,7 @@
 #define IOQOS_PLUGIN_DRAPREPARE_H
 
 #include "drastate.h"
+#include "ioqos/draclaim.h"
 #include "ioqos/error.h"
 
 struct plugin;
@@ -31,5 +32,17 @@ int dra_prepare_claim(struct plugin *p, const char *ns, const char *uid, const c
                       struct dra_rec *out, ioq_err *e);
 int dra_unprepare_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
                         ioq_err *e);
+
+/* The claim from the API server, read against this driver, node and the
+ * disks the slice offers (*disks: malloc'd or NULL; free it either way).
+ * uid NULL: any UID (a claim found again from its pod, drarecover.h).
+ * Errors: IOQ_ENOTFOUND (no such claim, not allocated, no result of this
+ * driver), IOQ_EMISMATCH (another UID), IOQ_EINVAL_INPUT (not a claim this
+ * node can enforce), others (the API server did not answer). */
+int dra_fetch_claim(struct plugin *p, const char *ns, const char *uid, const char *name,
+                    struct ioq_dra_claim *c, struct ioq_disk **disks, size_t *n_disks,
+                    ioq_err *e);
+/* The record of a parsed claim (reserved for exactly one pod). */
+void dra_rec_of(const struct ioq_dra_claim *c, const struct ioq_disk *disks, struct dra_rec *r);
 
 #endif

@@ -21,6 +21,10 @@ struct drastate {
   char *path;
   struct dra_rec *recs;
   size_t n, cap;
+  /* the claims kubelet unprepared lately (a ring): drastate_adopt must not
+   * bring back one kubelet is done with */
+  char unprepared[DRASTATE_UNPREPARED_KEPT][IOQ_DRA_UID_MAX + 1];
+  size_t n_unprepared;
 };
 
 struct drastate *drastate_new(const char *path) {
@@ -233,37 +237,56 @@ static ssize_t find_locked(struct drastate *s, const char *claim_uid) {
   return -1;
 }
 
-int drastate_put(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
-  pthread_mutex_lock(&s->lock);
-  int rc = 0;
+static int put_locked(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
   ssize_t i = find_locked(s, r->claim_uid);
-  if (i < 0) {
-    if (s->n >= DRASTATE_MAX_CLAIMS) {
-      rc = ioq_fail(e, IOQ_EINVAL_INPUT,
-                    "this node already holds %d prepared claims (the most kept)",
-                    DRASTATE_MAX_CLAIMS);
-      goto out;
-    }
-    if (s->n == s->cap) {
-      size_t nc = s->cap ? s->cap * 2 : 16;
-      struct dra_rec *g = realloc(s->recs, nc * sizeof *g);
-      if (!g) {
-        rc = ioq_fail(e, ENOMEM, "out of memory (DRA claim state)");
-        goto out;
-      }
-      s->recs = g;
-      s->cap = nc;
-    }
-    s->recs[s->n] = *r;
-    if ((rc = save_locked(s, s->recs, s->n + 1, e)) == 0)
-      s->n++;
-  } else {
+  if (i >= 0) {
     struct dra_rec old = s->recs[i];
     s->recs[i] = *r;
-    if ((rc = save_locked(s, s->recs, s->n, e)) < 0)
+    if (save_locked(s, s->recs, s->n, e) < 0) {
       s->recs[i] = old;
+      return -1;
+    }
+    return 0;
   }
-out:
+  if (s->n >= DRASTATE_MAX_CLAIMS)
+    return ioq_fail(e, IOQ_EINVAL_INPUT,
+                    "this node already holds %d prepared claims (the most kept)",
+                    DRASTATE_MAX_CLAIMS);
+  if (s->n == s->cap) {
+    size_t nc = s->cap ? s->cap * 2 : 16;
+    struct dra_rec *g = realloc(s->recs, nc * sizeof *g);
+    if (!g)
+      return ioq_fail(e, ENOMEM, "out of memory (DRA claim state)");
+    s->recs = g;
+    s->cap = nc;
+  }
+  s->recs[s->n] = *r;
+  if (save_locked(s, s->recs, s->n + 1, e) < 0)
+    return -1;
+  s->n++;
+  return 0;
+}
+
+int drastate_put(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
+  pthread_mutex_lock(&s->lock);
+  int rc = put_locked(s, r, e);
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+static bool unprepared_locked(const struct drastate *s, const char *claim_uid) {
+  size_t n = s->n_unprepared < DRASTATE_UNPREPARED_KEPT ? s->n_unprepared : DRASTATE_UNPREPARED_KEPT;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(s->unprepared[i], claim_uid) == 0)
+      return true;
+  return false;
+}
+
+int drastate_adopt(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
+  pthread_mutex_lock(&s->lock);
+  int rc = 0;
+  if (find_locked(s, r->claim_uid) < 0 && !unprepared_locked(s, r->claim_uid))
+    rc = put_locked(s, r, e) < 0 ? -1 : 1;
   pthread_mutex_unlock(&s->lock);
   return rc;
 }
@@ -271,6 +294,8 @@ out:
 int drastate_take(struct drastate *s, const char *claim_uid, struct dra_rec *out, ioq_err *e) {
   pthread_mutex_lock(&s->lock);
   int rc = 0;
+  ioq_copy_trunc(s->unprepared[s->n_unprepared++ % DRASTATE_UNPREPARED_KEPT],
+                 sizeof s->unprepared[0], claim_uid);
   ssize_t i = find_locked(s, claim_uid);
   if (i >= 0) {
     struct dra_rec taken = s->recs[i];
@@ -286,6 +311,33 @@ int drastate_take(struct drastate *s, const char *claim_uid, struct dra_rec *out
       rc = 1;
     }
   }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+int drastate_forget_pod(struct drastate *s, const char *pod_uid, ioq_err *e) {
+  pthread_mutex_lock(&s->lock);
+  size_t keep = 0;
+  struct dra_rec *kept = malloc((s->n ? s->n : 1) * sizeof *kept);
+  int rc = -1;
+  if (!kept) {
+    ioq_fail(e, ENOMEM, "out of memory (DRA claim state)");
+    goto out;
+  }
+  for (size_t i = 0; i < s->n; i++)
+    if (strcmp(s->recs[i].pod_uid, pod_uid) != 0)
+      kept[keep++] = s->recs[i];
+  rc = (int)(s->n - keep);
+  if (rc == 0)
+    goto out;
+  if (save_locked(s, kept, keep, e) < 0) {
+    rc = -1;
+    goto out;
+  }
+  memcpy(s->recs, kept, keep * sizeof *kept);
+  s->n = keep;
+out:
+  free(kept);
   pthread_mutex_unlock(&s->lock);
   return rc;
 }

@@ -27,6 +27,7 @@
 #define DRASTATE_FILE "dra-claims.json"
 #define DRASTATE_MAX_CLAIMS 4096 /* 256 pods per node (kubelet's default 110) x many claims */
 #define DRASTATE_FILE_MAX (16u * 1024u * 1024u)
+#define DRASTATE_UNPREPARED_KEPT 256
 
 struct dra_share_rec {
   char disk[IOQ_DISK_NAME_MAX + 1];
@@ -61,9 +62,20 @@ int drastate_load(struct drastate *s, ioq_err *e);
 /* Records (or replaces, by claim UID) a prepared claim and saves the file.
  * On a save error nothing changes. */
 int drastate_put(struct drastate *s, const struct dra_rec *r, ioq_err *e);
-/* Removes a claim and saves the file. Returns 1 (found, *out = it; out may
+/* Records a claim found again from the API server (drarecover.h) unless it
+ * is known already (kubelet prepared it meanwhile: its record wins) or
+ * kubelet unprepared it lately (one of the last DRASTATE_UNPREPARED_KEPT
+ * unprepare calls named it, found or not). Returns 1 (recorded), 0 (left
+ * alone), -1 + *e (not saved). */
+int drastate_adopt(struct drastate *s, const struct dra_rec *r, ioq_err *e);
+/* Removes a claim and saves the file (and remembers the UID for
+ * drastate_adopt, whether it was known or not). Returns 1 (found, *out = it; out may
  * be NULL), 0 (not known: nothing to do), -1 + *e (not saved: kept). */
 int drastate_take(struct drastate *s, const char *claim_uid, struct dra_rec *out, ioq_err *e);
+/* Drops every claim of a pod that is gone (the pod table released it) and
+ * saves the file. Returns how many went (0: none), -1 + *e (not saved:
+ * kept). */
+int drastate_forget_pod(struct drastate *s, const char *pod_uid, ioq_err *e);
 /* Copy of a claim: true if known. */
 bool drastate_get(struct drastate *s, const char *claim_uid, struct dra_rec *out);
 

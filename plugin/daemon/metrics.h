@@ -41,7 +41,7 @@ enum counter {
   C_LIMIT_DRIFT,              /* per resource: limits changed outside ioqos, rewritten */
   C_RESPLITS, C_RESPLIT_FAIL, /* per resource: combined-direction re-splits written / failed */
   C_DRA_PREPARED, C_DRA_PREPARE_FAIL, C_DRA_UNPREPARED, C_DRA_UNPREPARE_FAIL,
-  C_DRA_SLICE_WRITES, C_DRA_SLICE_FAIL,
+  C_DRA_SLICE_WRITES, C_DRA_SLICE_FAIL, C_DRA_RECOVERED,
   C_NVMET_WRITES, C_NVMET_FAIL,
   C_COUNT_
 };

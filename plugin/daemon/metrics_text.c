@@ -267,6 +267,7 @@ static void counters(FILE *f, struct plugin *p) {
       {C_DRA_UNPREPARE_FAIL, "ioqos_dra_claim_unprepare_errors_total", "DRA mode: claims whose limits could not be cleared at NodeUnprepareResources (kubelet retries).", false},
       {C_DRA_SLICE_WRITES, "ioqos_dra_resourceslice_writes_total", "DRA mode: ResourceSlice creates, updates and deletes the API server accepted.", false},
       {C_DRA_SLICE_FAIL, "ioqos_dra_resourceslice_errors_total", "DRA mode: ResourceSlice publishing attempts that failed (retried).", false},
+      {C_DRA_RECOVERED, "ioqos_dra_claims_recovered_total", "DRA mode: prepared claims the state file did not hold, found again from the API server at start.", false},
       {C_NVMET_WRITES, "ioqos_nvmet_writes_total", "NVMe-oF namespaces (config nvmet): kernel files written (namespace cgroup limits, cgroup_id).", false},
       {C_NVMET_FAIL, "ioqos_nvmet_errors_total", "NVMe-oF namespaces (config nvmet): probes and settings that failed (retried every pass).", false},
       {C_REGISTER_OK, "ioqos_kubelet_registrations_total", "Successful Register calls to kubelet.", true},

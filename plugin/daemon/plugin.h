@@ -77,6 +77,7 @@ struct plugin {
   atomic_bool stopping;
   atomic_bool inventory_ok; /* a probe has succeeded since start */
   atomic_bool first_reconcile_done;
+  atomic_bool dra_recovered; /* DRA mode: drarecover.h ran once to the end */
 };
 
 #endif

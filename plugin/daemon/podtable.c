@@ -768,6 +768,18 @@ static const struct missing_pod *find_missing(const struct missing_pod *m, size_
   return NULL;
 }
 
+static void forget_claims(struct drastate *dra, const struct applied_pod *ap) {
+  ioq_err e;
+  int n = drastate_forget_pod(dra, ap->uid, &e);
+  if (n < 0)
+    ioq_warn("claims of a gone pod not forgotten (kept until kubelet unprepares them) pod=%s/%s "
+             "uid=%s error=\"%s\"",
+             ap->ns, ap->name, ap->uid, e.msg);
+  else if (n > 0)
+    ioq_info("dra claims of a gone pod forgotten pod=%s/%s uid=%s claims=%d", ap->ns, ap->name,
+             ap->uid, n);
+}
+
 size_t podtable_release_gone(struct podtable *f, const struct podres_list *listed,
                              struct podcache *pc) {
   struct missing_pod *miss;
@@ -824,6 +836,11 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
     take_locked(f, i, &taken[released++]);
   }
   pthread_mutex_unlock(&f->lock);
+  /* DRA mode: a gone pod's claims are done with; kubelet's unprepare, if
+   * it still comes, finds nothing to do (a claim recovered from the API
+   * server just after kubelet unprepared it ends here too) */
+  for (size_t i = 0; f->o.dra && i < released; i++)
+    forget_claims(f->o.dra, &taken[i]);
   clear_taken(f, taken, released, "pod gone");
   pt_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);

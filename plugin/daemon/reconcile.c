@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "diskstate.h"
+#include "drarecover.h"
 #include "drastate.h"
 #include "drift.h"
 #include "listview.h"
@@ -186,10 +187,35 @@ out:
 
 /* ---- grants ---- */
 
+/* DRA mode: once after start, the prepared claims the state file lacks
+ * (drarecover.h), before the pass applies the pods' grants; retried on
+ * every pass until the API server answers. */
+static void recover_dra_claims(struct plugin *p) {
+  static char last_err[IOQ_ERR_MSG_MAX];
+  if (!p->dra || atomic_load(&p->dra_recovered) || !p->kube_rpc)
+    return;
+  struct dra_recover_stats st;
+  ioq_err e;
+  if (dra_recover(p, &st, &e) < 0) {
+    if (strcmp(last_err, e.msg) != 0)
+      ioq_warn("prepared DRA claims not checked against the API server yet (retried every pass) "
+               "error=\"%s\"",
+               e.msg);
+    snprintf(last_err, sizeof last_err, "%s", e.msg);
+    return;
+  }
+  atomic_store(&p->dra_recovered, true);
+  ioq_log(st.recovered ? IOQ_LOG_WARN : IOQ_LOG_INFO,
+          "prepared DRA claims checked against the API server pods=%zu claims=%zu recovered=%zu "
+          "skipped=%zu held=%zu",
+          st.pods, st.claims, st.recovered, st.skipped, drastate_count(p->dra));
+}
+
 void reconcile_pass(struct plugin *p) {
   struct podres_list list;
   ioq_err e;
   static char last_err[IOQ_ERR_MSG_MAX];
+  recover_dra_claims(p);
   if (podres_list(p->opts.pod_resources_socket, PODRES_TIMEOUT_MS, &list, &e) < 0) {
     metrics_inc(p->metrics, C_RECONCILE_FAIL);
     if (strcmp(last_err, e.msg) != 0)

@@ -76,6 +76,18 @@ class DraTest(PluginTest):
         self.env.kubelet.set_pod(ns, name, {"app": {}})
         return uid, v2_pod_cgroup(self.env.cgroup_root, uid, qos, atomic=True)
 
+    def name_claims(self, pod_name, pod_uid, spec=(), status=(), phase="Running"):
+        """The pod object as the API server shows it once kubelet runs it: its
+        claims in spec.resourceClaims (by name) and, for those made from a
+        template, status.resourceClaimStatuses."""
+        pod = pod_object(pod_name, pod_uid, phase=phase)
+        pod["spec"]["resourceClaims"] = (
+            [{"name": "r%d" % i, "resourceClaimName": n} for i, n in enumerate(spec)] +
+            [{"name": "t%d" % i, "resourceClaimTemplateName": "tpl"} for i in range(len(status))])
+        pod["status"]["resourceClaimStatuses"] = [{"name": "t%d" % i, "resourceClaimName": n}
+                                                  for i, n in enumerate(status)]
+        self.env.api.put_pod(pod)
+
     def claim(self, pod_name, pod_uid, consumed, name=None, **kw):
         name = name or "%s-disk-%s" % (pod_name, new_uid()[:5])
         uid = new_uid()
@@ -288,6 +300,66 @@ class Prepare(DraTest):
         d2.wait_log(r"limit drift corrected pod=default/db uid=%s" % uid, timeout=15)
         self.assertEqual(iomax_of(cg, DEV)["wbps"], 300 * MIB)
         self.assertEqual(self.kubelet_dra.unprepare([c]), {c[1]: ""})
+        self.assertIsNone(iomax_of(cg, DEV)["wbps"])
+
+    def test_lost_state_file_rebuilt_from_the_api_server(self):
+        """The node's state directory wiped while a claim is prepared: kubelet never
+        prepares it again, so the restarted plugin finds it from the API server (the
+        pod names its claim, the claim is allocated here and reserved for the pod)
+        and keeps it: held units, drift correction, unprepare. Claims that are not
+        this node's to keep are left alone."""
+        d = self.start_dra()
+        k = self.kubelet_dra
+        uid, cg = self.pod("db")
+        c = self.claim("db", uid, {"bandwidth": "200"})
+        self.name_claims("db", uid, spec=[c[2]], phase="Running")
+        self.assertEqual(k.prepare([c])[c[1]]["error"], "")
+        # a second pod, force-deleted later while kubelet has not unprepared its claim
+        uid4, cg4 = self.pod("gone")
+        c4 = self.claim("gone", uid4, {"iops": "5"})
+        self.name_claims("gone", uid4, spec=[c4[2]], phase="Running")
+        self.assertEqual(k.prepare([c4])[c4[1]]["error"], "")
+        # a claim made from a template (named in the status), allocated in another node's pool
+        uid2, _ = self.pod("elsewhere")
+        c2 = self.claim("elsewhere", uid2, {"bandwidth": "100"}, pool="node-b")
+        self.name_claims("elsewhere", uid2, status=[c2[2]], phase="Running")
+        # a finished pod: kubelet unprepared its claim before the final status
+        uid3, _ = self.pod("done")
+        c3 = self.claim("done", uid3, {"bandwidth": "100"})
+        self.name_claims("done", uid3, spec=[c3[2]], phase="Succeeded")
+        self.assertEqual(d.terminate(), 0)
+        os.remove(os.path.join(self.env.state_dir, "dra-claims.json"))
+        k.close()
+        write(os.path.join(cg, "io.max"), "")  # and the limits drifted meanwhile
+        d2 = self.start_dra()
+        d2.wait_log(r"dra claim recovered from the API server \(the state file did not hold it\) "
+                    r"claim=default/%s uid=%s pod=default/db pod_uid=%s disk=%s bandwidth_units=200 "
+                    r"iops_units=0" % (c[2], c[1], uid, DISK))
+        d2.wait_log(r"prepared DRA claims checked against the API server pods=3 claims=3 recovered=2 "
+                    r"skipped=1 held=2")
+        self.assertRegex(d2.text(), r"dra claim recovery: claim skipped claim=default/%s "
+                                    r"pod=default/elsewhere reason=.*pool" % c2[2])
+        self.assertEqual(d2.metric("ioqos_dra_claims_recovered_total"), 2)
+        # the pod gone from the API server and from kubelet without an unprepare: its claim's
+        # record goes with its limits (else its units would stay held for good)
+        self.env.api.wait(lambda: iomax_of(cg4, DEV)["riops"] == 500, timeout=15,
+                          what="the second recovered claim's limits written")
+        self.env.kubelet.remove_pod("default", "gone")
+        self.env.api.delete_pod("default", "gone")
+        d2.wait_log(r"dra claims of a gone pod forgotten pod=default/gone uid=%s claims=1" % uid4)
+        self.assertNotIn(c4[1], read(os.path.join(self.env.state_dir, "dra-claims.json")))
+        # in place again (the drift corrected by the pass), counted as held
+        self.env.api.wait(lambda: iomax_of(cg, DEV)["wbps"] == 200 * MIB, timeout=15,
+                          what="the recovered claim's limits written")
+        self.env.api.wait(lambda: '"allocated":{"ioqos/bandwidth":200,"ioqos/iops":0}'
+                          in (self.env.api.annotation(NODE, "ioqos.io/devices") or ""),
+                          what="the recovered claim's units held in the node annotation")
+        # and kubelet's unprepare finds it
+        self.assertEqual(self.kubelet_dra.unprepare([c]), {c[1]: ""})
+        self.assertIsNone(iomax_of(cg, DEV)["wbps"])
+        self.assertEqual(d2.metric("ioqos_dra_claims_unprepared_total"), 1)
+        # kubelet done with it: a later pass never brings it back
+        time.sleep(1.5)
         self.assertIsNone(iomax_of(cg, DEV)["wbps"])
 
     def test_kubelet_restart_deletes_slices_they_come_back(self):

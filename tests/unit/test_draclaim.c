@@ -191,6 +191,25 @@ Test(draclaim, uid_mismatch) {
   free(t);
 }
 
+/* a claim found again from its pod (no UID from kubelet): any UID, the rest checked alike */
+Test(draclaim, any_uid_when_none_is_expected) {
+  char *t = claim("11111111-2222-3333-4444-555555555555", OURS("sda", "{\"bandwidth\":\"7\"}"),
+                  RESERVED_POD(POD1));
+  struct ioq_dra_claim_want w = g_want;
+  w.uid = NULL;
+  struct ioq_dra_claim *c = malloc(sizeof *c);
+  ioq_err e;
+  cr_assert_eq(ioq_dra_claim_parse(t, strlen(t), &w, c, &e), 0, "%s", e.msg);
+  cr_assert_str_eq(c->uid, "11111111-2222-3333-4444-555555555555");
+  cr_assert_eq(c->shares[0].units[IOQ_RES_BANDWIDTH], 7);
+  free(t);
+  t = claim(UID, RESULT("io", "ioqos.io", "node-b", "sda", ",\"consumedCapacity\":{}"),
+            RESERVED_POD(POD1));
+  cr_assert_eq(ioq_dra_claim_parse(t, strlen(t), &w, c, &e), -1, "another node's pool");
+  free(c);
+  free(t);
+}
+
 Test(draclaim, not_allocated_and_shapes) {
   static const struct {
     const char *text;

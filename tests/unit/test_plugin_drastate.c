@@ -76,6 +76,48 @@ Test(drastate, pod_grant_and_disk_units) {
   drastate_free(s);
 }
 
+/* a claim found again from the API server: recorded only when the table
+ * lacks it and kubelet has not unprepared it lately */
+Test(drastate, adopt_never_over_kubelet) {
+  struct drastate *s = drastate_new(NULL);
+  ioq_err e;
+  struct dra_rec a = rec("c1", POD1, "sda", 200, 0), a2 = rec("c1", POD1, "sda", 7, 0),
+                 b = rec("c2", POD2, "sda", 50, 0), got;
+  cr_assert_eq(drastate_adopt(s, &a, &e), 1, "%s", e.msg);
+  cr_assert_eq(drastate_adopt(s, &a2, &e), 0, "known: kubelet's record (or the first) stays");
+  cr_assert(drastate_get(s, "c1", &got));
+  cr_assert_eq(got.shares[0].units[IOQ_RES_BANDWIDTH], 200);
+  /* unprepared, found or not: not brought back */
+  cr_assert_eq(drastate_take(s, "c1", NULL, &e), 1);
+  cr_assert_eq(drastate_adopt(s, &a, &e), 0);
+  cr_assert_eq(drastate_take(s, "c2", NULL, &e), 0, "not known: nothing to undo");
+  cr_assert_eq(drastate_adopt(s, &b, &e), 0, "kubelet unprepared it before it was found again");
+  cr_assert_eq(drastate_count(s), 0);
+  /* the ring keeps the last DRASTATE_UNPREPARED_KEPT: older ones may come back */
+  char uid[32];
+  for (int i = 0; i < DRASTATE_UNPREPARED_KEPT; i++) {
+    snprintf(uid, sizeof uid, "x%d", i);
+    cr_assert_eq(drastate_take(s, uid, NULL, &e), 0);
+  }
+  cr_assert_eq(drastate_adopt(s, &b, &e), 1, "%s", e.msg);
+  drastate_free(s);
+}
+
+Test(drastate, forget_a_gone_pod) {
+  struct drastate *s = drastate_new(NULL);
+  ioq_err e;
+  struct dra_rec a = rec("c1", POD1, "sda", 200, 0), b = rec("c2", POD1, "sdb", 5, 0),
+                 c = rec("c3", POD2, "sda", 50, 0);
+  cr_assert_eq(drastate_put(s, &a, &e), 0);
+  cr_assert_eq(drastate_put(s, &b, &e), 0);
+  cr_assert_eq(drastate_put(s, &c, &e), 0);
+  cr_assert_eq(drastate_forget_pod(s, POD1, &e), 2, "%s", e.msg);
+  cr_assert_eq(drastate_forget_pod(s, POD1, &e), 0);
+  cr_assert_eq(drastate_count(s), 1);
+  cr_assert(drastate_get(s, "c3", NULL));
+  drastate_free(s);
+}
+
 Test(drastate, too_many_disks_for_a_pod) {
   struct drastate *s = drastate_new(NULL);
   ioq_err e;

@@ -54,7 +54,8 @@ struct ioq_dra_claim {
 
 /* What the claim must match. */
 struct ioq_dra_claim_want {
-  const char *uid;        /* the UID kubelet sent (NodePrepareResources Claim.uid) */
+  const char *uid;        /* the UID kubelet sent (NodePrepareResources Claim.uid); NULL:
+                           * any (a claim found again from its pod, docs/dra.md) */
   const char *driver;     /* IOQ_DRA_DRIVER */
   const char *pool;       /* this node's pool (the node name) */
   const struct ioq_disk *disks; /* the disks this node publishes */
