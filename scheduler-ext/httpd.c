@@ -47,6 +47,7 @@ struct ext_httpd {
   const struct ext_route *routes;
   size_t n_routes;
   struct ext_metrics *m;
+  struct ext_refusals *refusals;
   size_t max_body;
   struct ext_budget *budget;
   uint64_t deadline_ns;
@@ -66,14 +67,29 @@ struct req {
   json_object *value; /* the parsed body, freed once the reply is sent */
 };
 
+/* libmicrohttpd's messages. Those a client causes, once per connection,
+ * are refusals (counted, rate-limited); it has no other hook for a
+ * connection it refuses at accept. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
-  (void)cls;
+  struct ext_httpd *h = cls;
   char msg[512];
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
     msg[--n] = '\0';
-  ioq_warn("http server: %s", msg);
+  enum ext_reject why;
+  unsigned status;
+  switch (ext_refusal_mhd_kind(msg, &why, &status)) {
+  case EXT_MHD_REFUSAL:
+    ext_refused(h->refusals, why, EXT_VERB_OTHER, status, msg);
+    break;
+  case EXT_MHD_DETAIL:
+    ioq_debug("http server: %s", msg);
+    break;
+  case EXT_MHD_OTHER:
+    ioq_warn("http server: %s", msg);
+    break;
+  }
 }
 
 static void free_owner(void *owner) { json_object_put(owner); }
@@ -101,19 +117,18 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct req *q, struc
   return rc;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, struct req *q, unsigned status,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result send_error(struct MHD_Connection *c, struct req *q, unsigned status,
-                                  const char *fmt, ...) {
+/* Refuses the request: counted, logged (refusal.h) and answered. */
+static enum MHD_Result send_refusal(struct ext_httpd *h, struct MHD_Connection *c, struct req *q,
+                                    enum ext_reject why, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static enum MHD_Result send_refusal(struct ext_httpd *h, struct MHD_Connection *c, struct req *q,
+                                    enum ext_reject why, unsigned status, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (status >= 500)
-    ioq_warn("request refused verb=%s status=%u error=\"%s\"", ext_verb_name(q->verb), status, msg);
-  else
-    ioq_debug("request refused verb=%s status=%u error=\"%s\"", ext_verb_name(q->verb), status, msg);
+  ext_refused(h->refusals, why, q->verb, status, msg);
   struct ext_reply r = {0};
   ext_reply_error(&r, status, "%s", msg);
   return send_reply(c, q, &r);
@@ -238,22 +253,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
     if (h->client_auth) {
       char why[600];
-      if (check_peer(h, c, why, sizeof why) < 0) {
-        ioq_warn("request refused: %s", why);
-        return send_error(c, q, MHD_HTTP_FORBIDDEN, "%s", why);
-      }
+      if (check_peer(h, c, why, sizeof why) < 0)
+        return send_refusal(h, c, q, EXT_REJECT_CLIENT_CERT, MHD_HTTP_FORBIDDEN, "%s", why);
     }
     bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     bool wrong_method;
     const struct ext_route *rt = find_route(h, url, post, &wrong_method);
     if (!rt)
-      return send_error(c, q, MHD_HTTP_NOT_FOUND, "no such path: %.200s", url);
+      return send_refusal(h, c, q, EXT_REJECT_NOT_FOUND, MHD_HTTP_NOT_FOUND, "no such path: %.200s",
+                          url);
     q->route = rt;
     q->verb = rt->verb;
     if (wrong_method || (!post && !get))
-      return send_error(c, q, MHD_HTTP_METHOD_NOT_ALLOWED, "%s needs %s", url,
-                        rt->post ? "POST" : "GET");
+      return send_refusal(h, c, q, EXT_REJECT_METHOD, MHD_HTTP_METHOD_NOT_ALLOWED, "%s needs %s",
+                          url, rt->post ? "POST" : "GET");
     if (!rt->post) {
       struct ext_reply r = {0};
       rt->fn(rt->ud, NULL, &r);
@@ -267,21 +281,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       errno = 0;
       unsigned long long n = strtoull(cl, &end, 10);
       bool valid = !errno && *cl && !*end;
-      if (valid && n > h->max_body) {
-        ext_metrics_reject(h->m, EXT_REJECT_TOO_LARGE);
-        return send_error(c, q, MHD_HTTP_CONTENT_TOO_LARGE,
-                          "request body of %llu bytes is larger than %zu bytes "
-                          "(--max-request-bytes)",
-                          n, h->max_body);
-      }
+      if (valid && n > h->max_body)
+        return send_refusal(h, c, q, EXT_REJECT_TOO_LARGE, MHD_HTTP_CONTENT_TOO_LARGE,
+                            "request body of %llu bytes is larger than %zu bytes "
+                            "(--max-request-bytes)",
+                            n, h->max_body);
       /* only a body that announced its length may draw on the part of the
        * parse budget kept for small requests (body.h) */
       if (valid)
         announced = (size_t)n;
     }
     if (ext_body_init(&q->body, h->max_body, announced, h->budget) < 0)
-      return send_error(c, q, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                        "out of memory setting up the request body");
+      return send_refusal(h, c, q, EXT_REJECT_OUT_OF_MEMORY, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "out of memory setting up the request body");
     q->reading = true;
     if (h->deadline_ns / 1000000000u < h->idle_timeout_s)
       MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
@@ -295,11 +307,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
    * the deadline the connection is closed (which frees both). */
   uint64_t now = ioq_mono_ns();
   if (now - q->start_ns >= h->deadline_ns) {
-    ioq_warn("request not received within its deadline, closing verb=%s received=%zu "
-             "deadline_s=%llu (--request-deadline)",
-             ext_verb_name(q->verb), q->body.received,
-             (unsigned long long)(h->deadline_ns / 1000000000u));
-    ext_metrics_reject(h->m, EXT_REJECT_DEADLINE);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "request not received within its deadline of %llu s (--request-deadline), "
+             "%zu bytes received: connection closed",
+             (unsigned long long)(h->deadline_ns / 1000000000u), q->body.received);
+    ext_refused(h->refusals, EXT_REJECT_DEADLINE, q->verb, 0, msg);
     return MHD_NO;
   }
   /* and a client that goes silent is dropped at the deadline too, not
@@ -316,10 +329,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   ext_body_finish(&q->body);
-  if (q->body.err_status) {
-    ext_metrics_reject(h->m, q->body.err_kind);
-    return send_error(c, q, q->body.err_status, "%s", q->body.err);
-  }
+  if (q->body.err_status)
+    return send_refusal(h, c, q, q->body.err_kind, q->body.err_status, "%s", q->body.err);
   q->value = ext_body_take(&q->body);
   struct ext_reply r = {0};
   q->route->fn(q->route->ud, q->value, &r);
@@ -432,7 +443,7 @@ static struct MHD_Daemon *start_daemon(struct ext_httpd *h, const struct sockadd
   opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
   return MHD_start_daemon(h->flags, 0, NULL, NULL, on_request, h,
-                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
                           MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                           MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 }
@@ -454,6 +465,10 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
     ioq_fail(e, IOQ_EINVAL_INPUT, "a client subject needs a client CA");
     return NULL;
   }
+  if (!o->refusals) {
+    ioq_fail(e, IOQ_EINVAL_INPUT, "the HTTP server needs the refusal counters and log");
+    return NULL;
+  }
   if (o->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
     ioq_fail(e, IOQ_EUNSUPPORTED, "this libmicrohttpd was built without TLS support");
     return NULL;
@@ -466,6 +481,7 @@ struct ext_httpd *ext_httpd_start(const struct ext_httpd_opts *o, const struct e
   h->routes = routes;
   h->n_routes = n_routes;
   h->m = m;
+  h->refusals = o->refusals;
   h->max_body = o->max_body;
   h->budget = o->budget;
   h->deadline_ns = (uint64_t)(o->deadline_s ? o->deadline_s : 10) * 1000000000u;

@@ -14,6 +14,7 @@
 #include "ioqos/error.h"
 #include "body.h"
 #include "metrics.h"
+#include "refusal.h"
 #include "reply.h"
 
 /* body is the parsed JSON request (POST routes) or NULL (GET routes). */
@@ -38,6 +39,7 @@ struct ext_httpd_opts {
   size_t max_body;      /* bytes */
   struct ext_budget *budget; /* json-c tree memory of all requests in progress
                                 (shared with bind's pod GET) */
+  struct ext_refusals *refusals; /* counts and logs refused requests (not owned) */
   unsigned threads;     /* worker threads */
   unsigned max_connections;
   unsigned idle_timeout_s; /* a connection silent this long is closed */

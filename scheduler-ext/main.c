@@ -42,9 +42,11 @@ int main(int argc, char **argv) {
     ioq_error("cannot start error=\"%s\"", e.msg);
     return 1;
   }
-  int sig = 0;
-  while (sigwait(&stop, &sig) != 0)
-    ;
+  /* SIGTERM or SIGINT ends the wait; every second without one, the tick */
+  const struct timespec second = {1, 0};
+  int sig;
+  while ((sig = sigtimedwait(&stop, NULL, &second)) < 0)
+    ext_service_tick(s);
   ioq_info("shutting down signal=%s grace_s=%u", sig == SIGTERM ? "SIGTERM" : "SIGINT",
            f.shutdown_grace_s);
   ext_service_stop(s, f.shutdown_grace_s);

@@ -21,8 +21,21 @@ static const char *const g_verbs[EXT_VERB_COUNT] = {"filter",  "prioritize", "bi
 static const char *const g_pod_kinds[EXT_POD_KIND_COUNT] = {"ioqos", "passthrough", "invalid"};
 static const char *const g_node_results[EXT_NODE_RESULT_COUNT] = {"passed", "failed",
                                                                   "unresolvable"};
-static const char *const g_rejects[EXT_REJECT_COUNT] = {"too_large", "invalid_json",
-                                                        "bad_request", "busy", "deadline"};
+static const char *const g_rejects[EXT_REJECT_COUNT] = {
+    [EXT_REJECT_TOO_LARGE] = "too_large",
+    [EXT_REJECT_INVALID_JSON] = "invalid_json",
+    [EXT_REJECT_BAD_REQUEST] = "bad_request",
+    [EXT_REJECT_BUSY] = "busy",
+    [EXT_REJECT_DEADLINE] = "deadline",
+    [EXT_REJECT_NOT_FOUND] = "not_found",
+    [EXT_REJECT_METHOD] = "method_not_allowed",
+    [EXT_REJECT_CLIENT_CERT] = "client_cert",
+    [EXT_REJECT_OUT_OF_MEMORY] = "out_of_memory",
+    [EXT_REJECT_CONNECTION_LIMIT] = "connection_limit",
+    [EXT_REJECT_TLS_HANDSHAKE] = "tls_handshake",
+    [EXT_REJECT_BAD_HTTP] = "bad_http",
+    [EXT_REJECT_CLIENT_CLOSED] = "client_closed",
+};
 
 struct code_count {
   unsigned code;
@@ -41,6 +54,10 @@ struct ext_metrics {
 
 const char *ext_verb_name(enum ext_verb v) {
   return (unsigned)v < EXT_VERB_COUNT ? g_verbs[v] : "other";
+}
+
+const char *ext_reject_name(enum ext_reject r) {
+  return (unsigned)r < EXT_REJECT_COUNT ? g_rejects[r] : "other";
 }
 
 struct ext_metrics *ext_metrics_new(void) {
@@ -143,8 +160,9 @@ char *ext_metrics_render(struct ext_metrics *m, const struct ext_gauges *g) {
           "ioqos_extender_binds_total{result=\"error\"} %llu\n",
       (unsigned long long)m->binds[0], (unsigned long long)m->binds[1]);
 
-  fprintf(f, "# HELP ioqos_extender_rejected_requests_total Request bodies refused before any "
-          "decision.\n"
+  fprintf(f, "# HELP ioqos_extender_rejected_requests_total Requests and connections refused "
+          "before any decision (or closed by the client before it), by reason; every one, also "
+          "those whose log line was rate-limited.\n"
           "# TYPE ioqos_extender_rejected_requests_total counter\n");
   for (int r = 0; r < EXT_REJECT_COUNT; r++)
     fprintf(f, "ioqos_extender_rejected_requests_total{reason=\"%s\"} %llu\n", g_rejects[r],

@@ -25,15 +25,25 @@ enum ext_pod_kind { EXT_POD_IOQOS = 0, EXT_POD_PASSTHROUGH, EXT_POD_INVALID, EXT
 /* filter outcome per node */
 enum ext_node_result { EXT_NODE_PASSED = 0, EXT_NODE_FAILED, EXT_NODE_UNRESOLVABLE, EXT_NODE_RESULT_COUNT };
 
-/* why a request body was refused before any decision */
+/* why a request (or connection) was refused before any decision */
 enum ext_reject {
   EXT_REJECT_TOO_LARGE = 0,
   EXT_REJECT_INVALID_JSON,
   EXT_REJECT_BAD_REQUEST,
   EXT_REJECT_BUSY, /* parse memory held by other requests */
   EXT_REJECT_DEADLINE, /* body not received within --request-deadline */
+  EXT_REJECT_NOT_FOUND, /* 404: no such path */
+  EXT_REJECT_METHOD, /* 405: the path takes another method */
+  EXT_REJECT_CLIENT_CERT, /* 403: --tls-client-ca and the client certificate is missing or wrong */
+  EXT_REJECT_OUT_OF_MEMORY, /* 500: no memory to set up the request */
+  /* refused by libmicrohttpd (seen through its log messages, refusal.c) */
+  EXT_REJECT_CONNECTION_LIMIT, /* a new connection over --max-connections(-per-ip) */
+  EXT_REJECT_TLS_HANDSHAKE, /* a failed TLS handshake (plain HTTP, no common cipher...) */
+  EXT_REJECT_BAD_HTTP, /* malformed HTTP: bad Content-Length, headers too large */
+  EXT_REJECT_CLIENT_CLOSED, /* the client closed the connection mid-request or mid-reply */
   EXT_REJECT_COUNT
 };
+const char *ext_reject_name(enum ext_reject r);
 
 /* Values read at render time from the parts that own them. */
 struct ext_gauges {

@@ -21,6 +21,7 @@ struct ext_service {
   struct ext_httpd *_Atomic httpd; /* scheduling: filter, prioritize, bind */
   struct ext_httpd *probes;        /* healthz, readyz, metrics */
   struct ext_tlswatch *tlswatch;
+  struct ext_refusals *refusals; /* both listeners' refused requests */
   struct ext_budget budget, probe_budget; /* probe_budget: the probe listener's tiny bodies */
   char *tls_cert, *tls_key, *tls_client_ca;
   const char *scheduler_names[EXT_MAX_SCHEDULER_NAMES];
@@ -81,6 +82,7 @@ static void free_parts(struct ext_service *s) {
   ext_nodecache_free(s->x.cache);
   ioq_kube_free(s->x.kube);
   ext_assumed_free(s->x.assumed);
+  ext_refusals_free(s->refusals); /* logs the refusals still held back */
   ext_metrics_free(s->x.metrics);
   free(s->tls_cert);
   free(s->tls_key);
@@ -182,8 +184,9 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
   s->x.n_scheduler_names = f->n_scheduler_names;
   s->x.metrics = ext_metrics_new();
   s->x.assumed = ext_assumed_new((uint64_t)f->assume_ttl_s * 1000u);
-  if (!s->x.metrics || !s->x.assumed) {
-    ioq_fail(e, ENOMEM, "out of memory building the metrics and the assumed placements");
+  s->refusals = s->x.metrics ? ext_refusals_new(s->x.metrics) : NULL;
+  if (!s->x.metrics || !s->x.assumed || !s->refusals) {
+    ioq_fail(e, ENOMEM, "out of memory building the metrics, refusal log and assumed placements");
     goto fail;
   }
   if (f->tls_cert) {
@@ -218,6 +221,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       .listen = f->metrics_listen,
       .max_body = 4096,
       .budget = &s->probe_budget,
+      .refusals = s->refusals,
       .threads = 1,
       .max_connections = 32,
       .idle_timeout_s = f->idle_timeout_s,
@@ -238,6 +242,7 @@ struct ext_service *ext_service_start(const struct ext_flags *f, ioq_err *e) {
       .tls_client_subject = f->tls_client_subject,
       .max_body = f->max_request_bytes,
       .budget = &s->budget,
+      .refusals = s->refusals,
       .threads = f->threads,
       .max_connections = f->max_connections,
       .idle_timeout_s = f->idle_timeout_s,
@@ -270,6 +275,8 @@ fail:
   free_parts(s);
   return NULL;
 }
+
+void ext_service_tick(struct ext_service *s) { ext_refusals_tick(s->refusals); }
 
 void ext_service_stop(struct ext_service *s, unsigned grace_s) {
   if (!s)

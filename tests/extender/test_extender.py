@@ -24,6 +24,7 @@ from extproc import BIN, TOKEN, Extender
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from apiserver import ApiServer  # noqa: E402  (tests/support)
+import logfmt  # noqa: E402  (tests/support)
 
 BW, IOPS = k8s.RES_BW, k8s.RES_IOPS
 
@@ -1023,9 +1024,10 @@ class Auth(unittest.TestCase):
             ext.wait_log(r"client_certs=required")
             self.assertEqual(self.outcome(ext, ext.client_cert), 200)
             self.assertEqual(self.outcome(ext, None), 403)
-            ext.wait_log(r"request refused: no client certificate presented")
+            ext.wait_log(r'request refused reason=client_cert .*error="no client certificate presented"')
             self.assertEqual(self.outcome(ext, other_ca), 403)
-            ext.wait_log(r"request refused: client certificate refused: The certificate is NOT trusted")
+            ext.wait_log(r'request refused reason=client_cert .*error="client certificate refused: '
+                         r'The certificate is NOT trusted')
             self.assertEqual(self.outcome(ext, wrong_cn), 403)
             ext.wait_log(r"client certificate CN 'tenant-pod' is not 'ioqos-scheduler'")
             self.assertEqual(self.outcome(ext, server_only), 403, "a certificate not for client auth")
@@ -1134,6 +1136,114 @@ class Auth(unittest.TestCase):
             ext.ca = os.path.join(self.certs, "ca.crt")
             self.assertEqual(self.outcome(ext, fresh), 200)
 
+
+class RefusalLogs(unittest.TestCase):
+    """A client repeating a refusal cannot grow the log without bound (issue
+    30 item 6): every refused request is counted in the metric, but each
+    reason writes at most one warn line per 10 s, the number held back
+    going out with its next line, in a summary once the window is over, and
+    at exit."""
+
+    N = 200
+    HOLD = 4  # --max-connections-per-ip: 127.0.0.1 keeps spare slots for the test's own requests
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="ioqos-refusal-")
+        self.certs = os.path.join(self.tmp.name, "certs")
+        subprocess.run(["sh", CERTS_SCRIPT, "-o", self.certs], check=True, capture_output=True)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    @staticmethod
+    def warn_lines(ext, reason):
+        """The warn lines about one reason: (msg, suppressed) each."""
+        out = []
+        for line in list(ext.lines):
+            rec = dict(logfmt.parse(line))
+            if rec["level"] == "warn" and rec.get("reason") == reason:
+                out.append((rec["msg"], int(rec["suppressed"])))
+        return out
+
+    def accounted(self, ext, reason):
+        """Refusals of one reason the log tells of: each warn line is one,
+        and each line (a summary too) counts those held back before it."""
+        return sum((msg == "request refused") + held for msg, held in self.warn_lines(ext, reason))
+
+    def held_connections(self, ext, good):
+        """HOLD connections from 127.0.0.2, each served once and kept open:
+        that address has no slot left (served first, so none of them is the
+        one refused when the server accepts queued connections out of order)."""
+        import http.client
+        held = []
+        for _ in range(self.HOLD):
+            c = http.client.HTTPSConnection("127.0.0.1", ext.port, timeout=30,
+                                            source_address=("127.0.0.2", 0),
+                                            context=ext.tls_context(good))
+            held.append(c)
+            st, _, _ = ext.request("POST", "/filter", k8s.filter_args(k8s.pod("w"), names=["a"]), conn=c)
+            self.assertEqual(st, 200)
+        return held
+
+    def refused_connection(self, ext):
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.settimeout(10)
+        s.connect(("127.0.0.1", ext.port))
+        try:
+            got = s.recv(100)
+        except ConnectionResetError:
+            got = b""
+        s.close()
+        self.assertEqual(got, b"", "a connection over the per-address limit was served")
+
+    def test_each_reason_logs_once_per_window_and_counts_every_refusal(self):
+        ca = os.path.join(self.certs, "ca.crt")
+        good = (os.path.join(self.certs, "client.crt"), os.path.join(self.certs, "client.key"))
+        start = time.monotonic()
+        ext = Extender("--log-level", "info", "--tls-cert", os.path.join(self.certs, "server.crt"),
+                       "--tls-key", os.path.join(self.certs, "server.key"), "--tls-client-ca", ca,
+                       "--max-connections-per-ip", str(self.HOLD), client_cert=good, ca=ca)
+        held = []
+        try:
+            # N requests without a client certificate, on one kept-alive connection
+            c = ext.conn(client_cert=None)
+            for _ in range(self.N):
+                self.assertEqual(ext.request("GET", "/filter", conn=c)[0], 403)
+            c.close()
+            # N connections over the per-address limit, closed at accept
+            held = self.held_connections(ext, good)
+            for _ in range(self.N):
+                self.refused_connection(ext)
+            self.assertEqual(ext.metric('ioqos_extender_rejected_requests_total{reason="client_cert"}'), self.N)
+            ext.wait_until(lambda: ext.metric(
+                'ioqos_extender_rejected_requests_total{reason="connection_limit"}') == self.N,
+                what="every refused connection counted")
+            # the summaries come once the window after the first line is over
+            for reason in ("client_cert", "connection_limit"):
+                ext.wait_until(lambda: self.accounted(ext, reason) == self.N, timeout=40,
+                               what="the %s refusals held back told in a summary" % reason)
+            # a summary is its window's line: the next refusals are held back until exit
+            c = ext.conn(client_cert=None)
+            for _ in range(5):
+                self.assertEqual(ext.request("GET", "/filter", conn=c)[0], 403)
+            c.close()
+        finally:
+            for h in held:
+                h.close()
+            ext.stop()
+        elapsed = time.monotonic() - start
+        self.assertEqual(self.accounted(ext, "client_cert"), self.N + 5, ext.log())
+        self.assertEqual(self.accounted(ext, "connection_limit"), self.N, ext.log())
+        stop_at = next(i for i, line in enumerate(ext.lines) if 'msg="shutting down"' in line)
+        self.assertTrue(any('msg="more requests refused" reason=client_cert suppressed=5 ' in line
+                            for line in ext.lines[stop_at:]), ext.log())
+        # one line per reason and window (+ the one at exit), not one per refusal
+        for reason in ("client_cert", "connection_limit"):
+            lines = self.warn_lines(ext, reason)
+            self.assertLessEqual(len(lines), 2 + int(elapsed / 10), lines)
+            self.assertEqual(lines[0], ("request refused", 0), lines)
+        self.assertNotIn("level=debug", ext.log())
 
 
 if __name__ == "__main__":
