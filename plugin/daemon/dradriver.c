@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +37,13 @@ struct dradriver {
   struct plugin *p;
   char dra_sock[PATH_MAX];
   char reg_sock[PATH_MAX];
-  struct grpcs *dra_srv, *reg_srv;
+  struct grpcs *dra_srv;
+  pthread_mutex_t lock; /* guards reg (the registrar thread serves it again) */
+  struct served_socket reg;
   struct drapub *pub;
-  atomic_bool registered;
-  atomic_bool notified; /* kubelet said something (registered or not) */
+  atomic_bool registered; /* kubelet's last word on the registration socket served now */
+  atomic_bool notified;   /* kubelet said something (registered or not) */
+  atomic_bool gauge;      /* registered with a live kubelet: ioqos_kubelet_registered */
 };
 
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
@@ -298,12 +302,30 @@ static int check_len(const char *path, ioq_err *e) {
   return 0;
 }
 
+/* The config of one of the driver's two servers. */
+static struct grpcs_config server_config(struct dradriver *d, const char *name, const char *path,
+                                         const struct grpcs_method *methods, size_t n) {
+  return (struct grpcs_config){
+      .name = name, .socket_path = path, .methods = methods, .n_methods = n, .ud = d,
+      .observe = observe};
+}
+
+/* The registration socket: kubelet's plugin watcher registers the driver
+ * when it sees the socket appear, and deregisters it when the socket goes. */
+static int serve_registration(struct dradriver *d, ioq_err *e) {
+  struct grpcs_config rc =
+      server_config(d, "registration " IOQ_DRA_DRIVER, d->reg_sock, g_reg_methods,
+                    sizeof g_reg_methods / sizeof g_reg_methods[0]);
+  return endpoint_serve(&rc, &d->lock, &d->reg, e);
+}
+
 struct dradriver *dradriver_start(struct plugin *p, ioq_err *e) {
   struct dradriver *d = calloc(1, sizeof *d);
   if (!d) {
     ioq_fail(e, ENOMEM, "out of memory (dra driver)");
     return NULL;
   }
+  pthread_mutex_init(&d->lock, NULL);
   d->p = p;
   char dir[PATH_MAX];
   if (ioq_path_join(dir, sizeof dir, e, p->opts.kubelet_plugins_dir, IOQ_DRA_DRIVER, NULL) < 0 ||
@@ -314,23 +336,13 @@ struct dradriver *dradriver_start(struct plugin *p, ioq_err *e) {
       endpoint_check_free(d->reg_sock, e) < 0)
     goto fail;
   /* the service first: kubelet >= 1.34 dials it as soon as it registers us */
-  struct grpcs_config dc = {.name = "dra " IOQ_DRA_DRIVER,
-                            .socket_path = d->dra_sock,
-                            .methods = g_dra_methods,
-                            .n_methods = sizeof g_dra_methods / sizeof g_dra_methods[0],
-                            .ud = d,
-                            .observe = observe};
+  struct grpcs_config dc = server_config(d, "dra " IOQ_DRA_DRIVER, d->dra_sock, g_dra_methods,
+                                         sizeof g_dra_methods / sizeof g_dra_methods[0]);
   if (!(d->dra_srv = grpcs_start(&dc, e)))
     goto fail;
   if (!(d->pub = drapub_start(p, e)))
     goto fail;
-  struct grpcs_config rc = {.name = "registration " IOQ_DRA_DRIVER,
-                            .socket_path = d->reg_sock,
-                            .methods = g_reg_methods,
-                            .n_methods = sizeof g_reg_methods / sizeof g_reg_methods[0],
-                            .ud = d,
-                            .observe = observe};
-  if (!(d->reg_srv = grpcs_start(&rc, e)))
+  if (serve_registration(d, e) < 0)
     goto fail;
   ioq_info("dra driver serving driver=%s endpoint=%s registration=%s versions=v1.DRAPlugin,"
            "v1beta1.DRAPlugin",
@@ -345,11 +357,11 @@ void dradriver_stop(struct dradriver *d) {
   if (!d)
     return;
   /* registration first: kubelet deregisters the driver when the socket goes */
-  if (d->reg_srv)
-    grpcs_stop(d->reg_srv, false);
+  endpoint_unserve(&d->lock, &d->reg, false);
   if (d->dra_srv)
     grpcs_stop(d->dra_srv, false);
   drapub_stop(d->pub); /* the slice stays for the next instance */
+  pthread_mutex_destroy(&d->lock);
   free(d);
 }
 
@@ -363,15 +375,74 @@ bool dradriver_ready(struct dradriver *d, char *why, size_t whysz) {
   return drapub_ready(d->pub, why, whysz);
 }
 
+static double reg_last_tick(struct dradriver *d) {
+  pthread_mutex_lock(&d->lock);
+  double t = d->reg.srv ? grpcs_last_tick(d->reg.srv) : 0;
+  pthread_mutex_unlock(&d->lock);
+  return t;
+}
+
 bool dradriver_live(struct dradriver *d, char *why, size_t whysz) {
+  if (!d)
+    return true;
   double now = ioq_mono_s();
-  struct grpcs *s[2] = {d ? d->dra_srv : NULL, d ? d->reg_srv : NULL};
-  for (int i = 0; i < 2; i++) {
-    double t = s[i] ? grpcs_last_tick(s[i]) : 0;
-    if (t > 0 && now - t > 10)
+  double t[2] = {d->dra_srv ? grpcs_last_tick(d->dra_srv) : 0, reg_last_tick(d)};
+  for (int i = 0; i < 2; i++)
+    if (t[i] > 0 && now - t[i] > 10)
       return snprintf(why, whysz, "gRPC loop of the dra %s socket has not run for %.0f s",
-                      i ? "registration" : "service", now - t),
+                      i ? "registration" : "service", now - t[i]),
              false;
-  }
   return true;
+}
+
+/* ---- registration with a live kubelet (the registrar thread) ---- */
+
+/* The registration socket was deleted, so kubelet deregistered the driver:
+ * a fresh socket makes its plugin watcher register it again. */
+static void serve_registration_again(struct dradriver *d) {
+  endpoint_unserve(&d->lock, &d->reg, false);
+  /* before the new socket exists: kubelet may answer on it at once */
+  atomic_store(&d->registered, false);
+  atomic_store(&d->notified, false);
+  ioq_err e;
+  if (serve_registration(d, &e) < 0) {
+    ioq_error("serving the dra registration socket again failed driver=%s error=\"%s\"",
+              IOQ_DRA_DRIVER, e.msg);
+    return;
+  }
+  ioq_warn("dra registration socket gone, serving it again driver=%s socket=%s", IOQ_DRA_DRIVER,
+           d->reg_sock);
+}
+
+/* Why the driver is not registered with a live kubelet; NULL when it is. */
+static const char *not_registered(struct dradriver *d, bool intact, bool kubelet_live,
+                                  const char *kubelet_why) {
+  if (!intact)
+    return "registration socket deleted (kubelet deregistered the driver)";
+  if (!kubelet_live)
+    return kubelet_why;
+  if (!atomic_load(&d->registered))
+    return atomic_load(&d->notified) ? "kubelet refused the driver"
+                                     : "kubelet has not registered the driver";
+  return NULL;
+}
+
+void dradriver_watch(struct dradriver *d, bool kubelet_live, const char *kubelet_why) {
+  if (!d)
+    return;
+  bool intact = endpoint_serving(&d->lock, &d->reg, d->reg_sock);
+  const char *why = not_registered(d, intact, kubelet_live, kubelet_why);
+  bool on = !why;
+  if (atomic_exchange(&d->gauge, on) != on) {
+    if (on)
+      ioq_info("kubelet registration up driver=%s registration=%s", IOQ_DRA_DRIVER, d->reg_sock);
+    else
+      ioq_warn("kubelet registration lost driver=%s reason=\"%s\"", IOQ_DRA_DRIVER, why);
+  }
+  if (!intact)
+    serve_registration_again(d);
+}
+
+bool dradriver_kubelet_registered(struct dradriver *d) {
+  return d && atomic_load(&d->gauge);
 }

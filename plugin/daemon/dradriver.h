@@ -37,4 +37,12 @@ bool dradriver_ready(struct dradriver *d, char *why, size_t whysz);
 /* /healthz: the gRPC loops run. */
 bool dradriver_live(struct dradriver *d, char *why, size_t whysz);
 
+/* Registrar thread, every check: the registration socket served again when
+ * it was deleted, and ioqos_kubelet_registered for the driver = kubelet said
+ * registered on the socket served now and kubelet is live (kubelet_why: why
+ * not). Logs each change of the gauge with its reason. */
+void dradriver_watch(struct dradriver *d, bool kubelet_live, const char *kubelet_why);
+/* ioqos_kubelet_registered{resource="ioqos.io"} */
+bool dradriver_kubelet_registered(struct dradriver *d);
+
 #endif

@@ -294,6 +294,25 @@ static void observe(void *ud, const char *path, grpc_status_code code, double se
 
 /* ---- socket ownership ---- */
 
+int endpoint_probe(const char *path, ioq_err *e) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path)
+    return ioq_fail(e, ENAMETOOLONG, "socket path %s is too long for a unix socket", path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  /* non-blocking: a full backlog (EAGAIN) is a live server, not a reason to wait */
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return ioq_fail_errno(e, "socket");
+  int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+  int err = errno;
+  close(fd);
+  if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+    return 1;
+  if (err == ECONNREFUSED || err == ENOENT)
+    return 0;
+  return ioq_fail(e, err, "probe %s: %s", path, strerror(err));
+}
+
 int endpoint_check_free(const char *path, ioq_err *e) {
   struct stat st;
   if (lstat(path, &st) < 0) {
@@ -303,23 +322,14 @@ int endpoint_check_free(const char *path, ioq_err *e) {
   }
   if (!S_ISSOCK(st.st_mode))
     return ioq_fail(e, EEXIST, "%s exists and is not a socket; refusing to replace it", path);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof sa.sun_path)
-    return ioq_fail(e, ENAMETOOLONG, "socket path %s is too long for a unix socket", path);
-  memcpy(sa.sun_path, path, strlen(path) + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return ioq_fail_errno(e, "socket");
-  int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-  int err = errno;
-  close(fd);
-  if (rc == 0)
+  int live = endpoint_probe(path, e);
+  if (live < 0)
+    return -1;
+  if (live)
     return ioq_fail(e, EADDRINUSE,
                     "%s is served by another live process (another ioqos-plugin?); refusing to "
                     "take it over",
                     path);
-  if (err != ECONNREFUSED)
-    return ioq_fail(e, err, "probe %s: %s", path, strerror(err));
   /* stale socket of a process that died: ours to reuse */
   if (unlink(path) < 0 && errno != ENOENT)
     return ioq_fail_errno(e, "remove stale socket %s", path);
@@ -327,9 +337,44 @@ int endpoint_check_free(const char *path, ioq_err *e) {
   return 0;
 }
 
-int endpoint_start(struct endpoint *ep, ioq_err *e) {
-  if (endpoint_check_free(ep->sock_path, e) < 0)
+int endpoint_serve(const struct grpcs_config *cfg, pthread_mutex_t *lock, struct served_socket *ss,
+                   ioq_err *e) {
+  if (endpoint_check_free(cfg->socket_path, e) < 0)
     return -1;
+  struct grpcs *srv = grpcs_start(cfg, e);
+  if (!srv)
+    return -1;
+  struct stat st;
+  if (stat(cfg->socket_path, &st) < 0) {
+    int err = errno;
+    grpcs_stop(srv, false);
+    errno = err;
+    return ioq_fail_errno(e, "socket %s missing right after bind", cfg->socket_path);
+  }
+  pthread_mutex_lock(lock);
+  *ss = (struct served_socket){srv, st.st_dev, st.st_ino};
+  pthread_mutex_unlock(lock);
+  return 0;
+}
+
+void endpoint_unserve(pthread_mutex_t *lock, struct served_socket *ss, bool farewell) {
+  pthread_mutex_lock(lock);
+  struct grpcs *srv = ss->srv;
+  ss->srv = NULL;
+  pthread_mutex_unlock(lock);
+  grpcs_stop(srv, farewell);
+}
+
+bool endpoint_serving(pthread_mutex_t *lock, const struct served_socket *ss, const char *path) {
+  struct stat st;
+  pthread_mutex_lock(lock);
+  bool ok = ss->srv && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == ss->dev &&
+            st.st_ino == ss->ino;
+  pthread_mutex_unlock(lock);
+  return ok;
+}
+
+int endpoint_start(struct endpoint *ep, ioq_err *e) {
   struct grpcs_config cfg = {
       .name = ioq_resource_name(ep->res),
       .socket_path = ep->sock_path,
@@ -339,51 +384,27 @@ int endpoint_start(struct endpoint *ep, ioq_err *e) {
       .ud = ep,
       .observe = observe,
   };
-  struct grpcs *srv = grpcs_start(&cfg, e);
-  if (!srv)
-    return -1;
-  struct stat st;
-  if (stat(ep->sock_path, &st) < 0) {
-    int err = errno;
-    grpcs_stop(srv, false);
-    errno = err;
-    return ioq_fail_errno(e, "socket %s missing right after bind", ep->sock_path);
-  }
-  pthread_mutex_lock(&ep->lock);
-  ep->srv = srv;
-  ep->sock_dev = st.st_dev;
-  ep->sock_ino = st.st_ino;
-  pthread_mutex_unlock(&ep->lock);
-  return 0;
+  return endpoint_serve(&cfg, &ep->lock, &ep->sock, e);
 }
 
 void endpoint_stop(struct endpoint *ep, bool farewell) {
-  pthread_mutex_lock(&ep->lock);
-  struct grpcs *srv = ep->srv;
-  ep->srv = NULL;
-  pthread_mutex_unlock(&ep->lock);
-  grpcs_stop(srv, farewell);
+  endpoint_unserve(&ep->lock, &ep->sock, farewell);
 }
 
 bool endpoint_socket_intact(struct endpoint *ep) {
-  struct stat st;
-  pthread_mutex_lock(&ep->lock);
-  bool ok = ep->srv && stat(ep->sock_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-            st.st_dev == ep->sock_dev && st.st_ino == ep->sock_ino;
-  pthread_mutex_unlock(&ep->lock);
-  return ok;
+  return endpoint_serving(&ep->lock, &ep->sock, ep->sock_path);
 }
 
 unsigned endpoint_streams(struct endpoint *ep) {
   pthread_mutex_lock(&ep->lock);
-  unsigned n = grpcs_open_streams(ep->srv);
+  unsigned n = grpcs_open_streams(ep->sock.srv);
   pthread_mutex_unlock(&ep->lock);
   return n;
 }
 
 double endpoint_last_tick(struct endpoint *ep) {
   pthread_mutex_lock(&ep->lock);
-  double t = ep->srv ? grpcs_last_tick(ep->srv) : 0;
+  double t = ep->sock.srv ? grpcs_last_tick(ep->sock.srv) : 0;
   pthread_mutex_unlock(&ep->lock);
   return t;
 }

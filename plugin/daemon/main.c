@@ -93,11 +93,12 @@ static int check_other_mode(struct plugin *p, ioq_err *e) {
 static int setup_endpoints(struct plugin *p, ioq_err *e) {
   if (check_other_mode(p, e) < 0)
     return -1;
-  if (p->opts.mode == PLUGIN_MODE_DRA)
-    return 0; /* no device-plugin units: the claims' capacity is in the ResourceSlice */
+  /* both modes: the registrar tells a live kubelet by it */
   if (ioq_path_join(p->kubelet_sock, sizeof p->kubelet_sock, e, p->opts.device_plugin_dir,
                     KUBELET_SOCKET_NAME, NULL) < 0)
     return -1;
+  if (p->opts.mode == PLUGIN_MODE_DRA)
+    return 0; /* no device-plugin units: the claims' capacity is in the ResourceSlice */
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     struct endpoint *ep = &p->ep[r];
     ep->p = p;
@@ -251,7 +252,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
         goto fatal;
     if (!(p->rec = reconciler_start(p, &e)) || !(p->reg = registrar_start(p, &e)))
       goto fatal;
-  } else if (!(p->rec = reconciler_start(p, &e)) || !(p->drad = dradriver_start(p, &e))) {
+  } else if (!(p->rec = reconciler_start(p, &e)) || !(p->drad = dradriver_start(p, &e)) ||
+             !(p->reg = registrar_start(p, &e))) {
     goto fatal;
   }
   if (p->cfg.node_policy.ungranted_enable) {

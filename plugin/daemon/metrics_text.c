@@ -19,6 +19,7 @@
 #include "httpd.h"
 #include "ioqos/buildinfo.h"
 #include "ioqos/cgwrite.h"
+#include "ioqos/draslice.h"
 #include "ioqos/monoclock.h"
 #include "ioqos/placement.h"
 #include "ioqos/procstat.h"
@@ -343,8 +344,13 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
   ioq_histogram_write(f, "ioqos_ungranted_reclaim_seconds", labels, bounds, nb, &t.reclaim_s);
 }
 
+/* Set by the registrar's checks (registrar.c), in both modes. */
+static const char g_registered_help[] =
+    "1 while registered with a kubelet that is up (kubelet.sock accepts connections); 0 while "
+    "kubelet is down or restarting, or the registration was refused or not made yet.";
+
 static void endpoint_state(FILE *f, struct plugin *p) {
-  metrics_head(f, "ioqos_kubelet_registered", "gauge", "1 while registered with the current kubelet.");
+  metrics_head(f, "ioqos_kubelet_registered", "gauge", g_registered_help);
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_kubelet_registered", p);
     lbl(f, "resource", ioq_resource_name(r));
@@ -358,11 +364,19 @@ static void endpoint_state(FILE *f, struct plugin *p) {
   }
 }
 
+/* DRA mode: one registration, the driver's */
+static void driver_state(FILE *f, struct plugin *p) {
+  metrics_head(f, "ioqos_kubelet_registered", "gauge", g_registered_help);
+  open_s(f, "ioqos_kubelet_registered", p);
+  lbl(f, "resource", IOQ_DRA_DRIVER);
+  val(f, dradriver_kubelet_registered(p->drad) ? 1 : 0);
+}
+
 static void state(FILE *f, struct plugin *p) {
-  /* DRA mode has no device-plugin endpoints (readiness says whether the
-   * driver is registered) */
   if (p->opts.mode == PLUGIN_MODE_DEVICE_PLUGIN)
     endpoint_state(f, p);
+  else
+    driver_state(f, p);
   metrics_head(f, "ioqos_pod_cache_synced", "gauge", "1 once the node's pods were listed from the API server.");
   open_s(f, "ioqos_pod_cache_synced", p);
   val(f, podcache_synced(p->pods) ? 1 : 0);

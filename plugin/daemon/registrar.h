@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* registrar.c: Register with kubelet, re-register after its restarts. */
+/* registrar.c: Register with kubelet, re-register after its restarts, and
+ * keep ioqos_kubelet_registered true to kubelet's presence (both modes). */
 #ifndef IOQOS_PLUGIN_REGISTRAR_H
 #define IOQOS_PLUGIN_REGISTRAR_H
 

@@ -12,12 +12,19 @@ the order kubelet does (shared/reference/k8s-interfaces.md section 3):
   test sets, one ContainerDevices entry per device ID like kubelet.
 - restart(): what a kubelet restart does to the directory: every unix socket
   in it is deleted, then kubelet.sock is served again.
+- stop_registration() / start_registration(): kubelet stopped (its
+  kubelet.sock goes, the plugins' sockets stay) and started again without a
+  cleanup; spawn(): kubelet's registration in a process of its own, which a
+  test kills with SIGKILL to leave kubelet.sock behind as a crashed kubelet
+  does (a socket file nobody accepts connections on).
 
 The schemas are the ones in proto/ (python modules generated at build time);
 service stubs are built with grpc's generic handler and channel APIs.
 """
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from concurrent import futures
@@ -61,11 +68,12 @@ class Kubelet:
 
     # ---- servers ----
     def start(self):
-        self._start_registration()
+        self.start_registration()
         self._start_podresources()
         return self
 
-    def _start_registration(self):
+    def start_registration(self):
+        """Serves kubelet.sock (a stale file there is replaced)."""
         s = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         h = grpc.method_handlers_generic_handler("v1beta1.Registration", {
             "Register": grpc.unary_unary_rpc_method_handler(
@@ -102,9 +110,9 @@ class Kubelet:
             self._podres_server.stop(0).wait()
             self._podres_server = None
 
-    def restart(self, down_seconds=0.0):
-        """A kubelet restart: streams drop, every socket in the dir goes,
-        kubelet.sock comes back."""
+    def stop_registration(self):
+        """kubelet stopped: its kubelet.sock goes (the server removes it) and
+        its streams to the plugins drop; the plugins' sockets stay."""
         if self._reg_server:
             self._reg_server.stop(0).wait()
             self._reg_server = None
@@ -114,12 +122,17 @@ class Kubelet:
         for p in plugins:
             if p.channel:
                 p.channel.close()
+
+    def restart(self, down_seconds=0.0):
+        """A kubelet restart: streams drop, every socket in the dir goes,
+        kubelet.sock comes back."""
+        self.stop_registration()
         for name in os.listdir(self.dp_dir):
             path = os.path.join(self.dp_dir, name)
             if stat.S_ISSOCK(os.lstat(path).st_mode):
                 os.unlink(path)
         time.sleep(down_seconds)
-        self._start_registration()
+        self.start_registration()
 
     # ---- Registration ----
     def _register(self, req, ctx):
@@ -246,3 +259,24 @@ class Kubelet:
     def raw(self, resource, method, payload, timeout=10):
         """Sends raw bytes as the request message of a unary method."""
         return self.channel(resource).unary_unary(DP + method)(payload, timeout=timeout)
+
+
+def spawn(dp_dir):
+    """kubelet's registration (kubelet.sock in dp_dir) served by a child
+    process, returned once it serves: proc.kill() is a kubelet crash."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), dp_dir],
+                            stdout=subprocess.PIPE, env=env)
+    started = proc.stdout.readline().strip() == b"serving"
+    proc.stdout.close()
+    if not started:
+        proc.kill()
+        proc.wait()
+        raise AssertionError("kubelet stand-in process did not start (exit %s)" % proc.poll())
+    return proc
+
+
+if __name__ == "__main__":  # spawn()'s child: serves until killed
+    Kubelet(sys.argv[1], None).start_registration()
+    print("serving", flush=True)
+    threading.Event().wait()

@@ -21,12 +21,14 @@ import unittest
 import grpc
 
 from harness import (BIN, MIB, NODE, PluginTest, fake_disk, iomax_of, new_uid, pod_object, read,
-                     remove_fake_disk, v2_pod_cgroup, write)
+                     remove_fake_disk, v2_pod_cgroup, wait_for, write)
 from dra_kubelet import DraKubelet  # after harness: it puts the proto modules on sys.path
 from test_v1_blkio import BLKIO, host_disk  # only these: its test classes must not run here
 
 DRIVER = "ioqos.io"
 DISK, DEV = "fakedisk0", "250:0"
+# the daemon's registrar looks every second and on each directory event
+GAUGE_WAIT_S = 5
 
 
 def claim_object(name, uid, pod_name, pod_uid, consumed, device=DISK, ns="default", pool=NODE,
@@ -94,6 +96,11 @@ class DraTest(PluginTest):
         self.env.api.put_claim(claim_object(name, uid, pod_name, pod_uid, consumed, **kw))
         return ("default" if "ns" not in kw else kw["ns"], uid, name)
 
+    def wait_gauge(self, d, value, what):
+        """ioqos_kubelet_registered of the driver reaches value within GAUGE_WAIT_S."""
+        wait_for(lambda: d.metric("ioqos_kubelet_registered", resource=DRIVER) == value,
+                 timeout=GAUGE_WAIT_S, what="ioqos_kubelet_registered %d (%s)" % (value, what))
+
     def slice_devices(self):
         s = self.env.api.slices(node=NODE, driver=DRIVER)
         return s, {d["name"]: d for sl in s for d in sl["spec"]["devices"]}
@@ -151,7 +158,36 @@ class Registration(DraTest):
         code, body = d.http("/readyz")
         self.assertEqual(code, 503, body)
         self.assertIn("not registered with kubelet", body)
+        self.assertEqual(d.metric("ioqos_kubelet_registered", resource=DRIVER), 0)
         k.register()  # kubelet tries again later
+        d.wait_ready()
+        self.wait_gauge(d, 1, "registered")
+        with self.assertRaises(Exception):  # and refuses it after all
+            k.register(reject="driver ioqos.io: plugin name already registered")
+        self.wait_gauge(d, 0, "refused")
+        d.wait_log(r'kubelet registration lost driver=ioqos.io reason="kubelet refused the driver"')
+
+    def test_registration_gauge_follows_kubelet_and_the_registration_socket(self):
+        d = self.start_dra()
+        self.wait_gauge(d, 1, "registered")
+        # kubelet stopped: kubelet.sock goes (every kubelet serves it, DRA or not)
+        self.env.kubelet.stop_registration()
+        self.wait_gauge(d, 0, "kubelet.sock gone")
+        d.wait_log(r'kubelet registration lost driver=ioqos.io reason="kubelet socket gone"')
+        self.env.kubelet.start_registration()
+        self.kubelet_dra.register()  # a starting kubelet registers what plugins_registry holds
+        self.wait_gauge(d, 1, "kubelet back")
+        # the registration socket deleted: kubelet deregisters the driver; the
+        # daemon serves a fresh one, which kubelet's watcher registers again
+        reg = os.path.join(self.registry_dir, DRIVER + "-reg.sock")
+        os.unlink(reg)
+        self.wait_gauge(d, 0, "registration socket deleted")
+        d.wait_log(r'kubelet registration lost driver=ioqos.io reason="registration socket deleted')
+        d.wait_log(r"dra registration socket gone, serving it again driver=ioqos.io")
+        wait_for(lambda: os.path.exists(reg), timeout=GAUGE_WAIT_S, what="a fresh registration socket")
+        self.assertEqual(d.http("/readyz")[0], 503)
+        self.kubelet_dra.register()
+        self.wait_gauge(d, 1, "registered again")
         d.wait_ready()
 
     def test_the_other_mode_on_the_same_node_is_refused(self):

@@ -2,7 +2,8 @@
 """The kubelet side of ioqos-plugin against a kubelet stand-in (python grpcio)
 over real unix sockets: registration (with kubelet's GetDevicePluginOptions
 call inside Register), ListAndWatch, GetPreferredAllocation, Allocate, bad
-input, kubelet restart, a second instance, SIGTERM."""
+input, kubelet restart, kubelet stopped or crashed (ioqos_kubelet_registered
+follows it), a second instance, SIGTERM."""
 import os
 import stat
 import time
@@ -10,7 +11,12 @@ import unittest
 
 import grpc
 
-from harness import BW, IOPS, MIB, PluginTest, ids_of, pod_object, new_uid
+from harness import BW, IOPS, MIB, PluginTest, ids_of, pod_object, new_uid, wait_for
+import kubelet_stub  # after harness: it puts tests/support and the proto modules on sys.path
+
+# the registrar looks at kubelet.sock on every directory event and at least
+# once a second: a bound that still fails a daemon that never looks
+GAUGE_WAIT_S = 5
 
 
 class Registration(PluginTest):
@@ -45,11 +51,13 @@ class Registration(PluginTest):
         d.wait_log(r"register with kubelet failed resource=ioqos/bandwidth retry_in=2s")
         self.assertEqual(d.http("/readyz")[0], 503)
         self.assertIn("not registered", d.http("/readyz")[1])
+        self.assertEqual(d.metric("ioqos_kubelet_registered", resource=BW), 0)
         k.reject_register = None
         k.wait_registered(BW)
         k.wait_registered(IOPS)
         d.wait_ready()
         self.assertGreaterEqual(d.metric("ioqos_kubelet_registration_errors_total", resource=BW), 2)
+        self.assertEqual(d.metric("ioqos_kubelet_registered", resource=BW), 1)
 
     def test_kubelet_restart_reserves_and_reregisters(self):
         d = self.start()
@@ -66,11 +74,56 @@ class Registration(PluginTest):
                 self.env.dp_dir, k.plugins[res].endpoint)).st_mode))
         d.wait_log(r"own socket gone, serving again resource=ioqos/bandwidth")
         d.wait_log(r"kubelet socket re-created")
+        self.wait_gauge(d, 1, "registered with the new kubelet")
         self.assertEqual(d.metric("ioqos_kubelet_restarts_total"), 1)
         self.assertEqual(d.metric("ioqos_socket_reserves_total", resource=IOPS), 1)
         # and it still serves
         a = k.allocate(BW, ["fakedisk0-bw-7"])
         self.assertEqual(a.container_responses[0].envs["IOQOS_BANDWIDTH_BYTES_PER_SEC"], str(MIB))
+
+    def wait_gauge(self, d, value, what):
+        wait_for(lambda: all(d.metric("ioqos_kubelet_registered", resource=r) == value
+                             for r in (BW, IOPS)),
+                 timeout=GAUGE_WAIT_S, what="ioqos_kubelet_registered %d (%s)" % (value, what))
+
+    def test_kubelet_stopped_gauge_follows_its_socket(self):
+        d = self.start()
+        k = self.env.kubelet
+        self.wait_gauge(d, 1, "registered")
+        k.stop_registration()  # kubelet.sock goes; our sockets stay
+        self.wait_gauge(d, 0, "kubelet.sock gone")
+        d.wait_log(r'kubelet registration lost resource=ioqos/bandwidth kubelet=\S+ '
+                   r'reason="kubelet socket gone"')
+        self.assertEqual(d.http("/readyz")[0], 503)
+        k.start_registration()
+        k.wait_registered(BW, count=2)
+        k.wait_registered(IOPS, count=2)
+        self.wait_gauge(d, 1, "kubelet back")
+        d.wait_ready()
+
+    def test_kubelet_crash_gauge_follows_a_dead_socket(self):
+        k = self.env.kubelet
+        k.stop_registration()
+        d = self.env.start_daemon()
+        child = kubelet_stub.spawn(self.env.dp_dir)
+        self.addCleanup(lambda: child.poll() is None and (child.kill(), child.wait()))
+        self.wait_gauge(d, 1, "registered with the kubelet process")
+        sock = os.path.join(self.env.dp_dir, "kubelet.sock")
+        ident = os.stat(sock).st_ino
+        child.kill()
+        child.wait()
+        # a crashed kubelet leaves its socket file: only a connection tells
+        self.assertEqual(os.stat(sock).st_ino, ident)
+        self.wait_gauge(d, 0, "kubelet killed, its socket left behind")
+        d.wait_log(r'kubelet registration lost resource=ioqos/iops kubelet=\S+ '
+                   r'reason="kubelet socket refuses connections')
+        time.sleep(2)  # a dead kubelet is not called: no Register failing against it
+        self.assertNotIn("register with kubelet failed", d.text())
+        self.assertEqual(d.metric("ioqos_kubelet_registered", resource=BW), 0)
+        k.start_registration()
+        k.wait_registered(BW)
+        k.wait_registered(IOPS)
+        self.wait_gauge(d, 1, "a new kubelet")
 
     def test_second_instance_refuses_to_start(self):
         self.start()
