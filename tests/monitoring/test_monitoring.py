@@ -348,6 +348,17 @@ def promtool_tests(fire, quiet, exp):
     return tests
 
 
+OUTAGE_MIN = 10  # the registration outage tests' kubelet goes away at this minute
+
+
+def outage_series(keys, zeros):
+    """promtool input_series: each series 1, then 0 for `zeros` minutes from
+    OUTAGE_MIN (kubelet away), then 1 again."""
+    return [{"series": series_text(*k),
+             "values": "1+0x%d 0+0x%d 1+0x%d" % (OUTAGE_MIN - 1, zeros - 1,
+                                                 END_MIN - OUTAGE_MIN - zeros)} for k in keys]
+
+
 def run_promtool_test(tmp, tests, groups=None):
     """Runs `promtool test rules`; the rules have no annotations there (their
     templates are checked by `promtool check rules`), so the expectations
@@ -427,6 +438,36 @@ class Monitoring(unittest.TestCase):
                                            for t in tests[0]["alert_rule_test"]]
             p = run_promtool_test(self.tmp, tests[0:1])
             self.assertNotEqual(p.returncode, 0, "%s stayed quiet on the bad series" % a)
+
+    def test_registration_lost_fires_on_an_outage_and_not_on_a_blip(self):
+        """IoqosKubeletRegistrationLost on the scraped ioqos_kubelet_registered
+        series: kubelet away longer than the rule's `for` is pending until
+        then, firing after, resolved once registered again; away for less is
+        quiet at every minute. The control: expecting it on the blip fails."""
+        rule = next(a for a in alerts() if a["alert"] == "IoqosKubeletRegistrationLost")
+        hold = for_minutes(rule)
+        self.assertGreaterEqual(hold, 2, "a `for` below 2m leaves no blip to test")
+        keys = [k for k, v in samples("good").items() if k[0] == "ioqos_kubelet_registered"]
+        self.assertTrue(keys)
+        self.assertTrue(all(samples("good")[k] == 1 for k in keys))
+        labels = [dict(dict(k[1]), severity=rule["labels"]["severity"]) for k in keys]
+
+        def at(minute, firing):
+            return {"eval_time": "%dm" % minute, "alertname": rule["alert"],
+                    "exp_alerts": [{"exp_labels": l} for l in labels] if firing else []}
+
+        def test(zeros, checks):
+            return {"name": "kubelet away %d minutes" % zeros, "interval": "1m",
+                    "input_series": outage_series(keys, zeros), "alert_rule_test": checks}
+        outage = test(hold + 3, [at(OUTAGE_MIN - 1, False), at(OUTAGE_MIN + hold - 1, False),
+                                 at(OUTAGE_MIN + hold, True), at(OUTAGE_MIN + hold + 2, True),
+                                 at(OUTAGE_MIN + hold + 4, False)])
+        blip = test(hold, [at(m, False) for m in range(OUTAGE_MIN - 1, OUTAGE_MIN + hold + 3)])
+        p = run_promtool_test(self.tmp, [outage, blip])
+        self.assertEqual(p.returncode, 0, "promtool test rules:\n" + p.stdout + p.stderr)
+        self.assertIn("SUCCESS", p.stdout)
+        p = run_promtool_test(self.tmp, [test(hold, [at(OUTAGE_MIN + hold - 1, True)])])
+        self.assertNotEqual(p.returncode, 0, "the alert 'fired' on a blip shorter than its for")
 
     def test_every_metric_name_used_is_scraped(self):
         scraped = {n for state in ("good", "bad") for (n, _) in samples(state)}
