@@ -23,7 +23,21 @@ static bool at_cap(double achieved, uint64_t limit, uint64_t floor) {
   return achieved > 0 && achieved >= share * (double)limit;
 }
 
-bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_t *r, uint64_t *w) {
+/* After the demands are known: a direction that was at its cap lately but
+ * not now keeps at least its fair half (or what it has, if less); the
+ * memory counts down the intervals that holds. */
+static void damp(bool cap_r, bool cap_w, uint64_t cr, uint64_t cw, double gd, double *dr,
+                 double *dw, uint8_t mem[2]) {
+  if (!cap_r && mem[0])
+    *dr = fmax(*dr, fmin((double)cr, gd / 2));
+  if (!cap_w && mem[1])
+    *dw = fmax(*dw, fmin((double)cw, gd / 2));
+  mem[0] = cap_r ? DIRSPLIT_DAMP_INTERVALS : mem[0] ? (uint8_t)(mem[0] - 1) : 0;
+  mem[1] = cap_w ? DIRSPLIT_DAMP_INTERVALS : mem[1] ? (uint8_t)(mem[1] - 1) : 0;
+}
+
+bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint8_t mem[2],
+                       uint64_t *r, uint64_t *w) {
   uint64_t g = p->grant;
   uint64_t cr = p->cur_r && p->cur_r <= g ? p->cur_r : g;
   uint64_t cw = p->cur_w && p->cur_w <= g ? p->cur_w : g;
@@ -54,8 +68,11 @@ bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_
     return true;
   }
   double gd = (double)g;
-  double dr = at_cap(p->ach_r, cr, f) ? INFINITY : p->ach_r * (1 + DIRSPLIT_HEADROOM);
-  double dw = at_cap(p->ach_w, cw, f) ? INFINITY : p->ach_w * (1 + DIRSPLIT_HEADROOM);
+  bool cap_r = at_cap(p->ach_r, cr, f), cap_w = at_cap(p->ach_w, cw, f);
+  double dr = cap_r ? INFINITY : p->ach_r * (1 + DIRSPLIT_HEADROOM);
+  double dw = cap_w ? INFINITY : p->ach_w * (1 + DIRSPLIT_HEADROOM);
+  if (mem)
+    damp(cap_r, cap_w, cr, cw, gd, &dr, &dw, mem);
   double nr;
   if (dr + dw <= gd)
     nr = dr + (gd - dr - dw) / 2; /* both fit: share what is left */
@@ -80,7 +97,7 @@ bool ioq_dirsplit_pair(const struct dirsplit_pair *p, double floor_frac, uint64_
 
 bool ioq_dirsplit_limits(const struct ioq_io_limits *grant, const struct ioq_io_limits *cur,
                          const double achieved[IOQ_LIMIT_KEYS], double floor_frac,
-                         struct ioq_io_limits *out) {
+                         struct dirsplit_memory *mem, struct ioq_io_limits *out) {
   struct dirsplit_pair bw = {.grant = grant->rbps,
                              .cur_r = cur->rbps,
                              .cur_w = cur->wbps,
@@ -91,8 +108,10 @@ bool ioq_dirsplit_limits(const struct ioq_io_limits *grant, const struct ioq_io_
                              .cur_w = cur->wiops,
                              .ach_r = achieved[IOQ_RIOPS],
                              .ach_w = achieved[IOQ_WIOPS]};
-  bool c1 = ioq_dirsplit_pair(&bw, floor_frac, &out->rbps, &out->wbps);
-  bool c2 = ioq_dirsplit_pair(&io, floor_frac, &out->riops, &out->wiops);
+  bool c1 = ioq_dirsplit_pair(&bw, floor_frac, mem ? &mem->damp[IOQ_RBPS] : NULL, &out->rbps,
+                              &out->wbps);
+  bool c2 = ioq_dirsplit_pair(&io, floor_frac, mem ? &mem->damp[IOQ_RIOPS] : NULL, &out->riops,
+                              &out->wiops);
   return c1 || c2;
 }
 

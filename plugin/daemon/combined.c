@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Combined-direction grants: the monitor hook (combined.h). */
 #include "combined.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioqos/fsutil.h"
 #include "podtable.h"
 #include "ioqos/dirsplit.h"
 #include "ioqos/log.h"
@@ -9,7 +14,57 @@
 #include "plugin.h"
 
 
-static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
+/* The damping memory of each pod grant on a disk (dirsplit.h), kept by the
+ * monitor thread (the only caller) from one pass to the next: a pass's
+ * samples name every monitored grant, so what a pass does not name is gone. */
+struct split_mem {
+  char uid[IOQ_POD_UID_MAX + 1];
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  struct dirsplit_memory m;
+};
+
+struct combined {
+  struct plugin *p;
+  struct split_mem *mem, *next;
+  size_t n, n_next, cap;
+};
+
+static struct dirsplit_memory *memory_of(struct combined *c, const struct monitor_sample *s) {
+  struct split_mem *x = NULL;
+  for (size_t i = 0; i < c->n && !x; i++)
+    if (strcmp(c->mem[i].uid, s->uid) == 0 && strcmp(c->mem[i].disk, s->disk) == 0)
+      x = &c->mem[i];
+  if (c->n_next == c->cap)
+    return NULL; /* more grants than last pass and no room: undamped this once */
+  struct split_mem *y = &c->next[c->n_next++];
+  if (x) {
+    *y = *x;
+  } else {
+    memset(y, 0, sizeof *y);
+    ioq_copy_trunc(y->uid, sizeof y->uid, s->uid);
+    ioq_copy_trunc(y->disk, sizeof y->disk, s->disk);
+  }
+  return &y->m;
+}
+
+/* Room for a pass of n samples (the memory of the last pass kept). */
+static void reserve(struct combined *c, size_t n) {
+  if (n <= c->cap)
+    return;
+  struct split_mem *a = realloc(c->mem, n * sizeof *a);
+  if (a)
+    c->mem = a;
+  struct split_mem *b = a ? realloc(c->next, n * sizeof *b) : NULL;
+  if (b) {
+    c->next = b;
+    c->cap = n;
+  } else {
+    ioq_warn("direction re-split damping memory not grown reason=out-of-memory grants=%zu", n);
+  }
+}
+
+static void resplit_one(struct combined *c, const struct monitor_sample *s) {
+  struct plugin *p = c->p;
   struct ioq_io_limits grant, cur, out;
   if (!podtable_get_split(p->table, s->uid, s->disk, &grant, &cur))
     return; /* released, or its init containers are unknown: not ours to split */
@@ -17,7 +72,8 @@ static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
   bool known = s->verdict != MON_UNKNOWN && s->interval_s > 0;
   double ach[IOQ_LIMIT_KEYS] = {known ? s->rbps : -1, known ? s->wbps : -1,
                                 known ? s->riops : -1, known ? s->wiops : -1};
-  if (!ioq_dirsplit_limits(&grant, &cur, ach, p->cfg.enforcement.combined_floor, &out))
+  if (!ioq_dirsplit_limits(&grant, &cur, ach, p->cfg.enforcement.combined_floor,
+                           memory_of(c, s), &out))
     return;
   bool res[IOQ_RES_COUNT] = {
       [IOQ_RES_BANDWIDTH] = out.rbps != cur.rbps || out.wbps != cur.wbps,
@@ -39,9 +95,15 @@ static void resplit_one(struct plugin *p, const struct monitor_sample *s) {
 }
 
 void combined_hook(void *ud, const struct monitor_sample *s, size_t n) {
-  struct plugin *p = ud;
-  for (size_t i = 0; i < n && !atomic_load(&p->stopping); i++)
-    resplit_one(p, &s[i]);
+  struct combined *c = ud;
+  reserve(c, n);
+  c->n_next = 0;
+  for (size_t i = 0; i < n && !atomic_load(&c->p->stopping); i++)
+    resplit_one(c, &s[i]);
+  struct split_mem *t = c->mem;
+  c->mem = c->next;
+  c->next = t;
+  c->n = c->n_next;
 }
 
 void combined_attach(struct plugin *p) {
@@ -52,8 +114,24 @@ void combined_attach(struct plugin *p) {
              "read and write limits stay at the full grant each");
     return;
   }
-  monitor_set_hook(p->mon, combined_hook, p);
+  struct combined *c = calloc(1, sizeof *c);
+  if (!c) {
+    ioq_error("enforcement.combinedDirections is set but its state could not be allocated "
+              "(out of memory): read and write limits stay at the full grant each");
+    return;
+  }
+  c->p = p;
+  p->combined = c;
+  monitor_set_hook(p->mon, combined_hook, c);
   ioq_info("combined-direction grants on: read + write re-split from demand every monitor "
            "interval floor=%.3f",
            p->cfg.enforcement.combined_floor);
+}
+
+void combined_free(struct combined *c) {
+  if (!c)
+    return;
+  free(c->mem);
+  free(c->next);
+  free(c);
 }

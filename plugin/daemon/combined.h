@@ -14,12 +14,16 @@
 #include "monitor.h"
 
 struct plugin;
+struct combined;
 
-/* The monitor hook; ud is the struct plugin. */
+/* The monitor hook; ud is the struct combined combined_attach made. */
 void combined_hook(void *ud, const struct monitor_sample *s, size_t n);
 
-/* Registers the hook when the option is on; call after the monitor started
- * (p->mon). Without a monitor it logs that nothing is re-split. */
+/* Registers the hook when the option is on (its state in p->combined);
+ * call after the monitor started (p->mon). Without a monitor it logs that
+ * nothing is re-split. */
 void combined_attach(struct plugin *p);
+/* After the monitor stopped. NULL is fine. */
+void combined_free(struct combined *c);
 
 #endif

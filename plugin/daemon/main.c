@@ -204,6 +204,8 @@ static void teardown(struct plugin *p) {
   p->ug = NULL;
   monitor_free(p->mon);
   p->mon = NULL;
+  combined_free(p->combined); /* its hook ran on the monitor thread */
+  p->combined = NULL;
   podtable_free(p->table);
   drastate_free(p->dra);
   p->dra = NULL;

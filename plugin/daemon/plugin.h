@@ -73,6 +73,7 @@ struct plugin {
   struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
   struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */
+  struct combined *combined; /* combined-direction re-split state (combined.h) */
 
   atomic_bool stopping;
   atomic_bool inventory_ok; /* a probe has succeeded since start */

@@ -30,9 +30,9 @@ Rates are the pod cgroup's io.stat slopes (sampled every 0.1 s), over the
 window after --ramp s. Raw per-run numbers go to --out (JSON); directions.sh
 prints medians. Nothing here compares a number with a target, except with
 --check (the short VM test): with the option on, io.max keeps rbps + wbps
-<= 1.05 G from the first split on and read + write >= 0.5 G; with it off,
-read + write >= 1.5 G. (Read + write <= 1.1 G with it on is what the full
-run measures; the kernel does not always hold it, see docs/benchmark.md.)
+<= 1.05 G from the first split on and read + write is within [0.5, 1.1] G
+(an overshoot is a leak: the damped re-split must not let the kernel pass
+more than io.max, docs/benchmark.md); with it off, read + write >= 1.5 G.
 """
 import argparse
 import json
@@ -319,10 +319,12 @@ def main():
         for r in res["runs"]:
             if r["stage"] != "both":
                 continue
-            # What the plugin controls is io.max: with the option on, r + w <= G from the first
-            # split on. The measured rate is not asserted: on Debian's 6.1 a re-split that
-            # oscillates lets writes through beyond io.max (up to 2.6 G seen, docs/benchmark.md,
-            # "Combined-direction grants"); the full run (make bench) reports it.
+            # With the option on, what the plugin writes (r + w <= G from the first split on)
+            # and what the pod gets: a re-split that flipped every interval let up to 2.6 G
+            # through on Debian's 6.1 (each io.max rewrite restarts blk-throttle's slices,
+            # docs/benchmark.md, "Combined-direction grants"); the damped re-split must not.
+            # An overshoot is a leak on a quiet or a busy host alike (a busy one only slows
+            # the pod down), so it always fails.
             if r["mode"] == "on":
                 if r.get("limits_max_sum") is None:
                     bad.append("combinedDirections on: the plugin never split the grant")
@@ -330,9 +332,9 @@ def main():
                     bad.append("combinedDirections on: io.max held rbps + wbps = %.2f x the grant "
                                "after the split (> 1.05)" % (r["limits_max_sum"] / r["grant_bytes"]))
                 if r["ratio"] > 1.1:
-                    log("NOTE combinedDirections on: read + write = %.2f x the grant (> 1.1) with io.max "
-                        "rewritten %d times: the kernel let through more than io.max allowed"
-                        % (r["ratio"], r.get("limit_changes", 0)))
+                    bad.append("combinedDirections on: read + write = %.2f x the grant (> 1.1) with "
+                               "io.max rewritten %d times: the kernel let through more than io.max "
+                               "allowed" % (r["ratio"], r.get("limit_changes", 0)))
             if r["mode"] == "off" and r["ratio"] < 1.5:
                 bad.append("combinedDirections off: read + write = %.2f x the grant (< 1.5: the "
                            "scenario does not show two directions)" % r["ratio"])
