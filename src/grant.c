@@ -162,6 +162,26 @@ int ioq_grant_limits(const struct ioq_disk_grant *g, const struct ioq_unit_sizes
   return 0;
 }
 
+int ioq_grant_limits_on_disk(const struct ioq_disk_grant *g, const struct ioq_unit_sizes *u,
+                             const uint64_t disk_units[IOQ_RES_COUNT], struct ioq_io_limits *out,
+                             ioq_err *e) {
+  if (ioq_grant_limits(g, u, out, e) < 0)
+    return -1;
+  uint64_t io = g->units[IOQ_RES_IOPS], dbw = disk_units[IOQ_RES_BANDWIDTH],
+           dio = disk_units[IOQ_RES_IOPS], bsz = u->size[IOQ_RES_BANDWIDTH];
+  if (!io || g->units[IOQ_RES_BANDWIDTH] || !dbw || !dio || !bsz)
+    return 0;
+  /* the same share of the disk's bandwidth, rounded up to whole units */
+  unsigned __int128 q = ((unsigned __int128)io * dbw + dio - 1) / dio;
+  uint64_t units = q > dbw ? dbw : (uint64_t)q;
+  if (units > IOQ_BPS_LIMIT_MAX / bsz)
+    return ioq_fail(e, ERANGE, "disk %s: the bandwidth cap of an IOPS grant (%" PRIu64
+                               " units of %" PRIu64 " bytes/s) does not fit a limit",
+                    g->disk, units, bsz);
+  out->rbps = out->wbps = units * bsz < IOQ_LIMIT_MIN ? IOQ_LIMIT_MIN : units * bsz;
+  return 0;
+}
+
 int ioq_grant_weights(const struct ioq_disk_grant *g, const uint64_t disk_units[IOQ_RES_COUNT],
                       unsigned *io_weight, unsigned *bfq_weight, ioq_err *e) {
   *io_weight = *bfq_weight = 0;

@@ -363,9 +363,14 @@ static json_object *grants_section(struct plugin *p, const struct pod_info *pi,
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       put_u64(units, ioq_resource_name((enum ioq_resource)r), dg->units[r]);
     add(o, "units", units);
-    struct ioq_io_limits lim;
+    /* what the grant was written as (an IOPS-only grant's bandwidth cap
+     * included), else what its units alone say */
+    struct ioq_io_limits lim = ap->full[d];
     ioq_err e;
-    if (ioq_grant_limits(dg, &p->cfg.units, &lim, &e) == 0) {
+    bool have = lim.rbps || lim.riops || ioq_grant_limits(dg, &p->cfg.units, &lim, &e) == 0;
+    if (!dg->units[IOQ_RES_BANDWIDTH] && lim.rbps)
+      put_bool(o, "bandwidthCapFromIops", true);
+    if (have) {
       json_object *l = json_object_new_object();
       for (int k = 0; k < IOQ_LIMIT_KEYS; k++)
         put_u64(l, ioq_limit_key_name((enum ioq_limit_key)k),

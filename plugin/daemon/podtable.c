@@ -178,18 +178,20 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
  * weights on their leaf disks, where the proportional schedulers work. */
 static int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                       const struct cat_disk *cd, const struct ioq_io_limits *split,
-                      struct podtable_result *res, struct pt_file_log *log, ioq_err *e) {
+                      struct ioq_io_limits *full, struct podtable_result *res,
+                      struct pt_file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
-  if (ioq_grant_limits(dg, &f->o.sizes, &s.max, e) < 0)
-    return -1;
-  if (split && ioq_dirsplit_valid(&s.max, split)) /* combined directions: the split kept */
-    s.max = *split;
-  unsigned w = 0, bw = 0;
   /* the share of everything granted on the disk, NVMe-oF namespaces included */
   uint64_t granted[IOQ_RES_COUNT];
   for (int r = 0; r < IOQ_RES_COUNT; r++)
     granted[r] = cd->units[r] + cd->disk.nvmet_units[r];
+  if (ioq_grant_limits_on_disk(dg, &f->o.sizes, granted, &s.max, e) < 0)
+    return -1;
+  *full = s.max;
+  if (split && ioq_dirsplit_valid(&s.max, split)) /* combined directions: the split kept */
+    s.max = *split;
+  unsigned w = 0, bw = 0;
   if (ioq_grant_weights(dg, granted, &w, &bw, e) < 0)
     return -1;
   char wfile[PATH_MAX];
@@ -632,9 +634,10 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   log = calloc(1, sizeof *log);
   if (log)
     log->now = pt_realtime_now();
+  struct ioq_io_limits full[IOQ_POD_DISKS_MAX] = {{0}};
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
-    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL, res,
-                   log, e) < 0) {
+    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL,
+                   &full[i], res, log, e) < 0) {
       res->fail = classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
@@ -679,6 +682,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ap->devs[i] = cds[i].dev;
     ap->split[i] = splits[i];
     ap->has_split[i] = has_split[i] && !hold;
+    ap->full[i] = full[i];
   }
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
@@ -889,8 +893,8 @@ static const struct applied_pod *split_find_locked(struct podtable *f, const cha
                                                    struct ioq_io_limits *grant) {
   const struct applied_pod *ap = pt_find_locked(f, uid);
   for (size_t i = 0; ap && !ap->init_unknown && i < ap->grant.n; i++)
-    if (strcmp(ap->grant.disks[i].disk, disk) == 0 &&
-        ioq_grant_limits(&ap->grant.disks[i], &f->o.sizes, grant, NULL) == 0) {
+    if (strcmp(ap->grant.disks[i].disk, disk) == 0 && ap->full[i].rbps + ap->full[i].riops) {
+      *grant = ap->full[i];
       *d = i;
       return ap;
     }

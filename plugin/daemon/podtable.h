@@ -116,6 +116,9 @@ struct applied_pod {
    * changes, not kept across restarts */
   struct ioq_io_limits split[IOQ_POD_DISKS_MAX];
   bool has_split[IOQ_POD_DISKS_MAX];
+  /* the full-grant split each grant disk was written with
+   * (ioq_grant_limits_on_disk: an IOPS-only grant's bandwidth cap included) */
+  struct ioq_io_limits full[IOQ_POD_DISKS_MAX];
   /* units of the running regular init container (from its PreStart; kubelet
    * does not list it), per resource; kept while the pod is Pending. Not
    * copied by podtable_snapshot. */
@@ -216,8 +219,8 @@ void podtable_writes_lock(struct podtable *f);
 void podtable_writes_unlock(struct podtable *f);
 
 /* Combined-direction grants (enforcement.combinedDirections). The limits of
- * the pod `uid` on grant disk `disk`: *grant the full-grant split
- * (ioq_grant_limits), *cur what the pod table keeps in place (the split, or
+ * the pod `uid` on grant disk `disk`: *grant the full-grant split it was
+ * written with (ioq_grant_limits_on_disk), *cur what the pod table keeps in place (the split, or
  * *grant). Returns false if the pod or disk is not applied. */
 bool podtable_get_split(struct podtable *f, const char *uid, const char *disk,
                         struct ioq_io_limits *grant, struct ioq_io_limits *cur);

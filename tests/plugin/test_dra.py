@@ -284,7 +284,35 @@ class Prepare(DraTest):
         self.assertEqual(iomax_of(cg, DEV), {"rbps": 100 * MIB, "wbps": 100 * MIB,
                                              "riops": 500, "wiops": 500})
         k.unprepare([a], version="v1beta1")
-        self.assertEqual(iomax_of(cg, DEV), {"rbps": None, "wbps": None, "riops": 500, "wiops": 500})
+        # the IOPS claim alone: capped at its share of the bandwidth too (5 of 1000 units)
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": 5 * MIB, "wbps": 5 * MIB, "riops": 500,
+                                             "wiops": 500})
+
+    def test_iops_only_claim_is_capped_at_its_share_of_bandwidth(self):
+        """An IOPS-only grant holds no bandwidth units, but it is capped at the same share
+        of the disk's bandwidth: 10 of fakedisk0's 1000 IOPS units (1 %) -> 10 of its 1000
+        bandwidth units. Before, io.max said rbps=max wbps=max: I/O of 1 MiB at its IOPS
+        could take the disk."""
+        self.start_dra()
+        uid, cg = self.pod("db")
+        c = self.claim("db", uid, {"iops": "10"})
+        self.assertEqual(self.kubelet_dra.prepare([c])[c[1]]["error"], "")
+        self.assertEqual(iomax_of(cg, DEV), {"rbps": 10 * MIB, "wbps": 10 * MIB, "riops": 1000,
+                                             "wiops": 1000})
+        # the cap is not held: the node still has all its bandwidth units to sell
+        self.env.api.wait(lambda: '"allocated":{"ioqos/bandwidth":0,"ioqos/iops":10}'
+                          in (self.env.api.annotation(NODE, "ioqos.io/devices") or ""),
+                          what="only the IOPS units held")
+        r = subprocess.run([os.environ["IOQOS_CTL_BIN"], "explain", "--socket",
+                            os.path.join(self.env.state_dir, "plugin.sock"), "--json", "default/db"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (g,) = json.loads(r.stdout)["grants"]
+        self.assertTrue(g["bandwidthCapFromIops"], g)
+        self.assertEqual(g["limits"]["rbps"], 10 * MIB)
+        # kept by the reconcile loop as written (no drift, no rewrite to max)
+        time.sleep(1.5)
+        self.assertEqual(iomax_of(cg, DEV)["wbps"], 10 * MIB)
 
     def test_restart_keeps_claims_and_the_slice(self):
         """A restart (a rollout) keeps the prepared claims and the node's slice:
@@ -627,6 +655,26 @@ class HostV2(DraTest):
         self.assertTrue(stat and "rbytes=4194304" in stat[0], stat)
         self.assertEqual(self.kubelet_dra.unprepare([("default", cuid, name)]), {cuid: ""})
         self.assertNotIn(dev, read(cg + "/io.max"), "cleared at unprepare")
+        # An IOPS-only claim and a writer of 1 MiB requests: held at the claim's share of
+        # the disk's bandwidth (10 of 1000 IOPS units: 10 MiB/s), not at 1000 IOPS x 1 MiB
+        # (all of the disk). The kernel's io.max, measured: the rate never above 1.1 x.
+        name, cuid = "db-iops", new_uid()
+        self.env.api.put_claim(claim_object(name, cuid, "db", uid, {"iops": "10"}, device=V2_DISK))
+        got = self.kubelet_dra.prepare([("default", cuid, name)])
+        self.assertEqual(got[cuid]["error"], "", got)
+        self.assertEqual(iomax_of(cg, dev), {"rbps": 10 * MIB, "wbps": 10 * MIB, "riops": 1000,
+                                             "wiops": 1000}, read(cg + "/io.max"))
+        t0 = time.monotonic()
+        out = subprocess.run(["sh", "-c", "echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=/dev/%s "
+                              "bs=1M count=40 oflag=direct status=none" % (cg, V2_DISK)],
+                             capture_output=True, text=True, timeout=120)
+        took = time.monotonic() - t0
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rate = 40 * MIB / took
+        print("IOPS-only claim, 1 MiB writes: %.1f MiB/s against a cap of 10 MiB/s (%.1f s)"
+              % (rate / MIB, took))
+        self.assertLessEqual(rate, 1.1 * 10 * MIB, "the bandwidth cap held")
+        self.assertEqual(self.kubelet_dra.unprepare([("default", cuid, name)]), {cuid: ""})
 
 
 if __name__ == "__main__":

@@ -140,6 +140,40 @@ Test(grant, limits) {
   cr_assert_eq(ioq_grant_limits(&hugeiops, &u, &l, &e), -1);
 }
 
+/* An IOPS-only grant is capped in bandwidth at the same share of the disk. */
+Test(grant, iops_only_grant_gets_its_share_of_bandwidth) {
+  struct ioq_unit_sizes u;
+  ioq_unit_sizes_default(&u); /* 1 MiB/s, 100 IOPS */
+  uint64_t disk[IOQ_RES_COUNT] = {1000, 300}; /* 1000 MiB/s, 30000 IOPS */
+  struct ioq_io_limits l;
+  ioq_err e = {0};
+  struct ioq_disk_grant io = {.disk = "sda", .units = {0, 3}}; /* 1 % of the IOPS */
+  cr_assert_eq(ioq_grant_limits_on_disk(&io, &u, disk, &l, &e), 0, "%s", e.msg);
+  cr_assert_eq(l.riops, 300);
+  cr_assert_eq(l.rbps, 10ull * 1048576, "1 %% of 1000 MiB/s");
+  cr_assert_eq(l.wbps, 10ull * 1048576);
+  struct ioq_disk_grant odd = {.disk = "sda", .units = {0, 1}}; /* 1000/300 = 3.33: 4 units */
+  cr_assert_eq(ioq_grant_limits_on_disk(&odd, &u, disk, &l, &e), 0);
+  cr_assert_eq(l.rbps, 4ull * 1048576, "rounded up to whole units");
+  struct ioq_disk_grant all = {.disk = "sda", .units = {0, 300}};
+  cr_assert_eq(ioq_grant_limits_on_disk(&all, &u, disk, &l, &e), 0);
+  cr_assert_eq(l.rbps, 1000ull * 1048576, "never more than the disk");
+  /* a grant of both, a bandwidth-only grant: as ioq_grant_limits */
+  struct ioq_disk_grant both = {.disk = "sda", .units = {5, 3}}, bw = {.disk = "sda", .units = {5, 0}};
+  cr_assert_eq(ioq_grant_limits_on_disk(&both, &u, disk, &l, &e), 0);
+  cr_assert_eq(l.rbps, 5ull * 1048576);
+  cr_assert_eq(ioq_grant_limits_on_disk(&bw, &u, disk, &l, &e), 0);
+  cr_assert_eq(l.riops, 0, "no IOPS cap derived from bandwidth");
+  /* a disk without bandwidth units (IOPS-only node config): nothing to derive */
+  uint64_t iops_disk[IOQ_RES_COUNT] = {0, 300};
+  cr_assert_eq(ioq_grant_limits_on_disk(&io, &u, iops_disk, &l, &e), 0);
+  cr_assert_eq(l.rbps, 0);
+  /* a unit size too large for the cap: refused, not wrapped */
+  struct ioq_unit_sizes big = {.size = {UINT64_MAX / 4, 100}};
+  cr_assert_eq(ioq_grant_limits_on_disk(&all, &big, disk, &l, &e), -1);
+  cr_assert_eq(e.code, ERANGE);
+}
+
 /* The documented formula: 100 + ceil(9900 * share) / 100 + ceil(900 * share). */
 Test(grant, weights) {
   uint64_t disk[IOQ_RES_COUNT] = {1000, 200};

@@ -79,6 +79,21 @@ IOQ_MUST_CHECK
 int ioq_grant_limits(const struct ioq_disk_grant *g, const struct ioq_unit_sizes *u,
                      struct ioq_io_limits *out, ioq_err *e);
 
+/* The io.max values written for a disk grant: ioq_grant_limits, and a grant
+ * of IOPS units only also capped in bandwidth at the same share of the
+ * disk's bandwidth (ceil(iops units x the disk's bandwidth units / its IOPS
+ * units) bandwidth units): else its I/O of any size (1 MiB at a time)
+ * could take the whole disk's bandwidth from the grants there. The cap is
+ * not reserved (nothing of the disk's bandwidth units is held by it); a
+ * bandwidth-only grant gets no IOPS cap: its bytes bound its I/O count to
+ * a small multiple of its share (docs/enforcement.md, "A grant of one
+ * resource"). disk_units: the units the disk has per resource (0: none,
+ * no cap derived). */
+IOQ_MUST_CHECK
+int ioq_grant_limits_on_disk(const struct ioq_disk_grant *g, const struct ioq_unit_sizes *u,
+                             const uint64_t disk_units[IOQ_RES_COUNT], struct ioq_io_limits *out,
+                             ioq_err *e);
+
 /* Weights from the share of the disk (formula above); 0 if nothing is
  * granted. disk_units: the units the disk advertises per resource. Fails if
  * a granted resource has no units on the disk. */
