@@ -757,6 +757,7 @@ static int parse_doc(struct ctx *x, json_object *root, json_object *node_labels,
           c->source = NULL;
           ioq_config_free(c);
           *c = pc;
+          c->pool_index = i;
           chosen = i;
         }
       }

@@ -80,14 +80,33 @@ static int by_name(const void *a, const void *b) {
                 ((const struct cat_disk *)b)->disk.dev.name);
 }
 
-/* The selector fault (catalog_set_faults) of a disk the probe lost: the one
- * whose selector had selected it (the default disk has the only selector). */
-static const struct ioq_select_fault *fault_of_locked(struct catalog *c, const struct ioq_disk *d) {
-  for (size_t i = 0; i < c->n_faults; i++)
-    if (strcmp(c->faults[i].select, d->selected_by) == 0 ||
-        strncmp(d->selected_by, "default:", 8) == 0)
-      return &c->faults[i];
+const struct ioq_select_fault *catalog_fault_of(const struct ioq_select_fault *f, size_t n,
+                                                const struct ioq_disk *d) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(f[i].select, d->selected_by) == 0 || strncmp(d->selected_by, "default:", 8) == 0)
+      return &f[i];
   return NULL;
+}
+
+static const struct ioq_select_fault *fault_of_locked(struct catalog *c, const struct ioq_disk *d) {
+  return catalog_fault_of(c->faults, c->n_faults, d);
+}
+
+bool catalog_forget(struct catalog *c, const char *name) {
+  pthread_mutex_lock(&c->lock);
+  struct cat_disk *d = find_locked(c, name);
+  if (!d) {
+    pthread_mutex_unlock(&c->lock);
+    return false;
+  }
+  bool changed[IOQ_RES_COUNT] = {false};
+  note_change(d, NULL, changed);
+  size_t i = (size_t)(d - c->disks);
+  memmove(d, d + 1, (c->n - i - 1) * sizeof *d); /* stays sorted by name */
+  c->n--;
+  bump(c, changed);
+  pthread_mutex_unlock(&c->lock);
+  return true;
 }
 
 bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,

@@ -42,6 +42,17 @@ void catalog_free(struct catalog *c);
 bool catalog_update(struct catalog *c, const struct ioq_disk *disks, size_t n,
                     const char *missing_reason);
 
+/* Drops a disk and its units from the lists, as if it had never been
+ * probed (the config in force no longer selects it and no pod holds its
+ * units). Returns false for an unknown name. */
+bool catalog_forget(struct catalog *c, const char *name);
+
+/* The selector fault, among f[0..n), of a disk a probe lost: the one whose
+ * selector had selected it (the default disk has the only selector). NULL:
+ * none, so the config no longer selects the disk. */
+const struct ioq_select_fault *catalog_fault_of(const struct ioq_select_fault *f, size_t n,
+                                                const struct ioq_disk *d);
+
 /* Marks one disk unhealthy (healthy=false) or healthy again; no-op for
  * unknown names. Returns true if something changed. */
 bool catalog_set_health(struct catalog *c, const char *disk, bool healthy, const char *why);

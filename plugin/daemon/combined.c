@@ -63,7 +63,7 @@ static void reserve(struct combined *c, size_t n) {
   }
 }
 
-static void resplit_one(struct combined *c, const struct monitor_sample *s) {
+static void resplit_one(struct combined *c, double floor, const struct monitor_sample *s) {
   struct plugin *p = c->p;
   struct ioq_io_limits grant, cur, out;
   if (!podtable_get_split(p->table, s->uid, s->disk, &grant, &cur))
@@ -72,8 +72,7 @@ static void resplit_one(struct combined *c, const struct monitor_sample *s) {
   bool known = s->verdict != MON_UNKNOWN && s->interval_s > 0;
   double ach[IOQ_LIMIT_KEYS] = {known ? s->rbps : -1, known ? s->wbps : -1,
                                 known ? s->riops : -1, known ? s->wiops : -1};
-  if (!ioq_dirsplit_limits(&grant, &cur, ach, p->cfg.enforcement.combined_floor,
-                           memory_of(c, s), &out))
+  if (!ioq_dirsplit_limits(&grant, &cur, ach, floor, memory_of(c, s), &out))
     return;
   bool res[IOQ_RES_COUNT] = {
       [IOQ_RES_BANDWIDTH] = out.rbps != cur.rbps || out.wbps != cur.wbps,
@@ -96,10 +95,11 @@ static void resplit_one(struct combined *c, const struct monitor_sample *s) {
 
 void combined_hook(void *ud, const struct monitor_sample *s, size_t n) {
   struct combined *c = ud;
+  double floor = plugin_cfg(c->p)->enforcement.combined_floor; /* the pool's, for the whole batch */
   reserve(c, n);
   c->n_next = 0;
   for (size_t i = 0; i < n && !atomic_load(&c->p->stopping); i++)
-    resplit_one(c, &s[i]);
+    resplit_one(c, floor, &s[i]);
   struct split_mem *t = c->mem;
   c->mem = c->next;
   c->next = t;

@@ -14,11 +14,13 @@
 #include "events.h"
 #include "ioqos/fsutil.h"
 #include "ioqos/log.h"
+#include "ioqos/probe.h"
 #include "ioqos/ungranted.h"
 #include "plugin.h"
 
 size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
   struct cat_disk *cd;
+  const struct ioq_config *c = plugin_cfg(p); /* one pool's share for every disk */
   size_t n = catalog_snapshot(p->catalog, &cd);
   *out = cd ? calloc(n ? n : 1, sizeof **out) : NULL;
   if (!*out) {
@@ -40,7 +42,7 @@ size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
     listview_allocated(p->table, d->name, d->allocated);
     /* the pool the ungranted pass uses: bounds apply while units are held */
     if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
-      ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, d->allocated,
+      ioq_ug_pool(&cd[i].disk, &p->cfg.units, c->node_policy.ungranted_headroom_share, d->allocated,
                   d->ungranted_pool);
   }
   free(cd);
@@ -113,4 +115,40 @@ void disks_report_health(struct plugin *p) {
   g_nrep = m;
   free(cd);
   free(f);
+}
+
+static bool probed(const struct ioq_inventory *inv, const char *name) {
+  for (size_t i = 0; i < inv->n; i++)
+    if (strcmp(inv->disks[i].dev.name, name) == 0)
+      return true;
+  return false;
+}
+
+const char *disks_unselected_why(const struct ioq_config *c, char *buf, size_t len) {
+  snprintf(buf, len, "not selected by node pool %s, in force since the node was relabelled",
+           c->pool ? c->pool : "(top level)");
+  return buf;
+}
+
+void disks_forget_unselected(struct plugin *p, const struct ioq_inventory *inv,
+                             const struct ioq_config *c) {
+  char why[160];
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  for (size_t i = 0; cd && i < n; i++) {
+    const struct ioq_disk *d = &cd[i].disk;
+    /* a healthy one is listed Unhealthy first: kubelet may be allocating its units now */
+    if (cd[i].healthy || probed(inv, d->dev.name) ||
+        catalog_fault_of(inv->faults, inv->n_faults, d))
+      continue;
+    uint64_t held[IOQ_RES_COUNT];
+    listview_allocated(p->table, d->dev.name, held);
+    if (held[IOQ_RES_BANDWIDTH] || held[IOQ_RES_IOPS])
+      continue; /* its pods keep their grants; it goes after them */
+    if (catalog_forget(p->catalog, d->dev.name))
+      ioq_info("disk no longer managed disk=%s dev=%u:%u reason=\"%s, and no pod holds its units\"",
+               d->dev.name, cd[i].dev.major, cd[i].dev.minor,
+               disks_unselected_why(c, why, sizeof why));
+  }
+  free(cd);
 }

@@ -475,26 +475,27 @@ static json_object *explain_monitor_json(struct plugin *p, const char *uid) {
 }
 
 static json_object *node_policy_section(struct plugin *p, const char *uid) {
+  const struct ioq_config *c = plugin_cfg(p); /* the node pool's in force: one for the section */
   json_object *o = json_object_new_object();
   json_object *w = json_object_new_object();
   /* 0 = the plugin leaves the QoS cgroup's weight as it is */
-  put_u64(w, "Burstable", p->cfg.node_policy.weight_burstable);
-  put_u64(w, "BestEffort", p->cfg.node_policy.weight_besteffort);
+  put_u64(w, "Burstable", c->node_policy.weight_burstable);
+  put_u64(w, "BestEffort", c->node_policy.weight_besteffort);
   add(o, "qosClassWeights", w);
   json_object *ic = json_object_new_object();
-  put_bool(ic, "enable", p->cfg.node_policy.iocost_enable);
-  if (p->cfg.node_policy.iocost_enable) {
-    put_str(ic, "ctrl", p->cfg.node_policy.iocost_ctrl_user ? "user" : "auto");
-    add(ic, "min", json_object_new_double(p->cfg.node_policy.iocost_min));
-    add(ic, "max", json_object_new_double(p->cfg.node_policy.iocost_max));
-    put_u64(ic, "latencyUs", p->cfg.node_policy.iocost_latency_us);
+  put_bool(ic, "enable", c->node_policy.iocost_enable);
+  if (c->node_policy.iocost_enable) {
+    put_str(ic, "ctrl", c->node_policy.iocost_ctrl_user ? "user" : "auto");
+    add(ic, "min", json_object_new_double(c->node_policy.iocost_min));
+    add(ic, "max", json_object_new_double(c->node_policy.iocost_max));
+    put_u64(ic, "latencyUs", c->node_policy.iocost_latency_us);
   }
   add(o, "iocost", ic);
   json_object *ug = json_object_new_object();
-  put_bool(ug, "enable", p->cfg.node_policy.ungranted_enable && p->ug);
-  put_u64(ug, "intervalMs", p->cfg.node_policy.ungranted_interval_ms);
-  put_bool(ug, "lend", p->cfg.node_policy.ungranted_lend);
-  put_u64(ug, "lendSampleMs", p->cfg.node_policy.ungranted_lend_sample_ms);
+  put_bool(ug, "enable", p->cfg.node_policy.ungranted_enable && p->ug); /* fixed at start */
+  put_u64(ug, "intervalMs", c->node_policy.ungranted_interval_ms);
+  put_bool(ug, "lend", c->node_policy.ungranted_lend);
+  put_u64(ug, "lendSampleMs", c->node_policy.ungranted_lend_sample_ms);
   if (p->ug) {
     json_object *pod = ungranted_pod_json(p->ug, uid);
     if (pod)

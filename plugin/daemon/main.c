@@ -189,6 +189,7 @@ static void teardown(struct plugin *p) {
     if (p->ep[r].p)
       endpoint_stop(&p->ep[r], true);
   httpd_stop(p->http);
+  nodepool_stop(p->np); /* before the events and the reconciler it posts to and kicks */
   ungranted_stop(p->ug);
   monitor_stop(p->mon);
   reconciler_stop(p->rec);
@@ -215,6 +216,9 @@ static void teardown(struct plugin *p) {
   p->nvmet = NULL;
   catalog_free(p->catalog);
   metrics_free(p->metrics);
+  atomic_store(&p->live, NULL); /* every reader has stopped: the pools' configs go */
+  nodepool_free(p->np);
+  p->np = NULL;
   ioq_config_free(&p->cfg);
 }
 
@@ -222,8 +226,9 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   ioq_err e;
   if (ioq_config_load(p->opts.config, &p->cfg, &e) < 0)
     goto fatal;
-  if (p->cfg.n_pools && (setup_kube(p, &e) < 0 ||
-                         nodepool_select(p->kube, p->opts.node_name, p->opts.config, &p->cfg, &e) < 0))
+  if (p->cfg.n_pools && (setup_kube(p, &e) < 0 || nodepool_select(p->kube, p->opts.node_name,
+                                                                    p->opts.config, &p->cfg, &p->np,
+                                                                    &e) < 0))
     goto fatal;
   ioq_info("ioqos-plugin starting version=%s node=%s config=%s pool=%s device_plugin_dir=%s "
            "pod_resources=%s cgroupfs_root=%s sysfs_root=%s fail_open=%s reconcile_interval=%us",
@@ -258,6 +263,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
              !(p->reg = registrar_start(p, &e))) {
     goto fatal;
   }
+  if (nodepool_watch(p->np, p, &e) < 0) /* after the reconciler and events it uses */
+    goto fatal;
   if (p->cfg.node_policy.ungranted_enable) {
     if (!(p->ug = ungranted_start(p, &e)))
       goto fatal;

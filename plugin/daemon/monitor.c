@@ -105,6 +105,9 @@ struct monitor {
   size_t n, cap;
   struct mon_disk disks[MON_DISKS];
   size_t n_disks;
+  /* the monitor section of the pass in progress: the node pool's in force
+   * when it began (plugin_cfg), one for the whole pass */
+  unsigned interval_s, window_s, event_interval_s;
   /* cost */
   uint64_t passes, read_fail;
   double last_pass_s, cpu_s;
@@ -271,15 +274,15 @@ static void not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, s
            "grant not met on disk %s for %us: achieved read %.1f MiB/s %.0f IOPS, write %.1f MiB/s "
            "%.0f IOPS vs grant %.1f MiB/s, %s per direction; I/O stall %s; the disk "
            "delivered %.1f MiB/s %.0f IOPS of capacity %.1f MiB/s %.0f IOPS; most likely cause: %s",
-           s->disk, p->cfg.monitor.starved_window_s, r->rbps / MiBf, r->riops, r->wbps / MiBf,
+           s->disk, m->window_s, r->rbps / MiBf, r->riops, r->wbps / MiBf,
            r->wiops, (double)s->grant.rbps / MiBf, gi, stall_text(r->stall, st, sizeof st),
            d->cur.got.bps / MiBf, d->cur.got.iops, d->cur.cap_bps / MiBf, d->cur.cap_iops,
            ioq_gm_cause_text(d->cause));
   bool allow =
-      ioq_gm_ratelimit_allow(&pp->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
+      ioq_gm_ratelimit_allow(&pp->rl, ioq_mono_s(), (double)m->event_interval_s);
   ioq_warn("grant not met pod=%s/%s disk=%s verdict=starved window=%us rbps=%.0f wbps=%.0f "
            "riops=%.0f wiops=%.0f stall=%.2f disk_bps=%.0f disk_iops=%.0f cause=%s event=%s",
-           pp->ns, pp->name, s->disk, p->cfg.monitor.starved_window_s, r->rbps, r->wbps, r->riops,
+           pp->ns, pp->name, s->disk, m->window_s, r->rbps, r->wbps, r->riops,
            r->wiops, r->stall, d->cur.got.bps, d->cur.got.iops, ioq_gm_cause_name(d->cause),
            allow ? "posted" : "rate-limited");
   if (!allow) {
@@ -312,10 +315,10 @@ static void disk_under(struct monitor *m, struct mon_disk *d, double grants_want
   struct plugin *p = m->p;
   const double MiBf = 1048576.0;
   bool allow =
-      ioq_gm_ratelimit_allow(&d->rl, ioq_mono_s(), (double)p->cfg.monitor.event_interval_s);
+      ioq_gm_ratelimit_allow(&d->rl, ioq_mono_s(), (double)m->event_interval_s);
   ioq_warn("disk under-delivers disk=%s window=%us disk_bps=%.0f disk_iops=%.0f busy=%.2f "
            "inflight=%.1f cap_bps=%.0f grants_wanting_bps=%.0f event=%s",
-           d->name, p->cfg.monitor.starved_window_s, d->cur.got.bps, d->cur.got.iops,
+           d->name, m->window_s, d->cur.got.bps, d->cur.got.iops,
            d->cur.got.busy, d->cur.got.queue, d->cur.cap_bps, grants_wanting,
            allow ? "posted" : "rate-limited");
   if (!allow) {
@@ -329,7 +332,7 @@ static void disk_under(struct monitor *m, struct mon_disk *d, double grants_want
               "pods starve below grants summing to %.1f MiB/s (capacity %.1f MiB/s %.0f IOPS): the "
               "capacity is probably too high; measure it with `ioqosctl calibrate --disk %s` and "
               "set it (devices[].capacity or calibrationFile)",
-              d->name, p->cfg.monitor.starved_window_s, d->cur.got.bps / MiBf, d->cur.got.iops,
+              d->name, m->window_s, d->cur.got.bps / MiBf, d->cur.got.iops,
               d->cur.got.busy * 100.0, d->cur.got.queue, grants_wanting / MiBf,
               d->cur.cap_bps / MiBf, d->cur.cap_iops, d->name);
 }
@@ -354,8 +357,12 @@ static void hist_push(struct mon_slot *s, double wall) {
 static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
   struct plugin *p = m->p;
   *out = NULL;
-  double window = (double)p->cfg.monitor.starved_window_s;
-  double recover = 3.0 * (double)p->cfg.monitor.interval_s;
+  const struct ioq_config *c = plugin_cfg(p);
+  m->interval_s = c->monitor.interval_s;
+  m->window_s = c->monitor.starved_window_s;
+  m->event_interval_s = c->monitor.event_interval_s;
+  double window = (double)m->window_s;
+  double recover = 3.0 * (double)m->interval_s;
   struct applied_pod *ap = NULL;
   size_t nap = podtable_snapshot(p->table, &ap);
   struct cat_disk *cd = NULL;
@@ -536,10 +543,10 @@ static size_t pass_locked(struct monitor *m, struct monitor_sample **out) {
     if (!d->cur.known)
       continue;
     bool under = starved_on[i] && d->cause == IOQ_GM_CAUSE_CAPACITY && d->cur.got.bps < wanting[i];
-    double dt = (double)p->cfg.monitor.interval_s;
+    double dt = (double)m->interval_s;
     enum ioq_gm_action a = ioq_gm_track_step(&d->track, under ? IOQ_GM_STARVED : IOQ_GM_WITHIN,
                                              now, dt, window, recover);
-    if (a == IOQ_GM_NOT_MET && d->rl.any && now - d->rl.last < (double)p->cfg.monitor.event_interval_s)
+    if (a == IOQ_GM_NOT_MET && d->rl.any && now - d->rl.last < (double)m->event_interval_s)
       ioq_gm_track_declined(&d->track);
     if (a == IOQ_GM_NOT_MET)
       disk_under(m, d, wanting[i]);
@@ -621,9 +628,10 @@ struct json_object *monitor_pod_json(struct monitor *m, const char *uid, ioq_err
   json_object_object_add(o, "namespace", json_object_new_string(pp->ns));
   json_object_object_add(o, "name", json_object_new_string(pp->name));
   json_object_object_add(o, "cgroup", json_object_new_string(pp->cgroup));
-  json_object_object_add(o, "intervalSeconds", json_object_new_int((int)m->p->cfg.monitor.interval_s));
+  const struct ioq_config *c = plugin_cfg(m->p);
+  json_object_object_add(o, "intervalSeconds", json_object_new_int((int)c->monitor.interval_s));
   json_object_object_add(o, "starvedWindowSeconds",
-                         json_object_new_int((int)m->p->cfg.monitor.starved_window_s));
+                         json_object_new_int((int)c->monitor.starved_window_s));
   json_object *disks = json_object_new_array();
   for (size_t k = 0; k < pp->n; k++) {
     struct mon_slot *s = &pp->s[k];
@@ -697,9 +705,10 @@ struct json_object *monitor_pod_json(struct monitor *m, const char *uid, ioq_err
 
 static void *mon_main(void *arg) {
   struct monitor *m = arg;
-  double interval = (double)m->p->cfg.monitor.interval_s;
   double next = ioq_mono_s();
   for (;;) {
+    /* the node pool in force sets it: taken again for every wait */
+    double interval = (double)plugin_cfg(m->p)->monitor.interval_s;
     double now = ioq_mono_s();
     if (now >= next) {
       monitor_pass(m);

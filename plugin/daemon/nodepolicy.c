@@ -38,8 +38,7 @@ static void failed(struct plugin *p, const ioq_err *e) {
  * that iocost (vrate pinned) issues no more than that, spread over its
  * period. A token-bucket disk then never runs dry under the throttled bursts
  * blk-throttle releases once per slice (100 ms on Debian's 6.1 kernels). */
-static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
-  const struct ioq_config *c = &p->cfg;
+static unsigned apply_pace(struct plugin *p, const struct ioq_config *c, const struct ioq_disk *d) {
   double pace;
   ioq_err e;
   switch (ioq_pace_of(c, p->layout.io_version, d, &pace, &e)) {
@@ -72,13 +71,13 @@ static unsigned apply_pace(struct plugin *p, const struct ioq_disk *d) {
   return 1;
 }
 
-static unsigned apply_iocost(struct plugin *p, const struct ioq_disk *d) {
-  const struct ioq_config *c = &p->cfg;
+static unsigned apply_iocost(struct plugin *p, const struct ioq_config *c,
+                             const struct ioq_disk *d) {
   struct ioq_iocost_qos want = {.enable = true, .ctrl_user = c->node_policy.iocost_ctrl_user,
                                 .min = c->node_policy.iocost_min, .max = c->node_policy.iocost_max,
                                 .latency_us = c->node_policy.iocost_latency_us};
   /* the model before enabling, so iocost starts at the paced rate */
-  unsigned writes = apply_pace(p, d);
+  unsigned writes = apply_pace(p, c, d);
   for (size_t i = 0; i < d->n_leaves; i++) {
     struct ioq_devno dev = {d->leaves[i].major, d->leaves[i].minor};
     bool changed;
@@ -152,8 +151,8 @@ static unsigned apply_qos_weight(struct plugin *p, const struct ioq_inventory *i
   return writes;
 }
 
-unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv) {
-  const struct ioq_config *c = &p->cfg;
+unsigned nodepolicy_apply(struct plugin *p, const struct ioq_config *c,
+                          const struct ioq_inventory *inv) {
   unsigned writes = 0;
   if (c->node_policy.iocost_enable) {
     if (p->layout.io_version != IOQ_CGV2) {
@@ -163,7 +162,7 @@ unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv) {
       g_v1_iocost_said = true;
     } else {
       for (size_t i = 0; i < inv->n; i++)
-        writes += apply_iocost(p, &inv->disks[i]);
+        writes += apply_iocost(p, c, &inv->disks[i]);
     }
   }
   if (c->node_policy.weight_burstable)

@@ -3,13 +3,16 @@
 #ifndef IOQOS_PLUGIN_NODEPOLICY_H
 #define IOQOS_PLUGIN_NODEPOLICY_H
 
+#include "ioqos/config.h"
 #include "ioqos/probe.h"
 
 struct plugin;
 
-/* Applies the policy to the disks of `inv`; returns how many kernel files it
- * changed (the probe then sees e.g. iocost enabled). Failures are logged and
- * counted, never fatal: the policy is an opt-in extra. */
-unsigned nodepolicy_apply(struct plugin *p, const struct ioq_inventory *inv);
+/* Applies the policy of c (the config in force, plugin_cfg) to the disks of
+ * `inv`; returns how many kernel files it changed (the probe then sees e.g.
+ * iocost enabled). Failures are logged and counted, never fatal: the
+ * policy is an opt-in extra. */
+unsigned nodepolicy_apply(struct plugin *p, const struct ioq_config *c,
+                          const struct ioq_inventory *inv);
 
 #endif

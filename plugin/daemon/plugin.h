@@ -32,6 +32,7 @@ struct ungranted;
 struct drastate;
 struct dradriver;
 struct nvmetns;
+struct nodepool;
 
 #define KUBELET_SOCKET_NAME "kubelet.sock"
 #define DP_API_VERSION "v1beta1"
@@ -48,7 +49,14 @@ struct nvmetns;
 
 struct plugin {
   struct plugin_opts opts;
+  /* The config as selected at start, never changed afterwards: read its
+   * units and placement policy (the same in every pool) and the settings
+   * only a restart changes (poolswitch.h) from here, on any thread. The
+   * settings a node pool changes at run time are read through plugin_cfg. */
   struct ioq_config cfg;
+  /* The config in force since the node was last moved to another pool
+   * (nodepool.c); NULL = cfg. Each one stays allocated until teardown. */
+  _Atomic(const struct ioq_config *) live;
   struct ioq_probe_opts probe;
   char kubepods_dir[PATH_MAX]; /* for the probe; "" = let it look */
   struct ioq_cg_layout layout; /* the io hierarchy */
@@ -70,6 +78,7 @@ struct plugin {
   struct drastate *dra;     /* DRA mode: the prepared claims; NULL in device-plugin mode */
   struct dradriver *drad;   /* DRA mode: kubelet's DRA service, registration, ResourceSlice */
   struct nvmetns *nvmet;    /* NVMe-oF target namespaces (config nvmet) */
+  struct nodepool *np;      /* config pools: the Node's labels pick the pool; NULL without pools */
   struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
   struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */
@@ -80,5 +89,12 @@ struct plugin {
   atomic_bool first_reconcile_done;
   atomic_bool dra_recovered; /* DRA mode: drarecover.h ran once to the end */
 };
+
+/* The config in force (its node pool's), for one pass: take it once and use
+ * that pointer throughout, so no pass mixes two pools' settings. Any thread. */
+static inline const struct ioq_config *plugin_cfg(struct plugin *p) {
+  const struct ioq_config *c = atomic_load_explicit(&p->live, memory_order_acquire);
+  return c ? c : &p->cfg;
+}
 
 #endif

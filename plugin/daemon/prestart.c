@@ -42,7 +42,7 @@ static void fail(struct plugin *p, enum ioq_resource r, struct grpcs_reply *out,
                  grpc_status_code code, enum fail_reason why, const char *pod_ns,
                  const char *pod_name, const char *uid, const char *msg) {
   metrics_err(p->metrics, why);
-  bool open = p->cfg.enforcement.fail_open && why != FAIL_INVALID_IDS;
+  bool open = plugin_cfg(p)->enforcement.fail_open && why != FAIL_INVALID_IDS;
   ioq_error("prestart failed resource=%s pod=%s/%s reason=%s fail_open=%s error=\"%s\"",
             ioq_resource_name(r), pod_ns ? pod_ns : "?", pod_name ? pod_name : "?",
             fail_reason_name(why), open ? "true" : "false", msg);

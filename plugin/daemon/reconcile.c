@@ -46,6 +46,7 @@ struct reconciler {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool kicked, stop;
+  bool probe; /* the next pass re-probes first (reconciler_kick_probe) */
   char *published; /* last annotation the API server accepted, without publishedAt */
   time_t published_at; /* when it was (wall clock, as in publishedAt) */
   double publish_due, publish_backoff;
@@ -58,13 +59,14 @@ static char g_probe_err[IOQ_ERR_MSG_MAX]; /* only the reconcile thread and start
 void inventory_refresh(struct plugin *p) {
   struct ioq_inventory inv;
   ioq_err e;
+  const struct ioq_config *c = plugin_cfg(p); /* one pool's settings for the whole refresh */
   metrics_inc(p->metrics, C_PROBES);
-  if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) == 0) {
+  if (ioq_inventory_build(c, &p->probe, &inv, &e) == 0) {
     /* the node policy can change what the probe finds (iocost on a disk
      * makes io.weight effective): probe again after it changed something */
-    if (nodepolicy_apply(p, &inv) > 0) {
+    if (nodepolicy_apply(p, c, &inv) > 0) {
       ioq_inventory_free(&inv);
-      if (ioq_inventory_build(&p->cfg, &p->probe, &inv, &e) < 0)
+      if (ioq_inventory_build(c, &p->probe, &inv, &e) < 0)
         goto failed;
     }
     /* after the node policy, which paces at everything granted (namespaces
@@ -74,7 +76,14 @@ void inventory_refresh(struct plugin *p) {
       ioq_info("disk probe recovered");
     g_probe_err[0] = '\0';
     catalog_set_faults(p->catalog, inv.faults, inv.n_faults); /* first: reasons of lost disks */
-    catalog_update(p->catalog, inv.disks, inv.n, NULL);
+    /* once the node has moved to another pool, a known disk the probe
+     * lost without a selector fault is one the pool in force does not select */
+    char why[160];
+    bool moved = atomic_load(&p->live) != NULL;
+    if (moved)
+      disks_forget_unselected(p, &inv, c);
+    catalog_update(p->catalog, inv.disks, inv.n,
+                   moved ? disks_unselected_why(c, why, sizeof why) : NULL);
     disks_report_health(p);
     /* selectors that gave no disk cost only themselves; with none left
      * there is nothing to serve (readyz says why) */
@@ -387,10 +396,11 @@ static void publish(struct reconciler *rc) {
 static void *reconciler_main(void *arg) {
   struct reconciler *rc = arg;
   struct plugin *p = rc->p;
-  double interval = p->cfg.enforcement.reconcile_interval_s ? p->cfg.enforcement.reconcile_interval_s
-                                                            : 10;
   double last = 0;
   for (;;) {
+    /* the pool in force sets it: taken again for every wait */
+    unsigned every = plugin_cfg(p)->enforcement.reconcile_interval_s;
+    double interval = every ? every : 10;
     pthread_mutex_lock(&rc->mu);
     double next = last + interval;
     while (!rc->stop && !rc->kicked) {
@@ -403,8 +413,8 @@ static void *reconciler_main(void *arg) {
       if (pthread_cond_timedwait(&rc->cv, &rc->mu, &ts) == ETIMEDOUT && until < next)
         break;
     }
-    bool stop = rc->stop;
-    rc->kicked = false;
+    bool stop = rc->stop, probe = rc->probe;
+    rc->kicked = rc->probe = false;
     pthread_mutex_unlock(&rc->mu);
     if (stop)
       break;
@@ -413,7 +423,7 @@ static void *reconciler_main(void *arg) {
       struct timespec ts = {0, (long)((MIN_PASS_GAP_S - (now - last)) * 1e9)};
       nanosleep(&ts, NULL);
     }
-    if (ioq_mono_s() >= next || last == 0) {
+    if (ioq_mono_s() >= next || last == 0 || probe) {
       inventory_refresh(p);
     }
     reconcile_pass(p);
@@ -450,6 +460,15 @@ void reconciler_kick(struct reconciler *rc) {
     return;
   pthread_mutex_lock(&rc->mu);
   rc->kicked = true;
+  pthread_cond_signal(&rc->cv);
+  pthread_mutex_unlock(&rc->mu);
+}
+
+void reconciler_kick_probe(struct reconciler *rc) {
+  if (!rc)
+    return;
+  pthread_mutex_lock(&rc->mu);
+  rc->kicked = rc->probe = true;
   pthread_cond_signal(&rc->cv);
   pthread_mutex_unlock(&rc->mu);
 }

@@ -11,6 +11,9 @@ struct reconciler;
 
 struct reconciler *reconciler_start(struct plugin *p, ioq_err *e);
 void reconciler_kick(struct reconciler *r);
+/* A kick whose pass also re-probes the disks first (the config in force
+ * changed: devices, capacities, node policy). NULL-safe, any thread. */
+void reconciler_kick_probe(struct reconciler *r);
 /* Ends the thread; kicks are still safe until reconciler_free. */
 void reconciler_stop(struct reconciler *r);
 void reconciler_free(struct reconciler *r);

@@ -459,6 +459,7 @@ done:
 static void pass_locked(struct ungranted *u) {
   struct plugin *p = u->p;
   ioq_err e;
+  u->c = plugin_cfg(p);
   memcpy(u->prev_notes, u->notes, sizeof u->notes);
   u->n_prev_notes = u->n_notes;
   u->n_notes = 0;
@@ -487,7 +488,7 @@ static void pass_locked(struct ungranted *u) {
       continue; /* gone or not enforceable: its lines cannot be written (nor need to be) */
     bool was = dk->active;
     dk->active = held[0] || held[1];
-    ioq_ug_pool(&cd[i].disk, &p->cfg.units, p->cfg.node_policy.ungranted_headroom_share, held,
+    ioq_ug_pool(&cd[i].disk, &p->cfg.units, u->c->node_policy.ungranted_headroom_share, held,
                 dk->base_pool);
     /* what is lent is added by ug_lend_pass once the lenders are measured */
     memcpy(dk->pool, dk->base_pool, sizeof dk->pool);
@@ -660,10 +661,12 @@ json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
 
 static void *ug_main(void *arg) {
   struct ungranted *u = arg;
-  double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
-  double sample = u->p->cfg.node_policy.ungranted_lend_sample_ms / 1000.0;
   double next = 0, next_sample = 0;
   for (;;) {
+    /* the node pool in force sets them: taken again for every wait */
+    const struct ioq_config *c = plugin_cfg(u->p);
+    double interval = c->node_policy.ungranted_interval_ms / 1000.0;
+    double sample = c->node_policy.ungranted_lend_sample_ms / 1000.0;
     double now = ioq_mono_s();
     if (now >= next) {
       ungranted_sync(u);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ioqos/cgwrite.h"
+#include "ioqos/config.h"
 #include "ioqos/histogram.h"
 #include "ioqos/podcg.h"
 #include "ioqos/ungranted.h"
@@ -70,6 +71,9 @@ struct ug_disk {
 struct ungranted {
   struct plugin *p;
   pthread_mutex_t mu; /* one pass at a time; guards everything below */
+  /* the config of the pass or sample in progress: the node pool's in force
+   * when it began (plugin_cfg), one for all of it */
+  const struct ioq_config *c;
   struct ug_pod *pods;
   size_t n, cap;
   struct ug_disk disks[UG_DISKS_MAX];

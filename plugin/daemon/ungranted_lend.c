@@ -122,8 +122,8 @@ static bool has_grant(const struct ungranted *u, const struct ug_pod *pp) {
 }
 
 void ug_lend_pods(struct ungranted *u, double now) {
-  double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
-  if (!u->p->cfg.node_policy.ungranted_lend)
+  double interval = u->c->node_policy.ungranted_interval_ms / 1000.0;
+  if (!u->c->node_policy.ungranted_lend)
     return;
   for (size_t i = 0; i < u->n; i++) {
     struct ug_pod *pp = &u->pods[i];
@@ -149,14 +149,14 @@ void ug_lend_pods(struct ungranted *u, double now) {
 }
 
 void ug_lend_pass(struct ungranted *u, size_t d) {
-  bool on = u->p->cfg.node_policy.ungranted_lend;
-  double reserve = u->p->cfg.node_policy.ungranted_lend_reserve;
+  bool on = u->c->node_policy.ungranted_lend;
+  double reserve = u->c->node_policy.ungranted_lend_reserve;
   struct ug_disk *dk = &u->disks[d];
   uint64_t before[IOQ_RES_COUNT];
   memcpy(before, dk->lent, sizeof before);
   /* passes also run on demand (a pod cgroup came, a PreStart): a lender is
    * judged over whole intervals only, so that quiet passes mean quiet time */
-  double interval = u->p->cfg.node_policy.ungranted_interval_ms / 1000.0;
+  double interval = u->c->node_policy.ungranted_interval_ms / 1000.0;
   for (size_t i = 0; i < u->n; i++) {
     struct ug_slot *s = &u->pods[i].s[d];
     if (!s->granted)
@@ -242,7 +242,8 @@ static bool sample_slot(struct ungranted *u, struct ug_pod *pp, size_t d, const 
 }
 
 void ug_lend_sample(struct ungranted *u) {
-  double min_dt = u->p->cfg.node_policy.ungranted_lend_sample_ms / 2000.0;
+  u->c = plugin_cfg(u->p);
+  double min_dt = u->c->node_policy.ungranted_lend_sample_ms / 2000.0;
   bool woke[UG_DISKS_MAX] = {false};
   double since[UG_DISKS_MAX];
   uint64_t lent_before[UG_DISKS_MAX][IOQ_RES_COUNT];

@@ -58,7 +58,7 @@ def _grants(spec):
 RBAC_EXPECTED = {
     "ioqos-plugin": _grants([
         ("", "pods", ["get", "list", "watch"]),
-        ("", "nodes", ["get", "patch"]),
+        ("", "nodes", ["get", "list", "watch", "patch"]),
         ("", "events", ["create"]),
     ]),
     "ioqos-scheduler-ext": _grants([
@@ -1022,8 +1022,8 @@ def cmd_rbac():
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-plugin":
-            o["rules"][1]["verbs"].append("list")
-    control("plugin may list nodes (unused)", rbac_problems, bad)
+            o["rules"][1]["verbs"].append("delete")
+    control("plugin may delete nodes (unused)", rbac_problems, bad)
     bad = copy.deepcopy(base)
     for o in bad:
         if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "ioqos-scheduler-ext":

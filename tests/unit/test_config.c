@@ -622,10 +622,13 @@ static void labels_case(const char *labels_json, const char *want_pool, const ch
   ioq_err e = {0};
   cr_assert_eq(ioq_config_parse_node(g_pools, "p.yaml", l, &c, &e), 0, "%s", e.msg);
   cr_assert_eq(c.n_pools, 2);
-  if (want_pool)
+  if (want_pool) {
     cr_assert_str_eq(c.pool, want_pool);
-  else
+    /* the index tells pools apart whatever their names (the plugin keeps one config per pool) */
+    cr_assert_eq(c.pool_index, strcmp(want_pool, "fast") == 0 ? 0u : 1u);
+  } else {
     cr_assert_null(c.pool);
+  }
   cr_assert_str_eq(c.devices[0].select, want_dev);
   cr_assert_float_eq(c.allocatable_fraction, want_frac, 1e-12);
   cr_assert(c.enforcement.fail_open, "sections a pool does not set stay the top level's");

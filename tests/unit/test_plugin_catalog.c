@@ -256,3 +256,37 @@ Test(catalog, disk_fault_and_selector_fault_reasons) {
   cr_assert(catalog_set_faults(c, NULL, 0));
   catalog_free(c);
 }
+
+/* issue 30 item 5: a disk the node's new pool no longer selects leaves the
+ * lists (catalog_forget); a lost disk's selector fault is found by
+ * catalog_fault_of, which tells a disk lost from one no longer selected */
+Test(catalog, forget_drops_a_disk_and_bumps_generation) {
+  uint64_t g0 = catalog_generation(g_cat, IOQ_RES_BANDWIDTH);
+  uint64_t gi = catalog_generation(g_cat, IOQ_RES_IOPS);
+  cr_assert(catalog_forget(g_cat, "dm-0"));
+  cr_assert_gt(catalog_generation(g_cat, IOQ_RES_BANDWIDTH), g0);
+  cr_assert_eq(catalog_generation(g_cat, IOQ_RES_IOPS), gi, "dm-0 had no iops units");
+  uint64_t all, healthy;
+  catalog_totals(g_cat, IOQ_RES_BANDWIDTH, &all, &healthy);
+  cr_assert_eq(all, 10);
+  struct cat_disk cd;
+  cr_assert_not(catalog_get(g_cat, "dm-0", &cd));
+  cr_assert(catalog_get(g_cat, "sda", &cd), "the others stay");
+  cr_assert_not(catalog_forget(g_cat, "dm-0"), "unknown now");
+  char *ids[] = {"dm-0-bw-0"};
+  struct id_tally t;
+  ioq_err e;
+  cr_assert_lt(check(IOQ_RES_BANDWIDTH, ids, 1, &t, &e), 0, "its IDs are not this node's any more");
+}
+
+Test(catalog, fault_of_a_lost_disk) {
+  struct ioq_disk d = disk("sdb", 8, 16, 7, 3, true);
+  strcpy(d.selected_by, "/mnt/b");
+  struct ioq_select_fault f[2] = {{.select = "sda", .reason = "gone"},
+                                  {.select = "/mnt/b", .reason = "not found"}};
+  cr_assert_eq(catalog_fault_of(f, 2, &d), &f[1]);
+  cr_assert_null(catalog_fault_of(f, 1, &d), "its selector resolved, or is no longer configured");
+  strcpy(d.selected_by, "default: kubelet root dir");
+  cr_assert_eq(catalog_fault_of(f, 1, &d), &f[0], "the default disk has the only selector");
+  cr_assert_null(catalog_fault_of(f, 0, &d));
+}

@@ -80,6 +80,7 @@ struct ioq_config {
   bool versioned; /* the file has apiVersion and kind */
   size_t n_pools; /* entries of pools[]: the node's labels select one */
   char *pool;     /* the pool this config is for (its name or "pools[N]"); NULL = top level */
+  size_t pool_index; /* with pool: its index in pools[] (names need not be unique) */
   char *kubelet_root;
   char *calibration_file;
   struct ioq_unit_sizes units;
