@@ -81,7 +81,9 @@ static bool size_entry(const struct ioq_config *c, const struct ioq_nvmet_ns_con
       return false;
     }
   ioq_err e;
-  if (!ec->raw && ioq_grant_limits(&g, &c->units, &pn->limits, &e) < 0) {
+  /* units as a pod's grant would be written: an IOPS-only grant also capped in bandwidth at the
+   * same share of the disk (docs/enforcement.md, "A grant of one resource") */
+  if (!ec->raw && ioq_grant_limits_on_disk(&g, &c->units, total, &pn->limits, &e) < 0) {
     snprintf(pn->why, sizeof pn->why, "%s", e.msg);
     return false;
   }

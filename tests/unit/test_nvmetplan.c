@@ -101,6 +101,31 @@ Test(nvmetplan, grant_takes_units_from_the_disk) {
   ioq_config_free(&c);
 }
 
+/* An IOPS-only entry is capped in bandwidth at the same share of the disk, as a pod's IOPS-only
+ * grant is; the cap takes no bandwidth units from the disk. */
+Test(nvmetplan, iops_only_grant_capped_at_its_share_of_bandwidth) {
+  struct ioq_config c;
+  load(&c, "nvmet:\n  namespaces:\n  - subsystem: " SUB "\n    nsid: 1\n"
+           "    grant: {iops: 10}\n");
+  struct ioq_disk d;
+  disk(&d, "sdb", 8);
+  struct ioq_nvmet_inventory inv = {0};
+  add_ns(&inv, SUB, 1, "sdb", 8, true);
+  struct ioq_nvmet_plan p;
+  plan(&c, &inv, &d, 1, &p);
+  cr_assert_eq(p.ns[0].verdict, IOQ_NVMET_NS_ENFORCED, "%s", p.ns[0].why);
+  /* 10 of 50 IOPS units = 0.2 of the disk: 20 of its 100 bandwidth units */
+  cr_assert_eq(p.ns[0].limits.riops, 1000);
+  cr_assert_eq(p.ns[0].limits.rbps, 20 * MIB, "rbps %llu", (unsigned long long)p.ns[0].limits.rbps);
+  cr_assert_eq(p.ns[0].limits.wbps, 20 * MIB);
+  cr_assert_eq(p.ns[0].units[IOQ_RES_BANDWIDTH], 0);
+  cr_assert_eq(d.units[IOQ_RES_BANDWIDTH], 100);
+  cr_assert_eq(d.units[IOQ_RES_IOPS], 40);
+  ioq_nvmet_plan_free(&p);
+  free(inv.ns);
+  ioq_config_free(&c);
+}
+
 Test(nvmetplan, kernel_without_cgroup_id_still_reserves) {
   struct ioq_config c;
   load(&c, "nvmet:\n  namespaces:\n  - subsystem: " SUB "\n    grant: {bandwidth: 20}\n"
