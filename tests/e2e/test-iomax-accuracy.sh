@@ -81,8 +81,10 @@ echo "$VD rbps=max" > "$POD/io.max"
 # Under TCG every buffered byte is copied by emulated guest code: on a busy host the writer
 # may not dirty pages as fast as the limit lets them out (CI: 0.75 of 40 MiB/s). So the
 # same writer runs unthrottled just before and just after, and the floor is checked
-# against min(limit, the slower of the two); the ceiling against the limit alone, so an
-# overshoot always fails.
+# against min(limit, half the slower of the two): a throttled writer needs headroom on a
+# starved guest (blk-throttle's bursts and balance_dirty_pages' sleeps wake late; measured
+# in tests/kernel/v2-enforce.sh, which says more); on a quiet host that is the limit. The
+# ceiling is checked against the limit alone, so an overshoot always fails.
 LB=$((40 * MiB))
 SZ=$((LB / MiB * (RT + 2)))
 echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
@@ -100,14 +102,15 @@ echo "$VD wbps=$LB" > "$POD/io.max"
 buffered "buffered under wbps=40 MiB/s" /tmp/buffered-samples.txt; LIM_STEADY=$steady LIM_WHOLE=$whole LIM_RC=$frc LIM_CHARGED=$charged
 echo "$VD wbps=max" > "$POD/io.max"
 buffered "buffered unthrottled (after)"; [ "${steady:-0}" -lt "$REF" ] && REF=$steady
+REF=$((REF / 2))
 [ "$REF" -gt "$LB" ] && REF=$LB
 check_eq "buffered writer (dd conv=fsync) succeeded" 0 "${LIM_RC:-x}"
 echo "{\"jobs\":[{\"write\":{\"bw_bytes\":${LIM_STEADY:-0}}}]}" > /tmp/virtio-buffered-write.json
 LO=0 report virtio-buffered-write write $LB  # the ceiling here; the floor is the next check
 F=$(ratio "${LIM_STEADY:-0}" "$REF")
 if awk -v f="$F" -v lo="$LO" 'BEGIN { exit !(f >= lo) }'; then
-    ok "virtio-buffered-write achieved/min(limit, unthrottled $(mib "$REF") MiB/s): $F >= $LO"
-else not_ok "virtio-buffered-write achieved/min(limit, unthrottled $(mib "$REF") MiB/s): $F < $LO"; fi
+    ok "virtio-buffered-write achieved/min(limit, unthrottled / 2 = $(mib "$REF") MiB/s): $F >= $LO"
+else not_ok "virtio-buffered-write achieved/min(limit, unthrottled / 2 = $(mib "$REF") MiB/s): $F < $LO"; fi
 info "buffered write incl. dirtying and fsync: $(mib "${LIM_WHOLE:-0}") MiB/s for ${SZ} MiB (wall clock; steady writeback above)"
 [ -z "${IOQOS_E2E_DEBUG:-}" ] || { echo "buffered samples (s MiB):"; tr '\n' ' ' < /tmp/buffered-samples.txt; echo; }
 check "buffered writeback is charged to the cgroup (io.stat wbytes >= ${SZ} MiB)" \

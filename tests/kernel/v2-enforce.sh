@@ -98,9 +98,16 @@ buffered() {
 # after the run under LIMIT (POD's io.max on the virtio disk). Under TCG every buffered
 # byte is copied by emulated code: on a busy host the writer alone may not reach the
 # limit (seen in CI: 0.68 and 0.77 of 40 MiB/s; unthrottled, 0.74 of it with one CPU
-# hog beside the VM). So the floor is taken against min(LIMIT, the slower reference)
-# and the ceiling against LIMIT alone: an overshoot always fails, a slow host does not.
-# Sets RATIO (achieved / LIMIT), FLOOR (achieved / min(LIMIT, references)), CHARGED.
+# hog beside the VM). And a throttled writer needs headroom: blk-throttle lets writeback
+# out in bursts and balance_dirty_pages paces the writer with sleeps, and a starved guest
+# wakes late from both (2026-12-04, one busy loop beside the VM: unthrottled 66.6 and
+# 92.9 MB/s, under 40 MiB/s 27.5 MB/s = 0.66 of the limit; the same run quiet: 95.6 /
+# 119.5, and 0.97 of the limit). So the floor is taken against min(LIMIT, half the slower
+# reference): on a quiet host (references above twice the limit) that is the limit itself,
+# as before; and the ceiling against LIMIT alone: an overshoot always fails, a slow host
+# does not. What the floor still proves: the writer is held near the limit asked, not at a
+# fraction of it (a limit written at half its value fails whenever the host is not starved).
+# Sets RATIO (achieved / LIMIT), FLOOR (achieved / min(LIMIT, references / 2)), CHARGED.
 buffered_limited() {
     local name=$1 limit=$2 pod=$3 ctr=$4 mb=$5 ref achieved charged ratio
     "$CTL" apply --cgroup "$pod" --device "$VD" --wbps max > /dev/null || kt_die "apply $VD max"
@@ -112,10 +119,11 @@ buffered_limited() {
     "$CTL" apply --cgroup "$pod" --device "$VD" --wbps max > /dev/null || kt_die "apply $VD max"
     buffered "$name-unthrottled-after" "$limit" "$pod" "$ctr" "$mb"
     [ "$RATE" -lt "$ref" ] && ref=$RATE
+    ref=$((ref / 2))
     [ "$ref" -gt "$limit" ] && ref=$limit
     RATIO=$ratio CHARGED=$charged
     FLOOR=$(ratio "$achieved" "$ref")
-    echo "info - $name: reference min(limit, unthrottled) $ref B/s, achieved/reference $FLOOR"
+    echo "info - $name: reference min(limit, unthrottled / 2) $ref B/s, achieved/reference $FLOOR"
 }
 
 check() {
@@ -146,9 +154,18 @@ check "v2 direct 4k randread IOPS" "$RATIO"
 echo $((16 * MiB)) > /proc/sys/vm/dirty_background_bytes
 echo $((64 * MiB)) > /proc/sys/vm/dirty_bytes
 buffered_limited v2-buffered-write $((40 * MiB)) "$POD" "$CTR" 300
+# Below the floor: measured once more, references included (a burst of load on the host
+# passes; a limit that holds the writer too low fails twice). The ceiling is checked on the
+# highest ratio of the attempts: an overshoot in any of them fails.
+if ! awk -v f="$FLOOR" -v lo="$LO" 'BEGIN { exit !(f >= lo) }'; then
+    echo "info - v2 buffered write: $FLOOR of the reference, below $LO: measuring again"
+    first=$RATIO
+    buffered_limited v2-buffered-write-again $((40 * MiB)) "$POD" "$CTR" 300
+    awk -v a="$first" -v b="$RATIO" 'BEGIN { exit !(a > b) }' && RATIO=$first
+fi
 if awk -v f="$FLOOR" -v lo="$LO" 'BEGIN { exit !(f >= lo) }'; then
-    ok "v2 buffered write (memory+io) achieved/min(limit, unthrottled) $FLOOR >= $LO"
-else fail "v2 buffered write (memory+io) achieved/min(limit, unthrottled) $FLOOR < $LO"; fi
+    ok "v2 buffered write (memory+io) achieved/min(limit, unthrottled / 2) $FLOOR >= $LO"
+else fail "v2 buffered write (memory+io) achieved/min(limit, unthrottled / 2) $FLOOR < $LO"; fi
 if awk -v r="$RATIO" -v hi="$HI" 'BEGIN { exit !(r <= hi) }'; then
     ok "v2 buffered write (memory+io) achieved/limit $RATIO <= $HI"
 else fail "v2 buffered write (memory+io) achieved/limit $RATIO > $HI (the limit did not hold)"; fi
