@@ -23,9 +23,10 @@ machine: no ratios, no targets.
     machine the disk reaches "full" only in some seconds (12.4 s seen with
     the host's load average at 14; 5.4-6.4 s otherwise)
   - with a pod without a grant next to them (stage ioqos+1u, when run): the backup
-    <= 1.15 of its grant, the ungranted pod <= 1.1 x
-    the pool (headroomShare x what the disk does not advertise + unheld units), and its bound in io.max when its
-    container started
+    <= 1.15 of its grant, the ungranted pod <= 1.1 x its bound: the pool (headroomShare x
+    what the disk does not advertise + unheld units), or, where a granted pod lent part of its
+    grant during the window, the mean of the pod's io.max over it; and its bound in io.max
+    when its container started
   - lending (stage wake-up, when run): with db and backup granted and idle the plugin lends
     (its lent gauge > 0) and the pod without a grant's caps exceed the pool nobody holds; once
     db and backup run, every lent byte is taken back (a reclaim logged, each within 1000 ms of
@@ -53,14 +54,24 @@ def note_gain(note, name, stage, st):
 
 def caps_hold(check, name, stage, x, u, where=""):
     """A stage with pods without a grant: the backup within 15 % of its grant (u: the case's
-    "ungranted" figures of the stage) and those pods within 1.1 x the pool (x: the stage)."""
+    "ungranted" figures of the stage) and those pods within 1.1 x their bound (x: the stage).
+    Their bound is the pool, plus what a granted pod lends while it uses less than its grant:
+    with lending on, a db slowed by a busy host (TCG) lends part of its grant while it runs,
+    and the bound is then the mean of their io.max over the window (seen with one CPU hog:
+    a pool of 20 MiB/s, a bound of 1.43 x it at times, the pod at 22.1 MiB/s). Whether the
+    lent part is taken back is the wake-up stage's check."""
     sat = u.get("satisfaction")
     check(sat is not None and sat <= 1.15,
           "%s: %s backup achieved/granted %.3f <= 1.15" % (name, stage, sat or 0))
     agg, pool = x.get("nb_aggregate_bytes"), x.get("pool_bytes")
-    check(agg is not None and pool and agg <= 1.1 * pool,
-          "%s: %s pod without a grant %.1f MiB/s <= 1.1 x pool %.1f MiB/s%s" % (
-              name, stage, (agg or 0) / 1048576.0, (pool or 0) / 1048576.0, where))
+    bound, lent = pool, ""
+    if pool and (x.get("nb_caps_mean_sum_bytes") or 0) > pool:
+        bound = x["nb_caps_mean_sum_bytes"]
+        lent = " + the lent part: their io.max over the window"
+    check(agg is not None and bound and agg <= 1.1 * bound,
+          "%s: %s pod without a grant %.1f MiB/s <= 1.1 x bound %.1f MiB/s (pool %.1f MiB/s%s)%s" % (
+              name, stage, (agg or 0) / 1048576.0, (bound or 0) / 1048576.0, (pool or 0) / 1048576.0,
+              lent, where))
     return sat
 
 

@@ -127,6 +127,10 @@ def summarize_neighbours(rs, case, meta):
     fails = [r.get("metrics", {}).get("ioqos_ungranted_failures_total") for r in rs]
     caps_sum = [r["caps_sum_max_bytes"] / r["pool_bytes"] for r in rs
                 if r.get("caps_sum_max_bytes") and r.get("pool_bytes")]
+    # the bound they had over the db's window, lent part included: per round the sum of each
+    # pod's mean io.max wbps (rounds where a pod had no bound at some sample are left out)
+    caps_mean = [sum(n["cap_mean_bytes"] for n in r["neighbours"]) for r in rs
+                 if r.get("neighbours") and all(n.get("cap_mean_bytes") for n in r["neighbours"])]
     return {
         "nb_count": max([len(r.get("neighbours", [])) for r in rs] or [0]),
         "nb_aggregate_bytes": med(agg), "nb_aggregate_spread": spread(agg),
@@ -141,6 +145,7 @@ def summarize_neighbours(rs, case, meta):
         "nb_failures_total_max": max([x for x in fails if x is not None] or [None]),
         "nb_bounds_left_after_release": unbounded_after,
         "nb_caps_sum_vs_pool_max": max(caps_sum) if caps_sum else None,
+        "nb_caps_mean_sum_bytes": med(caps_mean),
     }
 
 
