@@ -169,14 +169,42 @@ static bool still_registered(struct plugin *p, struct endpoint *ep, const struct
   return false;
 }
 
+/* kubelet's answer to a Register for an endpoint it already streams from (kubelet >= 1.37:
+ * the device manager keeps one connection per resource and socket path until its
+ * ListAndWatch ends) */
+#define KUBELET_ALREADY_CONNECTED "device plugin already connected"
+
+/* Registered with the kubelet behind kubelet.sock now. The identity is looked at again
+ * after Register: during a kubelet restart the file looked at before the call can be the
+ * old kubelet's, still accepting while the new one's cleanup runs, while Register already
+ * reached the new one; keeping the old identity would read the next check as another
+ * kubelet and register again, which kubelet refuses (seen on a loaded node: the gauge
+ * stayed 0 and /readyz 503 for minutes while kubelet streamed from us). */
+static void registered_with(struct plugin *p, struct endpoint *ep, const struct kubelet_view *kv) {
+  struct kubelet_view now;
+  look_at_kubelet(p->kubelet_sock, &now);
+  const struct kubelet_view *with = now.live ? &now : kv;
+  ep->kubelet_dev = with->dev;
+  ep->kubelet_ino = with->ino;
+  ep->backoff = 0;
+  set_registered(p, ep, true, NULL);
+}
+
 static void try_register(struct plugin *p, struct endpoint *ep, const struct kubelet_view *kv) {
   ioq_err e;
   if (do_register(p, ep, &e) == 0) {
-    ep->kubelet_dev = kv->dev;
-    ep->kubelet_ino = kv->ino;
-    ep->backoff = 0;
     metrics_inc_res(p->metrics, C_REGISTER_OK, ep->res);
-    set_registered(p, ep, true, NULL);
+    registered_with(p, ep, kv);
+    return;
+  }
+  /* kubelet refuses because it already holds a connection to this socket path: when it
+   * streams ListAndWatch from the socket we serve now, that connection is ours and the
+   * registration stands (a stream of an older socket of ours ended when we stopped it) */
+  if (strstr(e.msg, KUBELET_ALREADY_CONNECTED) && endpoint_streams(ep) > 0) {
+    ioq_info("kubelet already streams from our socket, registration stands resource=%s "
+             "endpoint=%s kubelet_said=\"%s\"",
+             ioq_resource_name(ep->res), ep->sock_name, e.msg);
+    registered_with(p, ep, kv);
     return;
   }
   ep->backoff = ep->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S

@@ -13,6 +13,7 @@ check failed. The install runs first whatever NAMEs are given.
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -589,6 +590,21 @@ SCENARIOS = [
 ]
 
 
+def keep_pod_logs(scenario):
+    """The ioqos pods' container logs as they are when a scenario fails: a later
+    scenario (the DRA overlay) replaces those pods, and the node's /var/log/pods copy
+    at the end would no longer hold them."""
+    dst = os.path.join(RUN, "logs", "failed-%s" % scenario)
+    try:
+        for name in os.listdir("/var/log/pods"):
+            if name.startswith(SYS + "_"):
+                shutil.copytree(os.path.join("/var/log/pods", name), os.path.join(dst, name),
+                                dirs_exist_ok=True)
+        print("    pod logs kept: %s" % dst, flush=True)
+    except OSError as e:
+        print("    pod logs not kept: %s" % e, flush=True)
+
+
 def main():
     args = sys.argv[1:]
     if args[:1] == ["--list"]:
@@ -621,6 +637,7 @@ def main():
             fn()
         except Exception as e:  # noqa: BLE001 - report and go on with the next scenario
             check(False, "scenario %s raised" % name, "%s\n%s" % (e, traceback.format_exc()))
+            keep_pod_logs(name)
         print("   (%s: %.0f s)" % (name, time.monotonic() - t), flush=True)
     print("cluster scenarios: %.0f s" % (time.monotonic() - t0))
     print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))

@@ -7,7 +7,9 @@ the order kubelet does (shared/reference/k8s-interfaces.md section 3):
 - Registration on <dp_dir>/kubelet.sock: Register checks the version and the
   resource name, then dials the plugin's endpoint and calls
   GetDevicePluginOptions *before* answering, then opens one ListAndWatch
-  stream whose messages each replace the resource's device list.
+  stream whose messages each replace the resource's device list. Like
+  kubelet 1.37, a Register for the endpoint it already streams from is
+  refused ("device plugin already connected: <path>").
 - PodResourcesLister (v1 List) on its own socket, serving a pod table the
   test sets, one ContainerDevices entry per device ID like kubelet.
 - restart(): what a kubelet restart does to the directory: every unix socket
@@ -63,6 +65,8 @@ class Kubelet:
         self.pod_resources = []  # [(ns, name, {container: {resource: [ids]}})]
         self.podres_calls = 0
         self.reject_register = None  # message: Register fails with it
+        self.refused_connected = []  # Registers refused: kubelet already streams from that socket
+        self._old_reg_servers = []
         self._reg_server = None
         self._podres_server = None
 
@@ -72,7 +76,7 @@ class Kubelet:
         self._start_podresources()
         return self
 
-    def start_registration(self):
+    def start_registration(self, name="kubelet.sock"):
         """Serves kubelet.sock (a stale file there is replaced)."""
         s = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         h = grpc.method_handlers_generic_handler("v1beta1.Registration", {
@@ -82,9 +86,20 @@ class Kubelet:
                 response_serializer=dp.Empty.SerializeToString),
         })
         s.add_generic_rpc_handlers((h,))
-        s.add_insecure_port("unix:" + os.path.join(self.dp_dir, "kubelet.sock"))
+        s.add_insecure_port("unix:" + os.path.join(self.dp_dir, name))
         s.start()
         self._reg_server = s
+
+    def replace_registration_socket(self):
+        """kubelet.sock becomes another file (a new inode, renamed into place) while
+        kubelet keeps its connections and streams to the plugins: what a plugin sees
+        when it looked at the old kubelet's file just before Register reached the new
+        one. The old server stays up until stop() (grpc unlinks a unix socket's path
+        when its server stops, which would take the new file)."""
+        old = self._reg_server
+        self.start_registration("kubelet.sock.new")
+        os.rename(os.path.join(self.dp_dir, "kubelet.sock.new"), os.path.join(self.dp_dir, "kubelet.sock"))
+        self._old_reg_servers.append(old)
 
     def _start_podresources(self):
         s = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -106,6 +121,9 @@ class Kubelet:
         if self._reg_server:
             self._reg_server.stop(0).wait()
             self._reg_server = None
+        for old in self._old_reg_servers:
+            old.stop(0).wait()
+        self._old_reg_servers = []
         if self._podres_server:
             self._podres_server.stop(0).wait()
             self._podres_server = None
@@ -158,6 +176,18 @@ class Kubelet:
                 self.register_errors.append(str(exc))
                 self.cv.notify_all()
             ctx.abort(grpc.StatusCode.UNKNOWN, "dial plugin: %s" % exc)
+        path = os.path.join(self.dp_dir, req.endpoint)
+        with self.cv:
+            old = self.plugins.get(req.resource_name)
+            connected = old is not None and old.endpoint == req.endpoint and old.stream_code is None
+            if connected:
+                self.refused_connected.append(req.resource_name)
+                self.cv.notify_all()
+        if connected:
+            # kubelet >= 1.37 (devicemanager PluginConnected): one connection per resource
+            # and socket path until its ListAndWatch ends; a second Register is refused
+            ch.close()
+            ctx.abort(grpc.StatusCode.UNKNOWN, "device plugin already connected: %s" % path)
         p = Plugin(req.resource_name, req.endpoint, opts)
         p.channel = ch
         with self.cv:

@@ -88,6 +88,28 @@ class Registration(PluginTest):
                              for r in (BW, IOPS)),
                  timeout=GAUGE_WAIT_S, what="ioqos_kubelet_registered %d (%s)" % (value, what))
 
+    def test_register_refused_as_already_connected_stands(self):
+        """kubelet.sock becomes another file while kubelet keeps streaming from our
+        sockets (as when the plugin looked at the old kubelet's file just before Register
+        reached the new one, during a kubelet restart): the plugin reads it as a new
+        kubelet and registers again; kubelet 1.37 refuses, it already streams from that
+        socket. The registration stands: gauge 1, /readyz 200 (before: 0 and 503 for
+        good, retried with back-off, seen on the real kubelet in the cluster test)."""
+        d = self.start()
+        k = self.env.kubelet
+        self.wait_gauge(d, 1, "registered")
+        for res in (BW, IOPS):
+            k.wait_list(res, lambda l: len(l) == 1000)
+        k.replace_registration_socket()
+        k.wait(lambda: set(k.refused_connected) >= {BW, IOPS}, what="both Registers refused as connected")
+        d.wait_log(r"kubelet already streams from our socket, registration stands resource=ioqos/bandwidth")
+        self.wait_gauge(d, 1, "the registration stands")
+        d.wait_ready()
+        self.assertEqual(len(k.registrations), 2, "kubelet kept the first connections")
+        # and the first streams still serve
+        a = k.allocate(BW, ["fakedisk0-bw-3"])
+        self.assertEqual(a.container_responses[0].envs["IOQOS_BANDWIDTH_BYTES_PER_SEC"], str(MIB))
+
     def test_kubelet_stopped_gauge_follows_its_socket(self):
         d = self.start()
         k = self.env.kubelet
