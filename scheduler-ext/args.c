@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "args.h"
 
-#include "ioqos/k8sname.h"
+#include "base/k8sname.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +10,7 @@ static int bad(ioq_err *e, const char *field, const char *what) {
   return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: %s", field, what);
 }
 
-/* The shared DNS-1123 checks (src/k8sname.c: no empty label, so no "a..b"),
+/* The shared DNS-1123 checks (src/base/k8sname.c: no empty label, so no "a..b"),
  * then the field's own length bound. */
 bool ext_dns_subdomain_valid(const char *s, size_t max) {
   return s && strlen(s) <= max && (max <= 63 ? ioq_k8s_label_valid(s) : ioq_k8s_subdomain_valid(s));

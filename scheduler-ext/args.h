@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
-#include "ioqos/nodeanno.h"
-#include "ioqos/podneed.h"
+#include "base/error.h"
+#include "grant/nodeanno.h"
+#include "grant/podneed.h"
 
 struct ext_args {
   json_object *pod; /* borrowed from the request */

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
-#include "ioqos/podneed.h"
+#include "base/log.h"
+#include "base/monoclock.h"
+#include "grant/podneed.h"
 
 struct placement {
   char uid[IOQ_POD_UID_MAX + 1];

@@ -25,12 +25,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/nodeanno.h" /* IOQ_POD_UID_STR_MAX */
+#include "grant/nodeanno.h" /* IOQ_POD_UID_STR_MAX */
 #include <stdint.h>
 
-#include "ioqos/error.h"
-#include "ioqos/placement.h"
-#include "ioqos/podneed.h"
+#include "base/error.h"
+#include "grant/placement.h"
+#include "grant/podneed.h"
 
 struct ext_assumed;
 struct ext_node_lock;

@@ -16,7 +16,7 @@
 #include "decide.h"
 #include "extender.h"
 #include "podsync.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 
 static void fail(struct extender *x, struct ext_reply *r, const char *fmt, const char *a,
                  const char *b, const char *msg) {

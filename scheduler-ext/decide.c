@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/podneed.h"
+#include "grant/podneed.h"
 
 #define STACK_DISKS 32
 

@@ -6,8 +6,8 @@
 #define IOQOS_EXT_DECIDE_H
 
 #include "assumed.h"
-#include "ioqos/config.h"
-#include "ioqos/placement.h"
+#include "config/config.h"
+#include "grant/placement.h"
 #include "nodeinfo.h"
 
 enum ext_verdict_kind {

@@ -8,8 +8,8 @@
 
 #include "assumed.h"
 #include "body.h"
-#include "ioqos/config.h"
-#include "ioqos/kube/kube.h"
+#include "config/config.h"
+#include "kube/kube.h"
 #include "metrics.h"
 #include "nodecache.h"
 #include "reply.h"

@@ -7,7 +7,7 @@
 #include "args.h"
 #include "decide.h"
 #include "extender.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 
 /* ExtenderFilterResult with every field, as Go marshals it. */
 static json_object *result_new(bool names_mode, json_object **passed, json_object **failed,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/units.h"
+#include "units/units.h"
 
 enum {
   OPT_LISTEN = 256,

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ioqos/config.h"
-#include "ioqos/error.h"
-#include "ioqos/log.h"
+#include "config/config.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #define EXT_MAX_SCHEDULER_NAMES 8
 #define EXT_DEFAULT_SCHEDULER_NAME "ioqos-scheduler"

@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "body.h"
-#include "ioqos/listenaddr.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "base/listenaddr.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 
 /* per-connection buffer: headers plus the chunk of body handed to us at once */
 #define CONN_MEMORY (256u * 1024u)

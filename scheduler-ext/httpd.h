@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 #include "body.h"
 #include "metrics.h"
 #include "refusal.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "flags.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 #include "service.h"
 
 int main(int argc, char **argv) {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/mountinfo.h"
+#include "base/fsutil.h"
+#include "disk/mountinfo.h"
 
 /* v1 reports "no limit" as the largest page-aligned long (9223372036854771712) */
 #define V1_UNLIMITED (1ull << 62)

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 /* Budget when there is no limit, and the clamp of the derived one. */
 #define EXT_BUDGET_UNLIMITED (1ull << 30)

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/buildinfo.h"
-#include "ioqos/histogram.h"
-#include "ioqos/procstat.h"
+#include "base/buildinfo.h"
+#include "base/histogram.h"
+#include "base/procstat.h"
 
 #define N_BUCKETS 15
 static const double g_buckets[N_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/log.h"
+#include "base/log.h"
 #include "nodemap.h"
 
 struct ext_nodecache {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/podneed.h"
+#include "grant/podneed.h"
 
 const char *ext_node_name(json_object *node) {
   json_object *name = ioq_json_field(ioq_json_field(node, "metadata"), "name");

@@ -9,8 +9,8 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
-#include "ioqos/nodeanno.h"
+#include "base/error.h"
+#include "grant/nodeanno.h"
 
 enum ext_node_status {
   EXT_NODE_OK = 0,

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/jsonfield.h"
-#include "ioqos/log.h"
+#include "base/jsonfield.h"
+#include "base/log.h"
 
 /* A placement whose pod is still unbound this long after its bind started
  * was not bound: bind takes two API calls of --kube-timeout at most. */

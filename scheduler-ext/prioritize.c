@@ -8,7 +8,7 @@
 #include "args.h"
 #include "decide.h"
 #include "extender.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 
 /* The HostPriorityList is written straight into a print buffer: thousands
  * of {"Host","Score"} json-c objects (each with its own hash table) cost

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/log.h"
-#include "ioqos/lograte.h"
-#include "ioqos/monoclock.h"
+#include "base/log.h"
+#include "base/lograte.h"
+#include "base/monoclock.h"
 
 #define WINDOW_NS ((uint64_t)EXT_REFUSAL_LOG_WINDOW_S * 1000000000u)
 

@@ -2,7 +2,7 @@
 /* Refused requests: each one is counted in
  * ioqos_extender_rejected_requests_total{reason} and logged. A client can
  * repeat a refusal as often as it likes, so the reasons logged at warn write
- * at most one line per reason per EXT_REFUSAL_LOG_WINDOW_S (ioqos/lograte.h):
+ * at most one line per reason per EXT_REFUSAL_LOG_WINDOW_S (base/lograte.h):
  * the first at once, the ones held back after it at debug only, their number
  * as suppressed=N on the reason's next warn line, or in a summary line
  * `more requests refused reason=R suppressed=N since_s=S` from

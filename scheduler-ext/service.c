@@ -11,8 +11,8 @@
 #include "httpd.h"
 #include "memlimit.h"
 #include "podsync.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 #include "tlswatch.h"
 
 struct ext_service {

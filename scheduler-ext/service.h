@@ -4,7 +4,7 @@
 #define IOQOS_EXT_SERVICE_H
 
 #include "flags.h"
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct ext_service;
 

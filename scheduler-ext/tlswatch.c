@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 
 #define PEM_MAX (1u << 20)
 

@@ -6,7 +6,7 @@
 #define IOQOS_EXT_TLSWATCH_H
 
 #include "httpd.h"
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct ext_tlswatch;
 

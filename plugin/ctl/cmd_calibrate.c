@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "ioqos/calibrate.h"
-#include "ioqos/config.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/probe.h"
+#include "probe/calibrate.h"
+#include "config/config.h"
+#include "base/fsutil.h"
+#include "probe/probe.h"
 #include "util.h"
 
 static volatile sig_atomic_t g_stop;

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/nvmet.h"
+#include "nvmet/nvmet.h"
 #include "commands.h"
-#include "ioqos/cglayout.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/podcg.h"
-#include "ioqos/units.h"
+#include "cgroup/cglayout.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "cgroup/podcg.h"
+#include "units/units.h"
 #include "util.h"
 
 #define DEFAULT_CGROUPFS "/sys/fs/cgroup"
@@ -352,7 +352,7 @@ int cmd_show(int argc, char **argv) {
   uint64_t cgid = 0;
   ioq_err ie;
   /* on cgroup v2 the kernel's cgroup ID (what nvmet's namespace cgroup_id
-   * takes, ioqos/nvmet.h) */
+   * takes, nvmet/nvmet.h) */
   if (cg.version == IOQ_CGV2 && ioq_cgroup_id(cg.dir, &cgid, &ie) == 0)
     printf("cgroup %s (cgroup v2, id %" PRIu64 ")\n", cg.dir, cgid);
   else

@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "explain_nvmet.h"
 #include "explain_render.h"
-#include "ioqos/podcg.h"
+#include "cgroup/podcg.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/var/lib/ioqos/plugin.sock"

@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "commands.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/k8sname.h"
+#include "base/fsutil.h"
+#include "base/k8sname.h"
 #include "kclient.h"
 #include "knodes.h"
 #include "kpods.h"

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "commands.h"
-#include "ioqos/config.h"
-#include "ioqos/pace.h"
-#include "ioqos/placement.h"
-#include "ioqos/nvmet.h"
-#include "ioqos/nvmetplan.h"
-#include "ioqos/probe.h"
-#include "ioqos/ungranted.h"
+#include "config/config.h"
+#include "probe/pace.h"
+#include "grant/placement.h"
+#include "nvmet/nvmet.h"
+#include "nvmet/nvmetplan.h"
+#include "probe/probe.h"
+#include "grant/ungranted.h"
 #include "probe_nvmet.h"
 #include "util.h"
 
@@ -102,7 +102,7 @@ static void print_pool(const struct ioq_config *cfg, const struct ioq_disk *d) {
     printf("                 %s\n", d->ungranted_note);
 }
 
-/* What nodePolicy.iocost.pace makes of this disk (ioqos/pace.h, the plugin's
+/* What nodePolicy.iocost.pace makes of this disk (probe/pace.h, the plugin's
  * rule), in words: "off", why it cannot be paced, or where the fraction
  * comes from. */
 static const char *pace_why(const struct ioq_config *cfg, enum ioq_pace_state st,
@@ -370,13 +370,13 @@ int cmd_probe(int argc, char **argv) {
     ioq_config_free(&cfg);
     return 1;
   }
-  /* what the node exports over NVMe-oF (ioqos/nvmet.h): its own part of
+  /* what the node exports over NVMe-oF (nvmet/nvmet.h): its own part of
    * the report, a failure there does not hide the disks */
   struct ioq_nvmet_inventory nv;
   struct ioq_nvmet_plan plan = {0};
   ioq_err ne = {0};
   /* the plugin's rule: configured namespaces take their units from the
-   * disks before they are advertised (ioqos/nvmetplan.h) */
+   * disks before they are advertised (nvmet/nvmetplan.h) */
   bool nv_ok = ioq_nvmet_probe(&po.roots, &nv, &ne) == 0;
   if (nv_ok && ioq_nvmet_plan_build(&cfg, inv.layout.io_version, &nv, inv.disks, inv.n, &plan,
                                     &ne) < 0) {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/kube/kubeconfig.h"
+#include "base/fsutil.h"
+#include "kube/kubeconfig.h"
 
 int ctl_kube_open(const struct ctl_kflags *f, struct ioq_kube **out, char *source, size_t n,
                   ioq_err *e) {

@@ -6,7 +6,7 @@
  * environment variable (one file); ~/.kube/config if it exists; the
  * in-cluster service account (KUBERNETES_SERVICE_HOST/PORT). --context picks
  * a context of the kubeconfig instead of its current-context. The API
- * client is src/kube (ioqos/kube/kube.h); this only chooses what to hand it.
+ * client is src/kube (kube/kube.h); this only chooses what to hand it.
  *
  * Lists are read page by page (limit + continue, as kubectl's --chunk-size)
  * through the streaming filter (kube_jfilter.h): memory holds one item's
@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
-#include "ioqos/kube/kube.h"
+#include "base/error.h"
+#include "kube/kube.h"
 
 #define CTL_CHUNK_DEFAULT 500
 #define CTL_CONTINUE_MAX 4096

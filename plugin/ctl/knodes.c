@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
 #include "kfmt.h"
 
 const char *const ctl_nodes_headers[CTL_NODES_COLS] = {

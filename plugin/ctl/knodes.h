@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubectl ioqos nodes: what one Node's `ioqos.io/devices` annotation says,
  * as table rows (one per disk) and a JSON entry. The annotation is read by
- * the one codec (src/nodeanno.c), never by hand. A node without the
+ * the one codec (src/grant/nodeanno.c), never by hand. A node without the
  * annotation is one row "no ioqos plugin"; an annotation the codec rejects
  * is one row naming the codec's error (the listing goes on); an annotation
  * older than CTL_ANNO_STALE_S is marked stale (its plugin stopped
@@ -13,9 +13,9 @@
 #include <json-c/json.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
-#include "ioqos/nodeanno.h"
-#include "ioqos/kube/kube_jfilter.h"
+#include "base/error.h"
+#include "grant/nodeanno.h"
+#include "kube/kube_jfilter.h"
 #include "ktable.h"
 
 #define CTL_ANNO_STALE_S 900

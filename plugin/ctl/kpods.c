@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
 #include "kfmt.h"
 
 const char *const ctl_pods_headers[CTL_PODS_COLS] = {"NAMESPACE", "NAME",  "NODE", "PHASE", "BANDWIDTH",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubectl ioqos pods: the ioqos pods (those requesting ioqos/bandwidth or
- * ioqos/iops, by the one request rule of src/podneed.c) with their grant and
+ * ioqos/iops, by the one request rule of src/grant/podneed.c) with their grant and
  * disk, as table rows and JSON entries.
  *
  * Where the disk comes from, in order: the pod annotation ioqos.io/disk (the
@@ -16,7 +16,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "ioqos/podneed.h"
+#include "grant/podneed.h"
 #include "knodes.h"
 #include "ktable.h"
 

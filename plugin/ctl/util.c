@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 
 const char *ctl_prog = "ioqosctl";
 

@@ -17,8 +17,8 @@
 #include <stddef.h>
 
 #include "catalog.h"
-#include "ioqos/error.h"
-#include "ioqos/units.h"
+#include "base/error.h"
+#include "units/units.h"
 
 #define ENV_DEVICES "IOQOS_DEVICES"
 #define ENV_BANDWIDTH "IOQOS_BANDWIDTH_BYTES_PER_SEC"

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 
 #define HEALTHY "Healthy"
 #define UNHEALTHY "Unhealthy"

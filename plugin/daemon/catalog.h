@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/disk.h"
-#include "ioqos/error.h"
-#include "ioqos/iolimit.h"
-#include "ioqos/units.h"
+#include "disk/disk.h"
+#include "base/error.h"
+#include "units/iolimit.h"
+#include "units/units.h"
 
 struct cat_disk {
   struct ioq_disk disk;        /* the last probe's facts (name, devices, caps, capacity) */

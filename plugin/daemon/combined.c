@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 #include "podtable.h"
-#include "ioqos/dirsplit.h"
-#include "ioqos/log.h"
+#include "grant/dirsplit.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "plugin.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Combined-direction grants (enforcement.combinedDirections): after each
  * grant monitor interval, re-splits every granted pod's rbps/wbps and
- * riops/wiops from the interval's achieved rates (ioqos/dirsplit.h) so that
+ * riops/wiops from the interval's achieved rates (grant/dirsplit.h) so that
  * read + write stays within the grant, and writes the new split through the
  * pod table (podtable_set_split: the one writer, read back, under the write
  * lock; reconcile keeps it). Counted in ioqos_direction_resplits_total and

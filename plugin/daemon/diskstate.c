@@ -12,10 +12,10 @@
 #include "listview.h"
 #include "podtable.h"
 #include "events.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/probe.h"
-#include "ioqos/ungranted.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "probe/probe.h"
+#include "grant/ungranted.h"
 #include "plugin.h"
 
 size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {

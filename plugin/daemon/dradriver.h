@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 #define DRA_SOCKET_NAME "dra.sock"
 #define DRA_REG_SOCKET_SUFFIX "-reg.sock"

@@ -21,8 +21,8 @@
 #define IOQOS_PLUGIN_DRAPREPARE_H
 
 #include "drastate.h"
-#include "ioqos/draclaim.h"
-#include "ioqos/error.h"
+#include "dra/draclaim.h"
+#include "base/error.h"
 
 struct plugin;
 

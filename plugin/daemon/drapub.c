@@ -10,12 +10,12 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "ioqos/draslice.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
-#include "ioqos/kube/kube.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "dra/draslice.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
+#include "kube/kube.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 #include "metrics.h"
 #include "plugin.h"
 

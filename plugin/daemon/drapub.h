@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 #define DRAPUB_RESYNC_S 10
 

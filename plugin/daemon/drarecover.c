@@ -8,11 +8,11 @@
 
 #include "draprepare.h"
 #include "drastate.h"
-#include "ioqos/drapod.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/kube/kube.h"
-#include "ioqos/kube/kube_jfilter.h"
-#include "ioqos/log.h"
+#include "dra/drapod.h"
+#include "base/fsutil.h"
+#include "kube/kube.h"
+#include "kube/kube_jfilter.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "plugin.h"
 

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct plugin;
 

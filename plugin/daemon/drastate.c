@@ -10,9 +10,9 @@
 
 #include <json-c/json.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
-#include "ioqos/jsonparse.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
+#include "base/jsonparse.h"
 
 #define DRASTATE_VERSION 1
 

@@ -18,11 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/disk.h"
-#include "ioqos/draclaim.h"
-#include "ioqos/error.h"
-#include "ioqos/grant.h"
-#include "ioqos/podcg.h"
+#include "disk/disk.h"
+#include "dra/draclaim.h"
+#include "base/error.h"
+#include "grant/grant.h"
+#include "cgroup/podcg.h"
 
 #define DRASTATE_FILE "dra-claims.json"
 #define DRASTATE_MAX_CLAIMS 4096 /* 256 pods per node (kubelet's default 110) x many claims */

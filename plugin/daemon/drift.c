@@ -3,7 +3,7 @@
 #include "drift.h"
 #include "podtable.h"
 #include "events.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "plugin.h"
 #include "podres.h"

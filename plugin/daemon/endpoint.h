@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "ioqos/error.h"
-#include "ioqos/units.h"
+#include "base/error.h"
+#include "units/units.h"
 
 struct plugin;
 struct grpcs;

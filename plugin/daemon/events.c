@@ -15,12 +15,12 @@
 #include <time.h>
 
 #include "events.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/podneed.h"
-#include "ioqos/kube/kube.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "grant/podneed.h"
+#include "kube/kube.h"
 #include "metrics.h"
-#include "ioqos/monoclock.h"
+#include "base/monoclock.h"
 #include "plugin.h"
 
 #define QUEUE_MAX 128

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "ioqos/units.h"
+#include "units/units.h"
 
 struct plugin;
 struct explain;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 
 double pt_realtime_now(void) {
   struct timespec ts;

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "ioqos/cgwrite.h"
+#include "cgroup/cgwrite.h"
 #include "podtable.h"
 
 /* The files of one apply, in the order written. */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 
 /* How long a farewell may wait for a stalled stream peer before the server is
  * shut down anyway. */

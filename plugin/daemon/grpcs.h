@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct grpcs_reply {
   grpc_status_code code; /* GRPC_STATUS_OK or the error */

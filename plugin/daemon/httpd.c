@@ -37,12 +37,12 @@
 #include "explain.h"
 #include "grpcs.h"
 #include "httpd.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "nvmetns.h"
-#include "ioqos/listenaddr.h"
-#include "ioqos/monoclock.h"
+#include "base/listenaddr.h"
+#include "base/monoclock.h"
 #include "plugin.h"
 
 

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct plugin;
 struct httpd;

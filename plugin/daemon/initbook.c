@@ -10,8 +10,8 @@
 
 #include "podtable_internal.h"
 #include "initstate.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 
 bool pod_init_asks(const struct pod_info *pi) {
   for (size_t k = 0; k < pi->n_ctrs; k++)

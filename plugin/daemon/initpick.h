@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/units.h"
+#include "units/units.h"
 #include "podcache.h"
 
 enum initpick {

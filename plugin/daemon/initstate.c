@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/podcg.h"
+#include "base/fsutil.h"
+#include "cgroup/podcg.h"
 
 void initstate_free(struct init_record *r, size_t n) {
   for (size_t i = 0; r && i < n; i++)

@@ -29,12 +29,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/cglayout.h"
-#include "ioqos/error.h"
-#include "ioqos/grant.h"
-#include "ioqos/iolimit.h"
-#include "ioqos/podneed.h"
-#include "ioqos/units.h"
+#include "cgroup/cglayout.h"
+#include "base/error.h"
+#include "grant/grant.h"
+#include "units/iolimit.h"
+#include "grant/podneed.h"
+#include "units/units.h"
 
 #define INITSTATE_VERSION 1
 #define INITSTATE_FILE "init-grants.json"

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "drastate.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 #include "podtable_internal.h"
 
 static int cmp_str(const void *a, const void *b) {

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/nodeanno.h"
-#include "ioqos/units.h"
+#include "grant/nodeanno.h"
+#include "units/units.h"
 #include "podcache.h"
 #include "podres.h"
 

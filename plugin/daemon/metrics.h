@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ioqos/histogram.h"
+#include "base/histogram.h"
 #include "failreason.h"
-#include "ioqos/units.h"
+#include "units/units.h"
 
 /* RPC methods, per resource endpoint */
 enum rpc_method {

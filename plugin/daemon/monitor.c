@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The grant monitor thread (monitor.h; the rule is in ioqos/grantmon.h).
+/* The grant monitor thread (monitor.h; the rule is in grant/grantmon.h).
  *
  * One pass per monitor.intervalSeconds: the applied pods from the pod table,
  * one io.stat + io.pressure read per granted pod, one block stat read per
@@ -23,11 +23,11 @@
 #include "catalog.h"
 #include "podtable.h"
 #include "events.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/grantmon.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
+#include "grant/grantmon.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 #include "metrics.h"
 #include "monitor.h"
 #include "plugin.h"

@@ -6,7 +6,7 @@
  * (v1: blkio.throttle.io_service_bytes/io_serviced_recursive, stall unknown)
  * and one /sys/class/block/DEV/stat per granted disk, and classifies each pod
  * x disk interval as idle / within / at-cap / starved (the rule and its
- * thresholds: ioqos/grantmon.h and docs/enforcement.md "Is the grant kept").
+ * thresholds: grant/grantmon.h and docs/enforcement.md "Is the grant kept").
  * A pod starved for monitor.starvedWindowSeconds gets a Warning Event
  * IoqosGrantNotMet (rate-limited per pod: monitor.eventIntervalSeconds) and a
  * Normal IoqosGrantMet when it recovers; a disk whose starved pods point to
@@ -21,11 +21,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ioqos/cglayout.h"
-#include "ioqos/error.h"
-#include "ioqos/iolimit.h"
-#include "ioqos/podneed.h"
-#include "ioqos/units.h"
+#include "cgroup/cglayout.h"
+#include "base/error.h"
+#include "units/iolimit.h"
+#include "grant/podneed.h"
+#include "units/units.h"
 
 struct plugin;
 struct monitor;

@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/iocost.h"
-#include "ioqos/log.h"
-#include "ioqos/numconv.h"
-#include "ioqos/pace.h"
-#include "ioqos/podcg.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
+#include "cgroup/iocost.h"
+#include "base/log.h"
+#include "base/numconv.h"
+#include "probe/pace.h"
+#include "cgroup/podcg.h"
 #include "metrics.h"
 #include "nodepolicy.h"
 #include "plugin.h"

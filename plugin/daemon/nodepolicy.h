@@ -3,8 +3,8 @@
 #ifndef IOQOS_PLUGIN_NODEPOLICY_H
 #define IOQOS_PLUGIN_NODEPOLICY_H
 
-#include "ioqos/config.h"
-#include "ioqos/probe.h"
+#include "config/config.h"
+#include "probe/probe.h"
 
 struct plugin;
 

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "events.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/log.h"
 #include "nodewatch.h"
 #include "plugin.h"
 #include "poolswitch.h"

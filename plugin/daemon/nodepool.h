@@ -2,8 +2,8 @@
 #ifndef IOQOS_NODEPOOL_H
 #define IOQOS_NODEPOOL_H
 
-#include "ioqos/config.h"
-#include "ioqos/kube/kube.h"
+#include "config/config.h"
+#include "kube/kube.h"
 
 struct plugin;
 struct nodepool;

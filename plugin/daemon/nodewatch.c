@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
-#include "ioqos/kube/kube_jfilter.h"
-#include "ioqos/log.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
+#include "kube/kube_jfilter.h"
+#include "base/log.h"
 
 static const struct ioq_jf_rule R_META[] = {{"name", IOQ_JF_ICASE, NULL},
                                             {"resourceVersion", IOQ_JF_ICASE, NULL},

@@ -5,8 +5,8 @@
 
 #include <json-c/json.h>
 
-#include "ioqos/error.h"
-#include "ioqos/kube/kube.h"
+#include "base/error.h"
+#include "kube/kube.h"
 
 struct nodewatch;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* NVMe-oF target namespaces as QoS consumers (config nvmet; the rule is
- * ioqos/nvmetplan.h, the kernel facts docs/operations.md "Storage nodes").
+ * nvmet/nvmetplan.h, the kernel facts docs/operations.md "Storage nodes").
  *
  * On every disk probe (start and each reconcile pass) it reads the nvmet
  * configfs tree, takes the configured namespaces' units from the probed
@@ -31,7 +31,7 @@
 
 #include <json-c/json.h>
 
-#include "ioqos/probe.h"
+#include "probe/probe.h"
 
 struct plugin;
 struct nvmetns;

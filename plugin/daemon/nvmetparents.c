@@ -7,10 +7,10 @@
 
 #include <json-c/json.h>
 
-#include "ioqos/config.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
-#include "ioqos/jsonparse.h"
+#include "config/config.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
+#include "base/jsonparse.h"
 
 #define NVMET_PARENTS_VERSION 1
 #define NVMET_PARENTS_FILE_MAX (64 * 1024)

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 #define NVMET_PARENTS_FILE "nvmet-parents.json"
 #define NVMET_PARENTS_MAX 16

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/k8sname.h"
-#include "ioqos/listenaddr.h"
+#include "base/fsutil.h"
+#include "base/k8sname.h"
+#include "base/listenaddr.h"
 
 enum {
   OPT_DP_DIR = 256, OPT_PODRES, OPT_STATE, OPT_CONFIG, OPT_NODE, OPT_API, OPT_TOKEN, OPT_CA, OPT_CGROOT,

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ioqos/error.h"
-#include "ioqos/log.h"
-#include "ioqos/podcg.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "cgroup/podcg.h"
 
 #define PLUGIN_OPTS_MAX_WARNINGS 4
 

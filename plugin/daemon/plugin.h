@@ -10,9 +10,9 @@
 #include <stdatomic.h>
 
 #include "endpoint.h"
-#include "ioqos/config.h"
-#include "ioqos/podcg.h"
-#include "ioqos/probe.h"
+#include "config/config.h"
+#include "cgroup/podcg.h"
+#include "probe/probe.h"
 #include "opts.h"
 
 /* the components, each with its own header (endpoint.h, podtable.h, ...):

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/jsonfield.h"
-#include "ioqos/k8sname.h"
-#include "ioqos/log.h"
-#include "ioqos/nodeanno.h"
+#include "base/fsutil.h"
+#include "base/jsonfield.h"
+#include "base/k8sname.h"
+#include "base/log.h"
+#include "grant/nodeanno.h"
 
 /* What a pod costs the cache is the fields below, never the whole object:
  * the pods of the node are read through the streaming filter with these

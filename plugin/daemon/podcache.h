@@ -11,11 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
-#include "ioqos/grant.h"
-#include "ioqos/podcg.h"
-#include "ioqos/podneed.h"
-#include "ioqos/kube/kube.h"
+#include "base/error.h"
+#include "grant/grant.h"
+#include "cgroup/podcg.h"
+#include "grant/podneed.h"
+#include "kube/kube.h"
 #include "podres.h"
 
 #define POD_CTR_NAME_MAX 63

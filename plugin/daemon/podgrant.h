@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
-#include "ioqos/grant.h"
+#include "base/error.h"
+#include "grant/grant.h"
 #include "podcache.h"
 #include "podres.h"
 

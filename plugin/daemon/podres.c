@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 #include "podresources/v1/api.pb-c.h"
 #include "rpc_client.h"
 

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ioqos/error.h"
-#include "ioqos/units.h"
+#include "base/error.h"
+#include "units/units.h"
 
 #define PODRES_NAME_MAX 253
 

@@ -13,11 +13,11 @@
 #include "podgrant.h"
 #include "podtable_internal.h"
 #include "listview.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/dirsplit.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "cgroup/cgwrite.h"
+#include "grant/dirsplit.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 
 void pt_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)

@@ -4,7 +4,7 @@
  * A grant is computed from the unit IDs kubelet lists for the pod's
  * containers (grant.h: per disk, pod-level totals); the pod cgroup is found
  * from UID + QoS class (podcg.h) and written with the one enforcement writer
- * (ioqos/cgwrite.h), which reads every file back. The pod table remembers what it
+ * (cgroup/cgwrite.h), which reads every file back. The pod table remembers what it
  * applied where, so pods that are gone get their limits cleared and drift
  * (someone rewrote io.max) is corrected on the next pass. It also keeps the
  * node's view from the last pod resources List: which pods hold units and how
@@ -44,12 +44,12 @@
 
 #include "catalog.h"
 #include "failreason.h"
-#include "ioqos/cglayout.h"
-#include "ioqos/error.h"
-#include "ioqos/grant.h"
-#include "ioqos/iolimit.h"
-#include "ioqos/nodeanno.h"
-#include "ioqos/podcg.h"
+#include "cgroup/cglayout.h"
+#include "base/error.h"
+#include "grant/grant.h"
+#include "units/iolimit.h"
+#include "grant/nodeanno.h"
+#include "cgroup/podcg.h"
 #include "podcache.h"
 #include "podres.h"
 

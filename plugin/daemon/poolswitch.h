@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "ioqos/config.h"
+#include "config/config.h"
 
 /* The name logged for the pool of c: its name, or "(top level)". */
 const char *poolswitch_name(const struct ioq_config *c);

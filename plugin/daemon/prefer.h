@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/config.h"
-#include "ioqos/error.h"
-#include "ioqos/placement.h"
-#include "ioqos/units.h"
+#include "config/config.h"
+#include "base/error.h"
+#include "grant/placement.h"
+#include "units/units.h"
 
 struct prefer_req {
   enum ioq_resource res;

@@ -4,7 +4,7 @@
 #define IOQOS_PLUGIN_PRESTART_H
 
 #include <stddef.h>
-#include "ioqos/units.h"
+#include "units/units.h"
 
 struct plugin;
 struct grpcs_reply;

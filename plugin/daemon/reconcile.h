@@ -4,7 +4,7 @@
 #ifndef IOQOS_PLUGIN_RECONCILE_H
 #define IOQOS_PLUGIN_RECONCILE_H
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct plugin;
 struct reconciler;

@@ -4,7 +4,7 @@
 #ifndef IOQOS_PLUGIN_REGISTRAR_H
 #define IOQOS_PLUGIN_REGISTRAR_H
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 struct plugin;
 struct registrar;

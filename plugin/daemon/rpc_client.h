@@ -9,7 +9,7 @@
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
 
-#include "ioqos/error.h"
+#include "base/error.h"
 
 /* Calls `method` ("/v1beta1.Registration/Register") with `req`; on status OK
  * unpacks the reply into *resp (free with protobuf_c_message_free_unpacked)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Bounds for pods without a grant (nodePolicy.ungranted; the pool and its
- * split are in src/ungranted.c, ioqos/ungranted.h).
+ * split are in src/grant/ungranted.c, grant/ungranted.h).
  *
  * A pod that asks for no ioqos units gets no kubelet call, so this thread
  * learns about pods from their cgroup directories: inotify on the QoS
@@ -33,12 +33,12 @@
 #include "listview.h"
 #include "podtable.h"
 #include "grpcs.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
-#include "ioqos/podcg.h"
-#include "ioqos/ungranted.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/monoclock.h"
+#include "cgroup/podcg.h"
+#include "grant/ungranted.h"
 #include "metrics.h"
 #include "plugin.h"
 #include "ungranted.h"

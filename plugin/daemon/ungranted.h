@@ -2,16 +2,16 @@
 /* Bounds for pods without a grant on disks where grants exist
  * (nodePolicy.ungranted): a thread that finds pod cgroups (inotify + every
  * interval), measures them and keeps each one's io.max share of the disk's
- * pool. See ungranted.c and ioqos/ungranted.h. */
+ * pool. See ungranted.c and grant/ungranted.h. */
 #ifndef IOQOS_PLUGIN_UNGRANTED_H
 #define IOQOS_PLUGIN_UNGRANTED_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ioqos/error.h"
-#include "ioqos/histogram.h"
-#include "ioqos/units.h"
+#include "base/error.h"
+#include "base/histogram.h"
+#include "units/units.h"
 
 struct plugin;
 struct ungranted;

@@ -10,12 +10,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ioqos/cgwrite.h"
-#include "ioqos/config.h"
-#include "ioqos/histogram.h"
-#include "ioqos/podcg.h"
-#include "ioqos/ungranted.h"
-#include "ioqos/units.h"
+#include "cgroup/cgwrite.h"
+#include "config/config.h"
+#include "base/histogram.h"
+#include "cgroup/podcg.h"
+#include "grant/ungranted.h"
+#include "units/units.h"
 
 #define UG_DISKS_MAX 16
 /* a raise smaller than this share of the cap is not written (less churn);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Lending the idle part of grants to pods without a grant
- * (nodePolicy.ungranted.lend; the rule is ioq_ug_lend_* in ioqos/ungranted.h).
+ * (nodePolicy.ungranted.lend; the rule is ioq_ug_lend_* in grant/ungranted.h).
  *
  * At each pass every granted slot on a disk where bounds apply is a lender
  * of its grant (bandwidth and IOPS apart), measured by reads + writes from
@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
+#include "base/log.h"
+#include "base/monoclock.h"
 #include "metrics.h"
 #include "plugin.h"
 #include "podtable.h"

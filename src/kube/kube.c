@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Kubernetes API client: credentials and single requests. */
-#include "ioqos/kube/kube.h"
+#include "kube/kube.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/kube/kube_jfilter.h"
-#include "ioqos/kube/kubeconfig.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "kube/kube_jfilter.h"
+#include "kube/kubeconfig.h"
 #include "kube_internal.h"
 
 struct ioq_kube {

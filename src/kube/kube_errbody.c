@@ -2,7 +2,7 @@
 /* The error reply's body kept while a reply streams in (kube_internal.h). */
 #include <string.h>
 
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 #include "kube_internal.h"
 
 void ioq_kube_errbody_reset(struct ioq_kube_errbody *b) {

@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioqos/k8sname.h"
-#include "ioqos/kube/kube.h"
+#include "base/k8sname.h"
+#include "kube/kube.h"
 
 static void add_str(json_object *o, const char *k, const char *v) {
   if (v)

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/kube/kube.h"
-#include "ioqos/monoclock.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "kube/kube.h"
+#include "base/monoclock.h"
 #include "kube_internal.h"
 
 struct ioq_kube_informer {

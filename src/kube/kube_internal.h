@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "ioqos/kube/kube.h"
+#include "kube/kube.h"
 
 /* A curl handle for path on k's server with k's credentials and TLS
  * settings; *hdrs (to free with curl_slist_free_all) holds the headers, with

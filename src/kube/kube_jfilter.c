@@ -3,7 +3,7 @@
  * out (see kube_jfilter.h). Only kept containers take a frame, so memory is
  * the kept tree (bounded by the cost budget) plus yajl's own state (one
  * token and one byte per nesting level). */
-#include "ioqos/kube/kube_jfilter.h"
+#include "kube/kube_jfilter.h"
 
 #include <errno.h>
 #include <stdlib.h>

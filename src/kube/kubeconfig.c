@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubeconfig reader (kubeconfig.h): YAML through the config's YAML reader. */
-#include "ioqos/kube/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/yamljson.h"
+#include "base/fsutil.h"
+#include "base/yamljson.h"
 
 struct kc_ctx {
   const char *path;

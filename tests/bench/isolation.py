@@ -1030,7 +1030,7 @@ class Scenario:
             # nothing: pod object, pod cgroup, the sandbox's delay, the container
             if nbs:
                 res["neighbours"] = []
-                # the plugin's pool (ioqos/ungranted.h): a share of what the
+                # the plugin's pool (grant/ungranted.h): a share of what the
                 # disk does not advertise plus the units nobody holds
                 adv = int(a.capacity_bw * a.fraction // BW_UNIT)
                 res["pool_bytes"] = a.ungranted_pool or int(

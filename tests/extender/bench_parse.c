@@ -12,10 +12,10 @@
 
 #include "body.h"
 #include "extender.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/log.h"
-#include "ioqos/monoclock.h"
-#include "ioqos/podneed.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/monoclock.h"
+#include "grant/podneed.h"
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

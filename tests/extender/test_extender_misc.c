@@ -9,7 +9,7 @@
 
 #include "flags.h"
 #include "httpd.h"
-#include "ioqos/listenaddr.h"
+#include "base/listenaddr.h"
 #include "metrics.h"
 #include "nodecache.h"
 

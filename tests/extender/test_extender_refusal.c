@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/log.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "refusal.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/log.h"
-#include "ioqos/nodeanno.h"
+#include "base/log.h"
+#include "grant/nodeanno.h"
 #include "nodeinfo.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/config.h"
-#include "ioqos/log.h"
+#include "config/config.h"
+#include "base/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;

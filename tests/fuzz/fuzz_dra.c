@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Fuzzes the DRA readers of API objects: a ResourceClaim into this driver's
- * allocation (ioqos/draclaim.h), and a ResourceSlice compared by content with
- * the one the node would publish (ioqos/draslice.h). */
+ * allocation (dra/draclaim.h), and a ResourceSlice compared by content with
+ * the one the node would publish (dra/draslice.h). */
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/draclaim.h"
-#include "ioqos/draslice.h"
-#include "ioqos/jsonparse.h"
+#include "dra/draclaim.h"
+#include "dra/draslice.h"
+#include "base/jsonparse.h"
 
 #define UID "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/podneed.h"
+#include "grant/podneed.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct ioq_pod_need n;

@@ -11,7 +11,7 @@
 
 #include "body.h"
 #include "extender.h"
-#include "ioqos/log.h"
+#include "base/log.h"
 
 static struct extender g_x;
 static struct ext_budget g_budget = {.max = 4u << 20};

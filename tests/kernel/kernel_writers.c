@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
-#include "ioqos/iocost.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
+#include "cgroup/iocost.h"
 
 static int g_ver;
 static struct ioq_devno g_d1, g_d2, g_part, g_pdisk;

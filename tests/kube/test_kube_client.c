@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 
-#include "ioqos/kube/kube.h"
+#include "kube/kube.h"
 
 static pid_t g_srv;
 static char g_url[64];

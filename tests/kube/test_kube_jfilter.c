@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/kube/kube_jfilter.h"
+#include "kube/kube_jfilter.h"
 
 static const struct ioq_jf_rule LIMITS[] = {{"ioqos/iops", 0, NULL}, {NULL, 0, NULL}};
 static const struct ioq_jf_rule CTR[] = {{"name", IOQ_JF_ICASE, NULL},

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ioqos/fsutil.h"
-#include "ioqos/kube/kube.h"
+#include "base/fsutil.h"
+#include "kube/kube.h"
 
 static pid_t g_srv = -1;
 static char g_dir[64];

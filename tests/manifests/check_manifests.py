@@ -328,8 +328,8 @@ def object_problems(docs):
 
 # ioqos-plugin --mode=dra (docs/dra.md, manifests/overlays/dra). The driver
 # name, API version and capacity names are the C code's; the attribute names
-# are those src/draslice.c publishes.
-DRA_HEADER = "src/include/ioqos/draslice.h"
+# are those src/dra/draslice.c publishes.
+DRA_HEADER = "src/dra/draslice.h"
 DRA_GROUP = "resource.k8s.io"
 DRA_OVERLAY = os.path.join(MANIFESTS, "overlays", "dra")
 # the Component a device-plugin install adds while the cluster migrates
@@ -382,15 +382,15 @@ def dra_facts():
     """driver, api, capacities (bandwidth, iops: the order of RESOURCES) and
     attributes of the devices ioqos-plugin publishes, from the C sources."""
     if not _dra:
-        slice_c = open(os.path.join(REPO, "src", "draslice.c")).read()
-        placement_c = open(os.path.join(REPO, "src", "placement.c")).read()
+        slice_c = open(os.path.join(REPO, "src", "dra", "draslice.c")).read()
+        placement_c = open(os.path.join(REPO, "src", "grant", "placement.c")).read()
         literal = set(re.findall(r'json_object_object_add\(attrs, "(\w+)"', slice_c))
         m = re.search(r"g_cap_names\[[^\]]*\] = \{([^}]*)\}", placement_c)
         # one bool per capability, named as cap_attr_name() does: io.bfq.weight -> ioBfqWeight
         caps = [re.sub(r"[.-](.)", lambda x: x.group(1).upper(), c)
                 for c in re.findall(r'"([^"]+)"', m.group(1))] if m else []
         if len(literal) < 7 or not caps or "cap_attr_name(ioq_cap_name(" not in slice_c:
-            raise Broken("src/draslice.c: found attributes %s and capabilities %s: the parser of "
+            raise Broken("src/dra/draslice.c: found attributes %s and capabilities %s: the parser of "
                          "this check is stale" % (sorted(literal), caps))
         _dra.update(driver=c_define(DRA_HEADER, "IOQ_DRA_DRIVER"),
                     api=c_define(DRA_HEADER, "IOQ_DRA_API_VERSION"),
@@ -1061,8 +1061,8 @@ def admission_problems(docs):
     also pins the node to the token's node-name claim. The CEL itself is not
     evaluated here (no CEL implementation among the test dependencies)."""
     p = []
-    own = {"ioqos-plugin": c_define("src/include/ioqos/nodeanno.h", "IOQ_NODE_ANNOTATION"),
-           "ioqos-scheduler-ext": c_define("src/include/ioqos/nodeanno.h", "IOQ_POD_DISK_ANNOTATION")}
+    own = {"ioqos-plugin": c_define("src/grant/nodeanno.h", "IOQ_NODE_ANNOTATION"),
+           "ioqos-scheduler-ext": c_define("src/grant/nodeanno.h", "IOQ_POD_DISK_ANNOTATION")}
     policies = {o["metadata"]["name"]: o for o in docs if o["kind"] == "ValidatingAdmissionPolicy"}
     bound = {}
     for b in (o for o in docs if o["kind"] == "ValidatingAdmissionPolicyBinding"):
@@ -2613,8 +2613,9 @@ def doc_problems(path, text):
 
 
 def config_keys():
-    """Every field name config.c accepts (its allowed-key lists)."""
-    src = open(os.path.join(REPO, "src", "config.c")).read()
+    """Every field name the config parser accepts (the allowed-key lists of
+    src/config/*.c)."""
+    src = "".join(open(f).read() for f in sorted(glob.glob(os.path.join(REPO, "src", "config", "*.c"))))
     keys = set()
     for lst in re.findall(r"static const char \*const \w+\[\] = \{([^}]*)\}", src):
         keys |= set(re.findall(r'"([A-Za-z]+)"', lst))
@@ -2636,13 +2637,13 @@ def cmd_docs():
     conf = open(os.path.join(REPO, "docs", "configuration.md")).read()
     keys = config_keys()
     if len(keys) < 20:
-        fail("found only %d config fields in src/config.c: the parser of this check is stale" % len(keys))
+        fail("found only %d config fields in src/config/: the parser of this check is stale" % len(keys))
     code_spans = " ".join(re.findall(r"`([^`]*)`", conf))
     missing = sorted(k for k in keys if not re.search(r"\b%s\b" % k, code_spans))
     for k in missing:
         fail("docs/configuration.md does not document config field %s" % k)
     if not missing:
-        ok("docs/configuration.md documents all %d config fields of src/config.c" % len(keys))
+        ok("docs/configuration.md documents all %d config fields of src/config/" % len(keys))
     control("broken link", doc_problems, os.path.join(REPO, "docs", "operations.md"),
             "see [x](configuration.md#no-such-heading) and `manifests/no-such-file.yaml`")
     finish()

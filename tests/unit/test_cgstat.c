@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/cgwrite.h"
+#include "cgroup/cgwrite.h"
 
 Test(cgstat, iostat_v2) {
   const char *c = "8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n"

@@ -14,7 +14,7 @@
 #include <utime.h>
 
 #include "fixture.h"
-#include "ioqos/cgwrite.h"
+#include "cgroup/cgwrite.h"
 
 static char *g_root;
 static char g_sys[PATH_MAX], g_cg[PATH_MAX];

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/config.h"
-#include "ioqos/yamljson.h"
+#include "config/config.h"
+#include "base/yamljson.h"
 
 Test(config, defaults) {
   struct ioq_config c;

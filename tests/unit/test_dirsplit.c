@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "ioqos/dirsplit.h"
+#include "grant/dirsplit.h"
 
 #define G 104857600ull /* 100 MiB/s */
 

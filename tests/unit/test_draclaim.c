@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ResourceClaim -> allocation of this driver (ioqos/draclaim.h): each
+/* ResourceClaim -> allocation of this driver (dra/draclaim.h): each
  * success and each refusal, with claims shaped as the API server returns
  * them (the scheduler's allocation result, consumable capacity). */
 #include <criterion/criterion.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/draclaim.h"
+#include "dra/draclaim.h"
 
 #define UID "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
 #define POD1 "a1b2c3d4-0000-4000-8000-000000000001"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Pod -> the ResourceClaims kubelet prepares for it (ioqos/drapod.h): claim
+/* Pod -> the ResourceClaims kubelet prepares for it (dra/drapod.h): claim
  * names from the spec and from the status (templates), whether kubelet may
  * still hold them prepared, and each refusal. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/drapod.h"
+#include "dra/drapod.h"
 
 static struct ioq_dra_pod g_pod;
 

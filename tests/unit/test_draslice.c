@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The DRA ResourceSlice builder and content comparison (ioqos/draslice.h). */
+/* The DRA ResourceSlice builder and content comparison (dra/draslice.h). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/draslice.h"
-#include "ioqos/placement.h"
+#include "dra/draslice.h"
+#include "grant/placement.h"
 
 static struct ioq_unit_sizes g_units;
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/grant.h"
+#include "grant/grant.h"
 
 #define CTR(n, k, ...)                                                                            \
   {.name = n, .kind = k, .ids = (const char *const[]){__VA_ARGS__},                               \

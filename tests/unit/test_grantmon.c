@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The grant monitor's logic (ioqos/grantmon.h): rates from synthetic
+/* The grant monitor's logic (grant/grantmon.h): rates from synthetic
  * io.stat / io.pressure sequences, the classifier (each verdict, the
  * latency-bound pod that must not be called starved), counter resets,
  * missing files, cgroup v1, the cause, the window / recovery state machine
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/grantmon.h"
+#include "cgroup/cgwrite.h"
+#include "grant/grantmon.h"
 
 #define MiB (1024.0 * 1024.0)
 static const struct ioq_devno DEV = {8, 16};

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ioqos/histogram.h"
+#include "base/histogram.h"
 
 static const double B[3] = {0.001, 0.01, 0.1};
 

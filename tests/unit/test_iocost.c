@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "ioqos/iocost.h"
+#include "cgroup/iocost.h"
 
 static const struct ioq_devno D = {8, 16};
 

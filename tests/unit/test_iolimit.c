@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "ioqos/iolimit.h"
+#include "units/iolimit.h"
 
 static const struct ioq_devno D816 = {8, 16};
 

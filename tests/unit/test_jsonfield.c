@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The shared JSON field accessors (ioqos/jsonfield.h): Go's field matching,
+/* The shared JSON field accessors (base/jsonfield.h): Go's field matching,
  * null as absent, strings only. */
 #include <criterion/criterion.h>
 
-#include "ioqos/jsonfield.h"
+#include "base/jsonfield.h"
 
 static json_object *parse(const char *s) {
   json_object *o = json_tokener_parse(s);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The one listen-address parser (ioqos/listenaddr.h) of the plugin's and the
+/* The one listen-address parser (base/listenaddr.h) of the plugin's and the
  * extender's HTTP servers: every accepted form, the refusals and their texts
  * (the flags' tests, test_plugin_opts and test_extender_misc, look for them). */
 #include <arpa/inet.h>
@@ -7,7 +7,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "ioqos/listenaddr.h"
+#include "base/listenaddr.h"
 
 static unsigned port_of(const struct ioq_listen_addr *la) {
   if (la->ss.ss_family == AF_INET6)

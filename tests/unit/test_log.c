@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/log_internal.h"
+#include "base/log_internal.h"
 
 static struct ioq_log_record g_rec;
 static char g_line[8 * IOQ_LOG_MSG_MAX];

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The rate limit of repeated log lines (ioqos/lograte.h), driven by a fake
+/* The rate limit of repeated log lines (base/lograte.h), driven by a fake
  * clock: the first line, the lines held back within a window and their count
  * on the next line, the summary once a window is over, window 0, a clock
  * read out of order, and a flood that writes one line per window and loses
  * no count. */
 #include <criterion/criterion.h>
 
-#include "ioqos/lograte.h"
+#include "base/lograte.h"
 
 #define W 10000 /* the window, in the fake clock's unit (ms) */
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The monotonic clock helper (ioqos/monoclock.h): the three units agree with
+/* The monotonic clock helper (base/monoclock.h): the three units agree with
  * each other and with clock_gettime, never go back, and deadlines are
  * normalised timespecs the given time ahead. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <time.h>
 
-#include "ioqos/monoclock.h"
+#include "base/monoclock.h"
 
 static double ts_s(struct timespec ts) { return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9; }
 

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/config.h"
-#include "ioqos/k8sname.h"
-#include "ioqos/podcg.h"
-#include "ioqos/podneed.h"
-#include "ioqos/units.h"
+#include "config/config.h"
+#include "base/k8sname.h"
+#include "cgroup/podcg.h"
+#include "grant/podneed.h"
+#include "units/units.h"
 
 static const char *const k_hostile[] = {"", ".", "..", "/", "../x", "a/b", "..%2f", "%2e%2e"};
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/nodeanno.h"
+#include "grant/nodeanno.h"
 
 static const char *k_example =
     "{\"version\":1,\"node\":\"node-a\",\"units\":{\"ioqos/bandwidth\":1048576,\"ioqos/iops\":100},"

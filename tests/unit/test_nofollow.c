@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "ioqos/cgwrite.h"
-#include "ioqos/fsutil.h"
+#include "cgroup/cgwrite.h"
+#include "base/fsutil.h"
 
 static char *g_root;
 

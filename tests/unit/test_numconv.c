@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ioqos/numconv.h"
+#include "base/numconv.h"
 
 Test(numconv, in_range_truncates_like_a_cast) {
   uint64_t v = 7;

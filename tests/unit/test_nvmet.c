@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The nvmet probe (src/nvmet.c) over temp sysfs/configfs trees: the three
+/* The nvmet probe (src/nvmet/nvmet.c) over temp sysfs/configfs trees: the three
  * states, the cgroup_id verdict, namespaces with their attributes and
  * backing disks, and every malformed attribute refused with its path. */
 #include <criterion/criterion.h>
@@ -11,7 +11,7 @@
 #include <sys/sysmacros.h>
 
 #include "fixture.h"
-#include "ioqos/nvmet.h"
+#include "nvmet/nvmet.h"
 
 #define SUB "nqn.2014-08.org.example:db"
 

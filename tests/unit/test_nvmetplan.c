@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The NVMe-oF namespace plan (src/nvmetplan.c): which config entry selects
+/* The NVMe-oF namespace plan (src/nvmet/nvmetplan.c): which config entry selects
  * which namespace, the units taken from the disk (so pods and namespaces
  * never oversell it), the limits and weights, and every refusal with its
  * reason. Config from real YAML through the config parser; disks and the
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/config.h"
-#include "ioqos/nvmetplan.h"
+#include "config/config.h"
+#include "nvmet/nvmetplan.h"
 
 #define SUB "nqn.2014-08.org.example:store"
 #define MIB (1024ull * 1024ull)

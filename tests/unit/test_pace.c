@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* nodePolicy.iocost.pace for one disk (ioqos/pace.h): the fraction the plugin
+/* nodePolicy.iocost.pace for one disk (probe/pace.h): the fraction the plugin
  * writes iocost's model at, or why a disk is not paced. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ioqos/pace.h"
+#include "probe/pace.h"
 
 #define MiB (1024ull * 1024ull)
 

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ioqos/placement.h"
+#include "grant/placement.h"
 
 static struct ioq_disk_state disk(const char *name, const char *cls, uint64_t cap_bw,
                                   uint64_t alloc_bw, uint64_t cap_iops, uint64_t alloc_iops) {

@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "ioqos/grant.h"
-#include "ioqos/monoclock.h"
+#include "grant/grant.h"
+#include "base/monoclock.h"
 #include "podres.h"
 
 #define PER_RES 50000u /* 2 x 50000 = 100 k units */

@@ -10,7 +10,7 @@
 
 #include "fixture.h"
 #include "initstate.h"
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 
 static const char *UID = "0f4a2d8e-1b6c-4f7a-9e3d-5c2b1a0f9e8d";
 

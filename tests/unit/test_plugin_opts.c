@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ioqos/listenaddr.h"
+#include "base/listenaddr.h"
 #include "opts.h"
 
 static int parse(struct plugin_opts *o, ioq_err *e, int argc, char **argv) {
@@ -224,7 +224,7 @@ ParameterizedTest(struct bad *c, opts, errors) {
   cr_assert(strstr(e.msg, c->want), "'%s' lacks '%s'", e.msg, c->want);
 }
 
-/* the daemon's addresses go through the shared parser (ioqos/listenaddr.h,
+/* the daemon's addresses go through the shared parser (base/listenaddr.h,
  * tested in full by test_listenaddr.c) without IOQ_LISTEN_PORT0 */
 Test(opts, listen_address_forms) {
   struct ioq_listen_addr la;

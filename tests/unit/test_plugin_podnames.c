@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ioqos/kube/kube.h"
+#include "kube/kube.h"
 #include "opts.h"
 #include "podcache.h"
 

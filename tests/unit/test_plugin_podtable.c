@@ -18,7 +18,7 @@
 #include "listview.h"
 #include "podtable.h"
 #include "fixture.h"
-#include "ioqos/fsutil.h"
+#include "base/fsutil.h"
 
 #define UID_A "0f4a2d8e-1b6c-4f7a-9e3d-5c2b1a0f9e8d"
 #define UID_B "11111111-2222-3333-4444-555555555555"

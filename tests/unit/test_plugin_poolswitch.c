@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ioqos/config.h"
+#include "config/config.h"
 #include "poolswitch.h"
 
 static const char *g_file =

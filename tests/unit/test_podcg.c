@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/podcg.h"
+#include "cgroup/podcg.h"
 
 #define UID "1234abcd-0000-4111-8222-333344445555"
 #define UID_ "1234abcd_0000_4111_8222_333344445555"

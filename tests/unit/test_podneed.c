@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ioqos/podneed.h"
+#include "grant/podneed.h"
 
 static struct ioq_pod_need parse_ok(const char *json) {
   struct ioq_pod_need n;

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/capacity.h"
-#include "ioqos/probe.h"
+#include "probe/capacity.h"
+#include "probe/probe.h"
 
 static char *g_root;
 static char g_sys[512], g_mi[512], g_cg[512], g_cal[512];

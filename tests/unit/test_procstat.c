@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "ioqos/procstat.h"
+#include "base/procstat.h"
 
 /* fields 3.. after the command: state ppid pgrp session tty tpgid flags minflt cminflt majflt
  * cmajflt utime(14) stime(15) cutime cstime priority nice threads itrealvalue starttime(22)

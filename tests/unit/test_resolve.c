@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/blockdev.h"
-#include "ioqos/mountinfo.h"
-#include "ioqos/probe.h"
+#include "disk/blockdev.h"
+#include "disk/mountinfo.h"
+#include "probe/probe.h"
 
 static char *g_root;
 static struct ioq_roots g_roots;

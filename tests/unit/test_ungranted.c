@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The pool of pods without a grant and its split (ioqos/ungranted.h), and
- * the listing of pod cgroups that finds those pods (ioqos/podcg.h). */
+/* The pool of pods without a grant and its split (grant/ungranted.h), and
+ * the listing of pod cgroups that finds those pods (cgroup/podcg.h). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
-#include "ioqos/cglayout.h"
-#include "ioqos/podcg.h"
-#include "ioqos/ungranted.h"
+#include "cgroup/cglayout.h"
+#include "cgroup/podcg.h"
+#include "grant/ungranted.h"
 
 #define MiB (1024ull * 1024ull)
 

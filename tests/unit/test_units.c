@@ -3,7 +3,7 @@
 #include <criterion/parameterized.h>
 #include <string.h>
 
-#include "ioqos/units.h"
+#include "units/units.h"
 
 Test(units, resource_names) {
   enum ioq_resource r;

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The configuration parser's shared parts (config.c): the parse context and
+ * the typed field readers, so a section with its own file (config_nvmet.c)
+ * validates and reports errors exactly as the rest does. Not installed. */
+#ifndef IOQOS_CONFIG_INTERNAL_H
+#define IOQOS_CONFIG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "config/config.h"
+#include "base/error.h"
+
+struct ctx {
+  const char *src;
+  ioq_err *e;
+  json_object *root; /* the document: error lines are looked up in it */
+  /* validating pools[pool_idx]: fields it sets are named pools[N].FIELD */
+  json_object *pool;
+  size_t pool_idx;
+  bool yaml; /* lines are known (json-c's own userdata means something else) */
+  /* JSON: the document path of the last error ("pools[1].devices[0].x"), so
+   * its line can be found afterwards (ERR_PATH_MAX bytes, shared by pools) */
+  char *err_path;
+};
+#define ERR_PATH_MAX 512
+
+/* Each returns -1 with "SOURCE: line N: PATH: what" in x->e. */
+int cfg_bad_at(struct ctx *x, unsigned line, const char *path, const char *key, const char *what);
+int cfg_bad(struct ctx *x, const char *path, const char *what);
+/* rejects keys not in `allowed` (NULL-terminated) */
+int cfg_check_keys(struct ctx *x, json_object *obj, const char *path, const char *const *allowed);
+/* absent keys leave *out as it is */
+int cfg_get_string(struct ctx *x, json_object *obj, const char *key, const char *path, char **out,
+                   bool allow_empty);
+int cfg_get_bool(struct ctx *x, json_object *obj, const char *key, const char *path, bool *out);
+int cfg_get_uint(struct ctx *x, json_object *obj, const char *key, const char *path, uint64_t *out,
+                 uint64_t min, uint64_t max);
+int cfg_get_double(struct ctx *x, json_object *obj, const char *key, const char *path, double *out,
+                   double lo_excl, double hi_incl);
+int cfg_get_object(struct ctx *x, json_object *obj, const char *key, const char *path,
+                   json_object **out);
+
+/* config_nvmet.c: the `nvmet` section into c->nvmet; free with
+ * cfg_nvmet_free. */
+int cfg_parse_nvmet(struct ctx *x, json_object *root, struct ioq_config *c);
+void cfg_nvmet_free(struct ioq_config *c);
+
+#endif

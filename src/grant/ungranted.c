@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grant/ungranted.h"
+
+#include <stdlib.h>
+
+#include "base/numconv.h"
+
+struct want {
+  double w; /* wanted cap; HUGE = busy */
+  size_t i;
+};
+
+static int by_want(const void *a, const void *b) {
+  double x = ((const struct want *)a)->w, y = ((const struct want *)b)->w;
+  return x < y ? -1 : x > y;
+}
+
+#define BUSY 1e30
+
+void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                  uint64_t *out) {
+  if (!n)
+    return;
+  struct want stack[64], *w = n <= 64 ? stack : malloc(n * sizeof *w);
+  if (!w) {
+    /* out of memory: the equal split needs no table */
+    for (size_t i = 0; i < n; i++)
+      out[i] = pool / n > floor ? pool / n : floor;
+    return;
+  }
+  double min_idle = (double)pool / (4.0 * (double)n);
+  if (min_idle < (double)floor)
+    min_idle = (double)floor; /* served inside the pool, not added on top */
+  for (size_t i = 0; i < n; i++) {
+    const struct ioq_ug_demand *d = &in[i];
+    double want;
+    if (d->rate < 0)
+      want = d->cap ? (double)d->cap : BUSY; /* not measured yet */
+    else if (d->cap && d->rate >= IOQ_UG_BUSY_FRACTION * (double)d->cap)
+      want = BUSY;
+    else
+      want = d->rate * IOQ_UG_HEADROOM;
+    if (want < min_idle)
+      want = min_idle;
+    w[i] = (struct want){want, i};
+  }
+  qsort(w, n, sizeof *w, by_want);
+  double left = (double)pool;
+  size_t k = 0;
+  for (; k < n; k++) {
+    double level = left / (double)(n - k);
+    if (w[k].w > level)
+      break;
+    out[w[k].i] = ioq_u64_from_double_sat(w[k].w);
+    left -= (double)out[w[k].i];
+  }
+  if (k < n) {
+    /* the rest share what is left equally */
+    uint64_t each = ioq_u64_from_double_sat(left / (double)(n - k));
+    for (; k < n; k++)
+      out[w[k].i] = each;
+  } else if (left >= (double)n) {
+    /* everyone is served: spread the rest over all */
+    uint64_t extra = ioq_u64_from_double_sat(left / (double)n);
+    for (size_t i = 0; i < n; i++)
+      out[i] += extra;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (out[i] < floor)
+      out[i] = floor;
+  if (w != stack)
+    free(w);
+}
+
+uint64_t ioq_ug_lend_pass(struct ioq_ug_lender *l, uint64_t grant, double rate, double reserve) {
+  if (l->grant != grant)
+    *l = (struct ioq_ug_lender){.grant = grant, .keep = grant};
+  if (!grant)
+    return 0;
+  double keep = (double)grant * reserve;
+  if (rate * IOQ_UG_LEND_HEADROOM > keep)
+    keep = rate * IOQ_UG_LEND_HEADROOM;
+  if (rate < 0 || keep >= (double)grant) {
+    /* busy, or not measured: keeps everything; a wake-up seen at a pass
+     * counts like one seen by a sample */
+    if (l->keep < l->grant)
+      l->wakes += l->wakes < IOQ_UG_LEND_BACKOFF_MAX;
+    l->keep = grant;
+    l->quiet = 0;
+    l->calm = 0;
+    return 0;
+  }
+  if (l->quiet < UINT32_MAX)
+    l->quiet++;
+  if (l->quiet < (IOQ_UG_LEND_QUIET_PASSES << l->wakes)) {
+    l->keep = grant;
+    return 0;
+  }
+  if (++l->calm >= IOQ_UG_LEND_FORGET_PASSES) {
+    l->wakes = 0;
+    l->calm = 0;
+  }
+  l->keep = ioq_u64_from_double_sat(keep);
+  if (l->keep > grant)
+    l->keep = grant;
+  return grant - l->keep;
+}
+
+void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t grant[IOQ_RES_COUNT],
+                          const double rate[IOQ_RES_COUNT], double reserve, uint64_t lent[IOQ_RES_COUNT]) {
+  bool busy = false;
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    lent[r] = ioq_ug_lend_pass(&l[r], grant[r], rate[r], reserve);
+    busy |= grant[r] && !l[r].quiet; /* measured busy (or not measured), not merely waiting */
+  }
+  if (!busy)
+    return;
+  /* busy in one resource: held in all, as if not quiet (no wake-up counted
+   * for what was lent only because the other resource was quiet) */
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    l[r].keep = l[r].grant;
+    l[r].quiet = 0;
+    lent[r] = 0;
+  }
+}
+
+bool ioq_ug_backlogged(uint64_t queued_bytes, uint64_t grant_bps) {
+  double t = (double)grant_bps * IOQ_UG_BACKLOG_S;
+  if (t < (double)IOQ_UG_BACKLOG_MIN)
+    t = (double)IOQ_UG_BACKLOG_MIN;
+  return (double)queued_bytes >= t;
+}
+
+bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction) {
+  return seconds > 0 && (double)stall_us >= fraction * seconds * 1e6;
+}
+
+bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l) {
+  bool was = l->keep < l->grant;
+  if (was)
+    l->wakes += l->wakes < IOQ_UG_LEND_BACKOFF_MAX;
+  l->keep = l->grant;
+  l->quiet = 0;
+  l->calm = 0;
+  return was;
+}
+
+bool ioq_ug_lend_woke(struct ioq_ug_lender *l, double rate) {
+  if (l->keep >= l->grant || rate <= (double)l->keep)
+    return false;
+  return ioq_ug_lend_reclaim(l);
+}
+
+void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
+                 const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]) {
+  const uint64_t cap[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes,
+                                       [IOQ_RES_IOPS] = d->capacity_iops};
+  const uint64_t fixed[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->ungranted_pool_bw_bytes,
+                                         [IOQ_RES_IOPS] = d->ungranted_pool_iops};
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (fixed[r]) {
+      pool[r] = fixed[r];
+      continue;
+    }
+    if (!cap[r]) {
+      pool[r] = 0;
+      continue;
+    }
+    /* namespaces' units are granted like pods' units: not headroom */
+    double adv = (double)(d->units[r] + d->nvmet_units[r]) * (double)u->size[r];
+    double headroom = (double)cap[r] > adv ? (double)cap[r] - adv : 0;
+    /* units held beyond those advertised (the capacity was lowered while
+     * pods keep their units) come out of the headroom */
+    double unheld = ((double)d->units[r] - (double)held[r]) * (double)u->size[r];
+    double p = headroom * headroom_share + unheld;
+    if (p > (double)cap[r])
+      p = (double)cap[r];
+    /* an empty pool: the floor of each cap is what the pods get */
+    pool[r] = p < 2 ? 2 : ioq_u64_from_double_sat(p);
+  }
+}
+
+double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                               bool ungranted_on, double headroom_share) {
+  const uint64_t cap[IOQ_RES_COUNT] = {
+      [IOQ_RES_BANDWIDTH] = d->capacity_bw_bytes, [IOQ_RES_IOPS] = d->capacity_iops};
+  uint64_t pool[IOQ_RES_COUNT] = {0};
+  if (ungranted_on)
+    ioq_ug_pool(d, u, headroom_share, d->units, pool); /* every unit held */
+  double f = 0;
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (!cap[r])
+      continue;
+    double x = ((double)(d->units[r] + d->nvmet_units[r]) * (double)u->size[r] + (double)pool[r]) /
+               (double)cap[r];
+    if (x > f)
+      f = x;
+  }
+  if (f <= 0)
+    f = d->allocatable_fraction;
+  return f > 1 ? 1 : f;
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The pool of a disk for pods without a grant there, and how it is split.
+ *
+ * A grant is only as good as the bound on everyone else: pods that ask for
+ * no ioqos units (most pods of a cluster) would otherwise take the disk from
+ * the granted ones. So, on a disk where at least one pod holds units, every
+ * other pod's cgroup gets an io.max share of one pool (per resource):
+ *
+ *   headroom = capacity - (advertised + NVMe-oF namespace units) x unit size
+ *              (what the disk does not grant: capacity x (1 - fraction))
+ *   pool     = headroom x headroomShare + units nobody holds x unit size
+ *
+ * or the pool configured for the disk (devices[].ungrantedPool). The other
+ * (1 - headroomShare) of the headroom is never given to anyone: measured on
+ * a token-bucket disk (null_blk), pods without a grant using all of it ran
+ * the disk at 100 % and the latency-bound granted pod kept 0.38 of the
+ * harness ceiling (p99 40 ms vs 21 ms); with half of it 0.59-0.65, close to
+ * the grants alone (docs/ungranted.md). Grants plus pool stay below the
+ * capacity by that reserve.
+ *
+ * Per-pod caps are what blk-throttle enforces per cgroup (a cap on a parent
+ * is shared by its children in turns, not by grant, and Guaranteed pods sit
+ * directly in kubepods, next to the granted ones), so the pool is split into
+ * per-pod caps whose sum stays within it: a max-min fair split by demand,
+ * measured from io.stat every interval.
+ *  - A pod with no measurement yet (just created) counts as busy.
+ *  - A pod that used >= IOQ_UG_BUSY_FRACTION of its cap counts as busy (it
+ *    may want more than it was allowed).
+ *  - Any other pod wants max(IOQ_UG_HEADROOM x its rate, pool / (4 N)):
+ *    room to grow, and a quarter of an equal share so a pod waking up is
+ *    not crawling until the next measurement.
+ *  - Water-filling: the pods wanting least are served first; the busy ones
+ *    share what is left equally. If everyone is served, what is left is
+ *    spread equally over all pods.
+ *  - No cap is below the floor (IOQ_UG_FLOOR_BPS, IOQ_UG_FLOOR_IOPS): a
+ *    pod is slowed, never frozen. With more pods than pool / floor the caps
+ *    together exceed the pool by the floors.
+ * A pod that was bounded before (after a plugin restart) and has no
+ * measurement yet wants its current cap: nothing moves until it is measured.
+ *
+ * Lending (nodePolicy.ungranted.lend): the part of a grant its pod does not
+ * use is added to the pool while it stays unused, so pods without a grant
+ * are not held to a few MiB/s of an idle disk. Per granted pod, disk and
+ * resource a lender (struct ioq_ug_lender) keeps
+ *   keep = max(lendReserve x grant, IOQ_UG_LEND_HEADROOM x its rate)
+ * and lends grant - keep, once it was measured quiet (keep < grant) for
+ * IOQ_UG_LEND_QUIET_PASSES passes in a row, in every resource it holds a
+ * grant of (ioq_ug_lend_pass_pod). Between passes the daemon samples
+ * the lenders' io.stat every lendSampleMs; a sample above what the lender
+ * keeps takes its whole grant back at once (ioq_ug_lend_woke) and the pool is
+ * cut before anything else is written. A lender that woke lends again only
+ * after twice as many quiet passes per recent wake-up (up to
+ * IOQ_UG_LEND_BACKOFF_MAX doublings), so a bursty pod does not make the pool
+ * swing every interval. A grant is never cut: the granted pod's io.max stays
+ * its grant; what is lent is what pods without a grant may use beside it.
+ */
+#ifndef IOQOS_UNGRANTED_H
+#define IOQOS_UNGRANTED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "disk/disk.h"
+#include "base/error.h"
+#include "units/units.h"
+
+#define IOQ_UG_BUSY_FRACTION 0.85
+#define IOQ_UG_HEADROOM 1.5
+#define IOQ_UG_FLOOR_BPS (1024ull * 1024ull)
+#define IOQ_UG_FLOOR_IOPS 10ull
+
+/* One pod's input to the split of one resource. */
+struct ioq_ug_demand {
+  uint64_t cap;  /* its cap now (0 = none) */
+  double rate;   /* measured over the last interval (max of read and write); < 0 = not yet */
+};
+
+/* Splits `pool` between n pods; out[i] gets pod i's cap (>= floor). */
+void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                  uint64_t *out);
+
+/* The pool of one disk per resource (0 = no pool: that resource is not
+ * bounded, e.g. no IOPS capacity known). held: units pods hold on it;
+ * headroom_share in (0, 1] (nodePolicy.ungranted.headroomShare). */
+void ioq_ug_pool(const struct ioq_disk *d, const struct ioq_unit_sizes *u, double headroom_share,
+                 const uint64_t held[IOQ_RES_COUNT], uint64_t pool[IOQ_RES_COUNT]);
+
+#define IOQ_UG_LEND_HEADROOM 2.0
+#define IOQ_UG_LEND_QUIET_PASSES 2u
+#define IOQ_UG_LEND_BACKOFF_MAX 3u
+/* lending passes without a wake-up after which earlier wake-ups are forgotten */
+#define IOQ_UG_LEND_FORGET_PASSES 30u
+
+/* One granted pod's grant in one resource on one disk, as a lender. Zeroed
+ * = not lending. */
+struct ioq_ug_lender {
+  uint64_t grant;    /* per direction (0: none: lends nothing) */
+  uint64_t keep;     /* what it keeps now: grant unless lending */
+  unsigned quiet;    /* passes in a row measured with something to lend */
+  unsigned wakes;    /* recent wake-ups (backoff) */
+  unsigned calm;     /* passes lending since the last wake-up */
+};
+
+/* At a pass: the lender's grant now and its rate over the interval (< 0: not
+ * measured; max of read and write); reserve in [0, 1] (lendReserve).
+ * Returns what it lends now (grant - keep). A changed grant starts afresh. */
+uint64_t ioq_ug_lend_pass(struct ioq_ug_lender *l, uint64_t grant, double rate, double reserve);
+
+/* The same for a pod's grant in every resource (bandwidth, IOPS): a pod lends
+ * only while it is quiet in each resource it holds a grant of, so a database
+ * that uses its IOPS grant lends none of its bandwidth grant either (the disk
+ * is one: a neighbour's bandwidth costs the database's IOPS). lent[r] gets
+ * what it lends per resource. */
+void ioq_ug_lend_pass_pod(struct ioq_ug_lender l[IOQ_RES_COUNT], const uint64_t grant[IOQ_RES_COUNT],
+                          const double rate[IOQ_RES_COUNT], double reserve, uint64_t lent[IOQ_RES_COUNT]);
+
+/* A buffered writer's I/O reaches io.stat only at writeback, and a stalled
+ * writeback (behind others' I/O, the filesystem's journal) makes a busy pod
+ * look idle. So a lender whose page cache waiting for the disk (memory.stat
+ * file_dirty + file_writeback) is at least max(IOQ_UG_BACKLOG_MIN,
+ * IOQ_UG_BACKLOG_S x its bandwidth grant) counts as busy whatever io.stat
+ * says (measured: a granted buffered backup held up by the journal fell to
+ * 0.1 of its grant and, looking idle, lent it away: docs/ungranted.md). */
+#define IOQ_UG_BACKLOG_MIN (4ull * 1024 * 1024)
+#define IOQ_UG_BACKLOG_S 0.05
+bool ioq_ug_backlogged(uint64_t queued_bytes, uint64_t grant_bps);
+
+/* The same for a pod whose tasks wait on I/O (io.pressure "some", PSI): a
+ * stall of at least `fraction` of the time measured is demand, whatever
+ * io.stat says; a buffered writer throttled while dirtying (its writeback
+ * stuck behind others) stalls without I/O of its own reaching the disk, and
+ * a latency-bound database waits on each I/O. An idle pod stalls ~0.
+ * IOQ_UG_STALL_PASS at passes (whole intervals), IOQ_UG_STALL_SAMPLE at
+ * samples. */
+#define IOQ_UG_STALL_PASS 0.10
+#define IOQ_UG_STALL_SAMPLE 0.25
+bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction);
+
+/* At a sample between passes: true when the lender was lending and its rate
+ * over the sample exceeds what it keeps; it then keeps its whole grant (the
+ * caller cuts the pool now). */
+bool ioq_ug_lend_woke(struct ioq_ug_lender *l, double rate);
+
+/* Takes the lender's whole grant back (e.g. it woke in another resource).
+ * Returns true if it was lending. */
+bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l);
+
+/* The part of the disk's capacity (in (0, 1]) that everything bounded may
+ * take together: the advertised units (grants) plus, with the policy for pods
+ * without a grant on (ungranted_on), their pool when every unit is held; the
+ * larger over the resources the disk has a capacity of. Without any capacity:
+ * the allocatable fraction. nodePolicy.iocost.pace: auto paces at this, the
+ * lowest rate at which no grant and no pool is cut. */
+double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_sizes *u,
+                               bool ungranted_on, double headroom_share);
+
+#endif
