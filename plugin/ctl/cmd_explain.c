@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ioqosctl explain NAMESPACE/NAME | UID: asks the node's ioqos-plugin, over
  * its root-only unix socket, everything it knows about one pod (GET
- * /v1/explain, plugin/daemon/explain.h) and prints it as one screen
+ * /v1/explain, plugin/daemon/observe/explain.h) and prints it as one screen
  * (explain_render.h), or as the JSON it got (--json).
  * ioqosctl explain --nvmet [NQN[/NSID]]: the same for the node's NVMe-oF
- * target namespaces (GET /v1/nvmet, plugin/daemon/nvmetns.h;
+ * target namespaces (GET /v1/nvmet, plugin/daemon/core/nvmetns.h;
  * explain_nvmet.h). */
 #include <curl/curl.h>
 #include <errno.h>

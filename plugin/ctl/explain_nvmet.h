@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `ioqosctl explain --nvmet`: the plugin's GET /v1/nvmet document
- * (plugin/daemon/nvmetns.h) as one screen. Pure formatting. */
+ * (plugin/daemon/core/nvmetns.h) as one screen. Pure formatting. */
 #ifndef IOQOS_CTL_EXPLAIN_NVMET_H
 #define IOQOS_CTL_EXPLAIN_NVMET_H
 

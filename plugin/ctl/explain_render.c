@@ -192,7 +192,7 @@ static void rate_of(char *buf, size_t sz, json_object *o, const char *k) {
     snprintf(buf, sz, "-");
 }
 
-/* One disk of the grant monitor's view (plugin/daemon/monitor.c). */
+/* One disk of the grant monitor's view (plugin/daemon/core/monitor.c). */
 static void monitor_disk(FILE *out, json_object *d) {
   json_object *g = get(d, "grant"), *l = get(d, "last"), *x = get(d, "diskNow");
   fprintf(out, "  %s: %s", dash(str(d, "disk")), dash(str(d, "verdict")));

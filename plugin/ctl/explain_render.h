@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `ioqosctl explain`'s screen: the plugin's explain document (JSON, see
- * plugin/daemon/explain.h and docs/operations.md) as one readable page.
+ * plugin/daemon/observe/explain.h and docs/operations.md) as one readable page.
  * Pure: formats what it is given, no I/O but the stream written to. */
 #ifndef IOQOSCTL_EXPLAIN_RENDER_H
 #define IOQOSCTL_EXPLAIN_RENDER_H

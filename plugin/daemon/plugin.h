@@ -9,11 +9,11 @@
 #include <limits.h>
 #include <stdatomic.h>
 
-#include "endpoint.h"
+#include "kubelet/endpoint.h"
 #include "config/config.h"
 #include "cgroup/podcg.h"
 #include "probe/probe.h"
-#include "opts.h"
+#include "support/opts.h"
 
 /* the components, each with its own header (endpoint.h, podtable.h, ...):
  * a file includes the headers of those it calls */

@@ -102,7 +102,7 @@ struct ioq_config {
     double combined_floor; /* per direction, fraction of the grant, (0, 0.25] */
   } enforcement;
 
-  /* The grant monitor (plugin/daemon/monitor.h, grant/grantmon.h): is every
+  /* The grant monitor (plugin/daemon/core/monitor.h, grant/grantmon.h): is every
    * grant being kept? On by default. */
   struct {
     bool enable;

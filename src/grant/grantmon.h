@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Is a grant being kept? The pure logic of the plugin's grant monitor
- * (plugin/daemon/monitor.c reads the files and posts the Events): rates from
+ * (plugin/daemon/core/monitor.c reads the files and posts the Events): rates from
  * two successive counter samples, the interval classifier, the sustained
  * window / recovery state machine and the Event rate limiter.
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* nodePolicy.iocost.pace for one disk: the fraction of its capacity iocost's
  * model is written at, or why the disk is not paced. One rule for the plugin
- * (plugin/daemon/nodepolicy.c writes it) and `ioqosctl probe` (prints it).
+ * (plugin/daemon/core/nodepolicy.c writes it) and `ioqosctl probe` (prints it).
  *
  * Why pace: blk-throttle releases a throttled pod's I/O once per 100 ms slice
  * (Debian's 6.1 kernels), so a large grant reaches a token-bucket disk (cloud

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Combined-direction grants (enforcement.combinedDirections): the plugin
 re-splits a granted pod's rbps/wbps from the grant monitor's samples so that
-read + write stays within the grant (src/grant/dirsplit.c, plugin/daemon/combined.c).
+read + write stays within the grant (src/grant/dirsplit.c, plugin/daemon/core/combined.c).
 
 The kernel is played by a closed-loop feeder: each pod reads and writes at
 min(its demand, the io.max value the plugin put in place), advancing io.stat

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The grant monitor (plugin/daemon/monitor.c, rule in grant/grantmon.h):
+"""The grant monitor (plugin/daemon/core/monitor.c, rule in grant/grantmon.h):
 per granted pod and disk, rates from io.stat, the stall share from
 io.pressure, the disk's delivery from /sys/class/block/DEV/stat; a pod
 starved for monitor.starvedWindowSeconds gets IoqosGrantNotMet (at most one

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
+#include "state/catalog.h"
 #include "grant/grant.h"
 #include "base/monoclock.h"
-#include "podres.h"
+#include "state/podres.h"
 
 #define PER_RES 50000u /* 2 x 50000 = 100 k units */
 #define OTHER_PODS 20u

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The plugin's unit catalog (plugin/daemon/catalog.c): ID validation for
+/* The plugin's unit catalog (plugin/daemon/state/catalog.c): ID validation for
  * Allocate/PreStart, health and generations, the packed ListAndWatch list,
  * and Allocate's environment. */
 #include <criterion/criterion.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocate.h"
-#include "catalog.h"
+#include "kubelet/allocate.h"
+#include "state/catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
 
 static struct catalog *g_cat;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The DRA mode's prepared-claim table (plugin/daemon/drastate.c): what the
+/* The DRA mode's prepared-claim table (plugin/daemon/state/drastate.c): what the
  * pod table and the held units read from it, its state file (round trip,
  * a save that fails changes nothing, torn or foreign files refused). */
 #include <criterion/criterion.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "drastate.h"
+#include "state/drastate.h"
 #include "fixture.h"
 
 #define POD1 "0f4a2d8e-1b6c-4f7a-9e3d-5c2b1a0f9e8d"

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The init-only PreStart heuristic (plugin/daemon/initpick.c): which pod a
+/* The init-only PreStart heuristic (plugin/daemon/core/initpick.c): which pod a
  * PreStart that no listed container explains may be for. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "initpick.h"
+#include "core/initpick.h"
 
 static struct pod_info pending(uint64_t init_units, uint64_t app_units) {
   struct pod_info pi;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The plugin's init container grant state file (plugin/daemon/initstate.c):
+/* The plugin's init container grant state file (plugin/daemon/state/initstate.c):
  * round trip, and every way a torn or foreign file is refused whole. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "initstate.h"
+#include "state/initstate.h"
 #include "base/fsutil.h"
 
 static const char *UID = "0f4a2d8e-1b6c-4f7a-9e3d-5c2b1a0f9e8d";

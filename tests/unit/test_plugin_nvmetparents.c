@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The record of nvmet.parent cgroups the plugin made namespace cgroups
- * under (plugin/daemon/nvmetparents.c): round trip, a save that fails
+ * under (plugin/daemon/state/nvmetparents.c): round trip, a save that fails
  * changes nothing, damaged or hostile files refused (a name in the file is
  * a cgroup the plugin may remove). */
 #include <criterion/criterion.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "nvmetparents.h"
+#include "state/nvmetparents.h"
 
 Test(nvmetparents, round_trip) {
   char *dir = fx_tmpdir();

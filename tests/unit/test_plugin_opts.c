@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ioqos-plugin flags (plugin/daemon/opts.c): defaults, environment
+/* ioqos-plugin flags (plugin/daemon/support/opts.c): defaults, environment
  * fallbacks, precedence and errors that name the flag. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/listenaddr.h"
-#include "opts.h"
+#include "support/opts.h"
 
 static int parse(struct plugin_opts *o, ioq_err *e, int argc, char **argv) {
   return plugin_opts_parse(argc, argv, o, e);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "podcache.h"
+#include "state/podcache.h"
 
 /* every field the readers look at, in the casings Go's decoder accepts */
 static const char *const RICH_POD =

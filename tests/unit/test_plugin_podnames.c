@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "kube/kube.h"
-#include "opts.h"
-#include "podcache.h"
+#include "support/opts.h"
+#include "state/podcache.h"
 
 static struct ioq_kube *g_k;
 static struct podcache *g_c;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The daemon's table of applied pods (plugin/daemon/podtable.c) against a
+/* The daemon's table of applied pods (plugin/daemon/core/podtable.c) against a
  * temp cgroup v2 tree: a grant written and remembered, recomputed when
  * kubelet's List changes, released when the pod is gone (not while a List
  * raced an apply), a recreated pod's earlier instance cleared, an init-only
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "listview.h"
-#include "podtable.h"
+#include "state/catalog.h"
+#include "state/listview.h"
+#include "core/podtable.h"
 #include "fixture.h"
 #include "base/fsutil.h"
 

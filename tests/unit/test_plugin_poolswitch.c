@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Moving a running plugin to another node pool (plugin/daemon/poolswitch.c):
+/* Moving a running plugin to another node pool (plugin/daemon/core/poolswitch.c):
  * which of a pool's settings only a restart changes, and the labels text of
  * the log line. The configs come from one file with pools, as on a node. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "config/config.h"
-#include "poolswitch.h"
+#include "core/poolswitch.h"
 
 static const char *g_file =
     "apiVersion: ioqos.io/v1alpha1\n"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* GetPreferredAllocation's choice (plugin/daemon/prefer.c): must_include,
+/* GetPreferredAllocation's choice (plugin/daemon/kubelet/prefer.c): must_include,
  * annotation hint, shared placement on the units kubelet offers, fallbacks,
  * and bad input. */
 #include <criterion/criterion.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prefer.h"
+#include "kubelet/prefer.h"
 
 static struct ioq_disk_state g_disks[2];
 static char **g_ids;

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The node's disks as placement sees them: catalog (units, health, caps) plus
+ * what the pod table has allocated. One builder for GetPreferredAllocation and
+ * the node annotation, so both describe the disks the same way. And the
+ * report of their health changes (log + Event on the node). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "diskstate.h"
+#include "listview.h"
+#include "core/podtable.h"
+#include "support/events.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "probe/probe.h"
+#include "grant/ungranted.h"
+#include "plugin.h"
+
+size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out) {
+  struct cat_disk *cd;
+  const struct ioq_config *c = plugin_cfg(p); /* one pool's share for every disk */
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  *out = cd ? calloc(n ? n : 1, sizeof **out) : NULL;
+  if (!*out) {
+    free(cd);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct ioq_disk_state *d = &(*out)[i];
+    ioq_copy_trunc(d->name, sizeof d->name, cd[i].disk.dev.name); /* same-size fields: fits */
+    ioq_devno_str(cd[i].dev, d->dev, sizeof d->dev);
+    /* same-size fields: fits */
+    ioq_copy_trunc(d->class_name, sizeof d->class_name, cd[i].disk.class_name);
+    d->healthy = cd[i].healthy;
+    if (!d->healthy)
+      ioq_copy_trunc(d->reason, sizeof d->reason, cd[i].why);
+    d->caps = cd[i].disk.caps;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      d->capacity[r] = cd[i].units[r];
+    listview_allocated(p->table, d->name, d->allocated);
+    /* the pool the ungranted pass uses: bounds apply while units are held */
+    if (p->ug && d->healthy && (d->allocated[0] || d->allocated[1]))
+      ioq_ug_pool(&cd[i].disk, &p->cfg.units, c->node_policy.ungranted_headroom_share, d->allocated,
+                  d->ungranted_pool);
+  }
+  free(cd);
+  return n;
+}
+
+/* What the last report said, so each change is told once (the probe runs
+ * every reconcile pass). Only the reconcile thread and startup call
+ * disks_report_health, never at once. */
+struct reported {
+  char name[320]; /* disk name, or the selector of a fault */
+  char why[320];  /* "" = healthy */
+};
+static struct reported *g_rep;
+static size_t g_nrep;
+
+static const struct reported *reported_find(const struct reported *r, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(r[i].name, name) == 0)
+      return &r[i];
+  return NULL;
+}
+
+void disks_report_health(struct plugin *p) {
+  struct cat_disk *cd;
+  struct ioq_select_fault *f;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  size_t nf = catalog_faults(p->catalog, &f);
+  struct reported *now = calloc(n + nf + 1, sizeof *now);
+  if (!cd || !f || !now) {
+    ioq_error("disk health report failed reason=out-of-memory");
+    free(cd);
+    free(f);
+    free(now);
+    return;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++, m++) {
+    /* name[320] holds any disk name */
+    ioq_copy_trunc(now[m].name, sizeof now[m].name, cd[i].disk.dev.name);
+    if (!cd[i].healthy)
+      ioq_copy_trunc(now[m].why, sizeof now[m].why, cd[i].why[0] ? cd[i].why : "unhealthy");
+    const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
+    if (!cd[i].healthy && (!was || strcmp(was->why, now[m].why) != 0))
+      events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosDiskUnhealthy",
+                  "disk %s (%u:%u): %s; its units are Unhealthy, the node's other disks keep serving",
+                  cd[i].disk.dev.name, cd[i].dev.major, cd[i].dev.minor, now[m].why);
+    else if (cd[i].healthy && was && was->why[0])
+      events_post(p->events, NULL, NULL, NULL, "Normal", "IoqosDiskHealthy",
+                  "disk %s (%u:%u) is healthy again", cd[i].disk.dev.name, cd[i].dev.major,
+                  cd[i].dev.minor);
+  }
+  for (size_t i = 0; i < nf; i++, m++) {
+    /* selector names are kept apart from disk names by a prefix */
+    snprintf(now[m].name, sizeof now[m].name, "select:%s", f[i].select);
+    ioq_copy_trunc(now[m].why, sizeof now[m].why, f[i].reason);
+    const struct reported *was = reported_find(g_rep, g_nrep, now[m].name);
+    if (!was || strcmp(was->why, now[m].why) != 0) {
+      ioq_warn("disk selector gave no disk select=\"%s\" error=\"%s\"", f[i].select, f[i].reason);
+      events_post(p->events, NULL, NULL, NULL, "Warning", "IoqosDiskSelectFailed",
+                  "configured disk '%s' is not served: %s; the node's other disks keep serving",
+                  f[i].select, f[i].reason);
+    }
+  }
+  for (size_t i = 0; i < g_nrep; i++)
+    if (!strncmp(g_rep[i].name, "select:", 7) && !reported_find(now, m, g_rep[i].name))
+      ioq_info("disk selector resolves again select=\"%s\"", g_rep[i].name + 7);
+  free(g_rep);
+  g_rep = now;
+  g_nrep = m;
+  free(cd);
+  free(f);
+}
+
+static bool probed(const struct ioq_inventory *inv, const char *name) {
+  for (size_t i = 0; i < inv->n; i++)
+    if (strcmp(inv->disks[i].dev.name, name) == 0)
+      return true;
+  return false;
+}
+
+const char *disks_unselected_why(const struct ioq_config *c, char *buf, size_t len) {
+  snprintf(buf, len, "not selected by node pool %s, in force since the node was relabelled",
+           c->pool ? c->pool : "(top level)");
+  return buf;
+}
+
+void disks_forget_unselected(struct plugin *p, const struct ioq_inventory *inv,
+                             const struct ioq_config *c) {
+  char why[160];
+  struct cat_disk *cd;
+  size_t n = catalog_snapshot(p->catalog, &cd);
+  for (size_t i = 0; cd && i < n; i++) {
+    const struct ioq_disk *d = &cd[i].disk;
+    /* a healthy one is listed Unhealthy first: kubelet may be allocating its units now */
+    if (cd[i].healthy || probed(inv, d->dev.name) ||
+        catalog_fault_of(inv->faults, inv->n_faults, d))
+      continue;
+    uint64_t held[IOQ_RES_COUNT];
+    listview_allocated(p->table, d->dev.name, held);
+    if (held[IOQ_RES_BANDWIDTH] || held[IOQ_RES_IOPS])
+      continue; /* its pods keep their grants; it goes after them */
+    if (catalog_forget(p->catalog, d->dev.name))
+      ioq_info("disk no longer managed disk=%s dev=%u:%u reason=\"%s, and no pod holds its units\"",
+               d->dev.name, cd[i].dev.major, cd[i].dev.minor,
+               disks_unselected_why(c, why, sizeof why));
+  }
+  free(cd);
+}
