@@ -3,7 +3,7 @@
 """The folders' dependencies (docs/architecture.md, "Folders and what they may
 include"): the plugin and the extender share src/, never each other.
 
-    check-layering.py [REPO]
+    check-layering.py [REPO [BUILD]]
 
 Layers, by path: libioqos (src/ but src/kube), kube (src/kube: the Kubernetes
 API client), plugin (plugin/), extender (scheduler-ext/), proto (proto/).
@@ -18,13 +18,19 @@ Fails when
     of, a layer it may not use;
   - libioqos uses curl (its link line or a <curl/...> include): the HTTP
     client is src/kube's.
+Then the rooms inside src/ and plugin/daemon/ (rooms.py): each room's README
+says which rooms it may use; includes, and with BUILD (a CMake build tree,
+its objects read with nm) calls, that go elsewhere fail, as do circles.
 Then the controls: planted violations in throw-away trees, each of which the
-check must catch, and a clean tree it must pass. Exit 0 clean, 1 not.
+checks must catch, and a clean tree they must pass. Exit 0 clean, 1 not.
 """
 import os
 import re
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rooms  # noqa: E402
 
 FORBIDDEN = {
     "libioqos": {"kube", "plugin", "extender", "proto"},
@@ -260,14 +266,22 @@ def controls():
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    build = sys.argv[2] if len(sys.argv) > 2 else None
     problems = check(root)
     for p in problems:
         print("FAIL " + p)
     if not problems:
         print("ok:   %s: plugin/ and scheduler-ext/ use only src/, libioqos only itself" %
               os.path.abspath(root))
-    bad = controls()
-    sys.exit(1 if problems or bad else 0)
+    room_problems, what = rooms.check(root, build)
+    for p in room_problems:
+        print("FAIL " + p)
+    if not room_problems:
+        print("ok:   rooms (%s): every include%s points where the room's README allows; "
+              "no circles; docs/architecture.md names every room" %
+              (what, " and call" if build else ""))
+    bad = controls() + rooms.controls()
+    sys.exit(1 if problems or room_problems or bad else 0)
 
 
 if __name__ == "__main__":
