@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/monoclock.h"
 #include "grant/podneed.h"
+#include "base/grow.h"
 
 struct placement {
   char uid[IOQ_POD_UID_MAX + 1];
@@ -200,14 +201,10 @@ static int put(struct ext_assumed *a, struct anode *n, const struct placement *p
       n->p[i] = *pl;
       return 0;
     }
-  if (n->n == n->cap) {
-    size_t cap = n->cap ? n->cap * 2 : 4;
-    struct placement *np = realloc(n->p, cap * sizeof *np);
-    if (!np)
-      return ioq_fail(e, ENOMEM, "out of memory growing the assumed placements of a node");
-    n->p = np;
-    n->cap = cap;
-  }
+  struct placement *np = ioq_grow(n->p, &n->cap, n->n + 1, sizeof *np, 4);
+  if (!np)
+    return ioq_fail(e, ENOMEM, "out of memory growing the assumed placements of a node");
+  n->p = np;
   n->p[n->n++] = *pl;
   a->total++;
   return 0;
@@ -277,18 +274,14 @@ size_t ext_assumed_older(struct ext_assumed *a, uint64_t min_age_ms, struct ext_
       if (age < min_age_ms || (pl->checked_ms && now - pl->checked_ms < again))
         continue;
       pl->checked_ms = now;
-      if (n == cap) {
-        size_t nc = cap ? cap * 2 : 16;
-        struct ext_assumed_ref *r = realloc(refs, nc * sizeof *r);
-        if (!r) {
-          pthread_mutex_unlock(&a->mu);
-          free(refs);
-          ioq_fail(e, ENOMEM, "out of memory building the list of assumed placements");
-          return (size_t)-1;
-        }
-        refs = r;
-        cap = nc;
+      struct ext_assumed_ref *grown = ioq_grow(refs, &cap, n + 1, sizeof *grown, 16);
+      if (!grown) {
+        pthread_mutex_unlock(&a->mu);
+        free(refs);
+        ioq_fail(e, ENOMEM, "out of memory building the list of assumed placements");
+        return (size_t)-1;
       }
+      refs = grown;
       struct ext_assumed_ref *r = &refs[n++];
       snprintf(r->node, sizeof r->node, "%s", nd->name);
       memcpy(r->uid, nd->p[i].uid, sizeof r->uid);

@@ -18,6 +18,7 @@
 #include "kpods.h"
 #include "ktable.h"
 #include "util.h"
+#include "base/grow.h"
 
 #define PERMS_TEXT                                                                                  \
   "Permissions (RBAC of YOUR user, not of the plugin): 'list' on 'nodes' (cluster-wide) for\n"      \
@@ -307,14 +308,10 @@ struct pods_ud {
 
 static int pod_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
   struct pods_ud *x = ud;
-  if (x->n == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 64;
-    struct ctl_pod *p = realloc(x->pods, cap * sizeof *p);
-    if (!p)
-      return ioq_fail(e, ENOMEM, "out of memory growing the pod list");
-    x->pods = p;
-    x->cap = cap;
-  }
+  struct ctl_pod *p = ioq_grow(x->pods, &x->cap, x->n + 1, sizeof *p, 64);
+  if (!p)
+    return ioq_fail(e, ENOMEM, "out of memory growing the pod list");
+  x->pods = p;
   ioq_err pe = {0};
   int rc = ctl_pod_from_json(item, truncated, &x->pods[x->n], &pe);
   if (rc < 0)
@@ -348,14 +345,10 @@ static int index_item(void *ud, json_object *item, bool truncated, ioq_err *e) {
   const char *name = json_object_get_string(nm);
   if (!bsearch(&name, x->want, x->n_want, sizeof *x->want, cmp_str))
     return 0; /* no ioqos pod listed there */
-  if (x->n == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 16;
-    struct ctl_node *p = realloc(x->nodes, cap * sizeof *p);
-    if (!p)
-      return ioq_fail(e, ENOMEM, "out of memory growing the node list");
-    x->nodes = p;
-    x->cap = cap;
-  }
+  struct ctl_node *p = ioq_grow(x->nodes, &x->cap, x->n + 1, sizeof *p, 16);
+  if (!p)
+    return ioq_fail(e, ENOMEM, "out of memory growing the node list");
+  x->nodes = p;
   ioq_err ne = {0};
   if (ctl_node_from_json(item, truncated, &x->nodes[x->n], &ne) < 0) {
     if (ne.code == ENOMEM) {

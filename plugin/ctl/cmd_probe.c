@@ -7,7 +7,7 @@
 
 #include "commands.h"
 #include "config/config.h"
-#include "probe/pace.h"
+#include "grant/pace.h"
 #include "grant/placement.h"
 #include "nvmet/nvmet.h"
 #include "nvmet/nvmetplan.h"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ktable.h"
+#include "base/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +27,11 @@ static char *clean_dup(const char *s) {
 }
 
 int ctl_table_add(struct ctl_table *t, const char *const *cells) {
-  if (t->nrows == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 16;
-    char **n = realloc(t->cells, cap * t->ncols * sizeof *n);
-    if (!n)
-      return -1;
-    t->cells = n;
-    t->cap = cap;
-  }
+  /* rows of ncols cells: one element is a row */
+  char **n = ioq_grow(t->cells, &t->cap, t->nrows + 1, t->ncols * sizeof *n, 16);
+  if (!n)
+    return -1;
+  t->cells = n;
   char **row = t->cells + t->nrows * t->ncols;
   for (size_t i = 0; i < t->ncols; i++) {
     row[i] = clean_dup(cells[i]);

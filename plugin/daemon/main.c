@@ -16,12 +16,13 @@
 #include <sys/stat.h>
 
 #include "state/catalog.h"
+#include "kubelet/endpoint.h"
 #include "core/combined.h"
 #include "kubelet/dradriver.h"
 #include "state/drastate.h"
 #include "core/podtable.h"
 #include "support/events.h"
-#include "observe/explain.h"
+#include "state/choices.h"
 #include "observe/httpd.h"
 #include "state/initstate.h"
 #include "base/fsutil.h"
@@ -93,6 +94,10 @@ static int check_other_mode(struct plugin *p, ioq_err *e) {
 static int setup_endpoints(struct plugin *p, ioq_err *e) {
   if (check_other_mode(p, e) < 0)
     return -1;
+  /* in both modes: /metrics and /readyz read them (never registered in DRA mode) */
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    if (!(p->ep[r] = calloc(1, sizeof *p->ep[r])))
+      return ioq_fail(e, ENOMEM, "out of memory (device plugin endpoints)");
   /* both modes: the registrar tells a live kubelet by it */
   if (ioq_path_join(p->kubelet_sock, sizeof p->kubelet_sock, e, p->opts.device_plugin_dir,
                     KUBELET_SOCKET_NAME, NULL) < 0)
@@ -100,7 +105,7 @@ static int setup_endpoints(struct plugin *p, ioq_err *e) {
   if (p->opts.mode == PLUGIN_MODE_DRA)
     return 0; /* no device-plugin units: the claims' capacity is in the ResourceSlice */
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
-    struct endpoint *ep = &p->ep[r];
+    struct endpoint *ep = p->ep[r];
     ep->p = p;
     ep->res = (enum ioq_resource)r;
     pthread_mutex_init(&ep->lock, NULL);
@@ -186,8 +191,8 @@ static void teardown(struct plugin *p) {
    * rest; the reconciler's memory goes last, after everything that could
    * still kick it. */
   for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (p->ep[r].p)
-      endpoint_stop(&p->ep[r], true);
+    if (p->ep[r] && p->ep[r]->p)
+      endpoint_stop(p->ep[r], true);
   httpd_stop(p->http);
   nodepool_stop(p->np); /* before the events and the reconciler it posts to and kicks */
   ungranted_stop(p->ug);
@@ -196,9 +201,12 @@ static void teardown(struct plugin *p) {
   events_stop(p->events);
   podcache_stop(p->pods);
   reconciler_free(atomic_exchange(&p->rec, NULL));
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (p->ep[r].p)
-      pthread_mutex_destroy(&p->ep[r].lock);
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (p->ep[r] && p->ep[r]->p)
+      pthread_mutex_destroy(&p->ep[r]->lock);
+    free(p->ep[r]);
+    p->ep[r] = NULL;
+  }
   ioq_kube_free(p->kube_rpc);
   ioq_kube_free(p->kube);
   ungranted_free(p->ug);
@@ -210,8 +218,8 @@ static void teardown(struct plugin *p) {
   podtable_free(p->table);
   drastate_free(p->dra);
   p->dra = NULL;
-  explain_free(p->explain);
-  p->explain = NULL;
+  choices_free(p->choices);
+  p->choices = NULL;
   nvmetns_free(p->nvmet);
   p->nvmet = NULL;
   catalog_free(p->catalog);
@@ -241,7 +249,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
   p->probe.roots.sysfs = p->opts.sysfs_root;
   p->probe.roots.cgroupfs = p->opts.cgroup_root;
   if (!(p->catalog = catalog_new()) || !(p->metrics = metrics_new()) ||
-      !(p->explain = explain_new()) || !(p->nvmet = nvmetns_new())) {
+      !(p->choices = choices_new()) || !(p->nvmet = nvmetns_new())) {
     ioq_fail(&e, ENOMEM, "out of memory (catalog, metrics, explain notes or nvmet state)");
     goto fatal;
   }
@@ -255,7 +263,7 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     goto fatal;
   if (p->opts.mode == PLUGIN_MODE_DEVICE_PLUGIN) {
     for (int r = 0; r < IOQ_RES_COUNT; r++)
-      if (endpoint_start(&p->ep[r], &e) < 0)
+      if (endpoint_start(p->ep[r], &e) < 0)
         goto fatal;
     if (!(p->rec = reconciler_start(p, &e)) || !(p->reg = registrar_start(p, &e)))
       goto fatal;
@@ -286,8 +294,8 @@ static int run(struct plugin *p, const sigset_t *sigs) {
     ioq_info("ioqos-plugin running mode=dra driver=ioqos.io plugins_dir=%s registry_dir=%s",
              p->opts.kubelet_plugins_dir, p->opts.kubelet_registry_dir);
   else
-    ioq_info("ioqos-plugin running mode=device-plugin sockets=%s,%s kubelet=%s", p->ep[0].sock_path,
-             p->ep[1].sock_path, p->kubelet_sock);
+    ioq_info("ioqos-plugin running mode=device-plugin sockets=%s,%s kubelet=%s", p->ep[0]->sock_path,
+             p->ep[1]->sock_path, p->kubelet_sock);
 
   for (;;) {
     int sig = 0;

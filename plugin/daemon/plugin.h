@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <stdatomic.h>
 
-#include "kubelet/endpoint.h"
 #include "config/config.h"
 #include "cgroup/podcg.h"
 #include "probe/probe.h"
@@ -18,9 +17,10 @@
 /* the components, each with its own header (endpoint.h, podtable.h, ...):
  * a file includes the headers of those it calls */
 struct catalog;
+struct endpoint;
 struct podtable;
 struct events;
-struct explain;
+struct choices;
 struct httpd;
 struct ioq_kube;
 struct metrics;
@@ -66,7 +66,7 @@ struct plugin {
   struct catalog *catalog;
   struct podtable *table; /* the applied pods (podtable.h) */
   struct metrics *metrics;
-  struct endpoint ep[IOQ_RES_COUNT];
+  struct endpoint *ep[IOQ_RES_COUNT]; /* device plugin sockets (kubelet/endpoint.h), allocated in both modes */
 
   struct ioq_kube *kube;     /* informer, annotation, events */
   struct ioq_kube *kube_rpc; /* lookups on an RPC's path: short timeout */
@@ -81,7 +81,7 @@ struct plugin {
   struct nodepool *np;      /* config pools: the Node's labels pick the pool; NULL without pools */
   struct monitor *mon;  /* grant monitor; NULL when monitor.enable is false */
   struct httpd *http;
-  struct explain *explain; /* notes for `ioqosctl explain` (explain.h) */
+  struct choices *choices; /* preferred-allocation decisions, for `ioqosctl explain` (choices.h) */
   struct combined *combined; /* combined-direction re-split state (combined.h) */
 
   atomic_bool stopping;

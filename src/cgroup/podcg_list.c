@@ -9,6 +9,7 @@
 
 #include "base/fsutil.h"
 #include "cgroup/podcg.h"
+#include "base/grow.h"
 
 bool ioq_pod_uid_from_dirname(const char *name, char uid[IOQ_POD_UID_LEN + 1]) {
   size_t nl = strlen(name);
@@ -57,16 +58,12 @@ static int list_parent(const char *parent, enum ioq_qos_class qos,
                     parent);
       break;
     }
-    if (*n == *cap) {
-      size_t nc = *cap ? *cap * 2 : 32;
-      struct ioq_pod_cgroup_entry *g = realloc(*out, nc * sizeof *g);
-      if (!g) {
-        rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory for %zu entries", nc);
-        break;
-      }
-      *out = g;
-      *cap = nc;
+    struct ioq_pod_cgroup_entry *g = ioq_grow(*out, cap, *n + 1, sizeof *g, 32);
+    if (!g) {
+      rc = ioq_fail(e, ENOMEM, "list pod cgroups: out of memory for %zu entries", *cap * 2);
+      break;
     }
+    *out = g;
     struct ioq_pod_cgroup_entry *pe = &(*out)[*n];
     if (ioq_path_join(pe->dir, sizeof pe->dir, NULL, parent, de->d_name, NULL) < 0 ||
         !ioq_is_dir(pe->dir))

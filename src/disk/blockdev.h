@@ -8,9 +8,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "disk/disk.h"
 #include "base/error.h"
 #include "units/iolimit.h"
+#include "units/units.h" /* IOQ_DISK_NAME_MAX */
+
+#define IOQ_SCHED_MAX 32
+
+/* One block device as sysfs shows it. */
+struct ioq_blockdev {
+  char name[IOQ_DISK_NAME_MAX + 1]; /* kernel name in /sys/class/block */
+  unsigned major, minor;            /* from sysfs "dev" */
+  char scheduler[IOQ_SCHED_MAX];    /* active scheduler ("none", "mq-deadline", "bfq"), "" if none */
+  bool rotational;
+  unsigned logical_block_size;
+};
 
 /* Reads dev, queue/scheduler, queue/rotational, queue/logical_block_size of
  * /sys/class/block/NAME. Partitions have no queue/: those fields stay empty. */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "dra/draslice.h"
 #include "base/error.h"
 #include "units/units.h"

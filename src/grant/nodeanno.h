@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
 #include "grant/placement.h"
 

@@ -5,25 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const g_cap_names[IOQ_CAP_COUNT_] = {
-    "io.max", "io.weight", "io.bfq.weight", "io.latency",
-    "blkio.throttle", "blkio.bfq.weight", "buffered-writes",
-};
-
-const char *ioq_cap_name(unsigned bit) {
-  for (unsigned i = 0; i < IOQ_CAP_COUNT_; i++)
-    if (bit == (1u << i))
-      return g_cap_names[i];
-  return NULL;
-}
-
-unsigned ioq_cap_from_name(const char *name) {
-  for (unsigned i = 0; i < IOQ_CAP_COUNT_; i++)
-    if (name && strcmp(name, g_cap_names[i]) == 0)
-      return 1u << i;
-  return 0;
-}
-
 static const char *need_class(const struct ioq_need *need) {
   return need->class_name && *need->class_name ? need->class_name : IOQ_DEFAULT_CLASS;
 }

@@ -4,6 +4,7 @@
  * the kept tree (bounded by the cost budget) plus yajl's own state (one
  * token and one byte per nesting level). */
 #include "kube/kube_jfilter.h"
+#include "base/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -188,14 +189,10 @@ static int start(struct ioq_jf *f, bool is_array) {
     f->skip = 1;
     return 1;
   }
-  if (f->depth == f->st_cap) {
-    size_t nc = f->st_cap ? f->st_cap * 2 : 16;
-    struct frame *ns = realloc(f->st, nc * sizeof *ns);
-    if (!ns)
-      return fail(f, ENOMEM, "JSON: out of memory growing the nesting stack");
-    f->st = ns;
-    f->st_cap = nc;
-  }
+  struct frame *ns = ioq_grow(f->st, &f->st_cap, f->depth + 1, sizeof *ns, 16);
+  if (!ns)
+    return fail(f, ENOMEM, "JSON: out of memory growing the nesting stack");
+  f->st = ns;
   json_object *v = is_array ? json_object_new_array() : json_object_new_object();
   if (!v)
     return fail(f, ENOMEM, "JSON: out of memory building an object or array");

@@ -11,6 +11,7 @@
 
 #include "base/fsutil.h"
 #include "probe/probe.h"
+#include "base/grow.h"
 
 const char *ioq_nvmet_state_name(enum ioq_nvmet_state s) {
   switch (s) {
@@ -160,16 +161,12 @@ static int list_namespaces(const struct ioq_roots *roots, const char *sub_dir, c
       rc = ioq_fail(e, E2BIG, "more than %d nvmet namespaces", IOQ_NVMET_MAX_NS);
       break;
     }
-    if (out->n == *cap) {
-      size_t nc = *cap ? *cap * 2 : 8;
-      struct ioq_nvmet_ns *g = realloc(out->ns, nc * sizeof *g);
-      if (!g) {
-        rc = ioq_fail(e, ENOMEM, "out of memory (nvmet namespaces)");
-        break;
-      }
-      out->ns = g;
-      *cap = nc;
+    struct ioq_nvmet_ns *g = ioq_grow(out->ns, cap, out->n + 1, sizeof *g, 8);
+    if (!g) {
+      rc = ioq_fail(e, ENOMEM, "out of memory (nvmet namespaces)");
+      break;
     }
+    out->ns = g;
     struct ioq_nvmet_ns *ns = &out->ns[out->n];
     memset(ns, 0, sizeof *ns);
     ioq_copy_trunc(ns->subsystem, sizeof ns->subsystem, nqn);

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
 
 #define IOQ_NVMET_NQN_MAX 223 /* NVMe: an NQN is at most 223 bytes */

@@ -35,7 +35,7 @@
 
 #include "cgroup/cglayout.h"
 #include "config/config.h"
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
 #include "units/iolimit.h"
 #include "nvmet/nvmet.h"

@@ -11,7 +11,7 @@
 #include "base/fsutil.h"
 #include "cgroup/iocost.h"
 #include "base/numconv.h"
-#include "grant/placement.h"
+#include "cgroup/caps.h"
 
 static int cal_bad(ioq_err *e, const char *file, const char *disk, const char *field) {
   return ioq_fail(e, IOQ_EINVAL_INPUT, "%s: disks.%s.%s: missing or not a non-negative integer",

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
 
 #define IOQ_CALIBRATION_VERSION 1

@@ -13,7 +13,7 @@
 #include "probe/capacity.h"
 #include "base/fsutil.h"
 #include "base/log.h"
-#include "grant/placement.h"
+#include "cgroup/caps.h"
 
 void ioq_probe_opts_default(struct ioq_probe_opts *o) {
   memset(o, 0, sizeof *o);

@@ -7,9 +7,9 @@
 #define IOQOS_PROBE_H
 
 #include "config/config.h"
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
-#include "grant/placement.h" /* IOQ_CAP_* */
+#include "cgroup/caps.h" /* IOQ_CAP_* */
 
 struct ioq_probe_opts {
   struct ioq_roots roots;

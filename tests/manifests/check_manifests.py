@@ -383,9 +383,9 @@ def dra_facts():
     attributes of the devices ioqos-plugin publishes, from the C sources."""
     if not _dra:
         slice_c = open(os.path.join(REPO, "src", "dra", "draslice.c")).read()
-        placement_c = open(os.path.join(REPO, "src", "grant", "placement.c")).read()
+        caps_c = open(os.path.join(REPO, "src", "cgroup", "caps.c")).read()
         literal = set(re.findall(r'json_object_object_add\(attrs, "(\w+)"', slice_c))
-        m = re.search(r"g_cap_names\[[^\]]*\] = \{([^}]*)\}", placement_c)
+        m = re.search(r"g_cap_names\[[^\]]*\] = \{([^}]*)\}", caps_c)
         # one bool per capability, named as cap_attr_name() does: io.bfq.weight -> ioBfqWeight
         caps = [re.sub(r"[.-](.)", lambda x: x.group(1).upper(), c)
                 for c in re.findall(r'"([^"]+)"', m.group(1))] if m else []

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "probe/pace.h"
+#include "grant/pace.h"
 
 #define MiB (1024ull * 1024ull)
 

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "support/metrics.h"
 #include "plugin.h"
+#include "base/grow.h"
 
 /* What a pod costs here: the fields ioq_dra_pod_parse reads, never the
  * whole object (a tenant's pod may be megabytes of env and managedFields). */
@@ -65,14 +66,10 @@ static int add_candidates(struct gather *g, const struct ioq_dra_pod *pod) {
       return ioq_fail(&g->err, IOQ_EINVAL_INPUT,
                       "the node's pods name more than %d claims (the most kept)",
                       DRASTATE_MAX_CLAIMS);
-    if (g->n == g->cap) {
-      size_t nc = g->cap ? g->cap * 2 : 16;
-      struct candidate *x = realloc(g->c, nc * sizeof *x);
-      if (!x)
-        return ioq_fail(&g->err, ENOMEM, "out of memory (claims of the node's pods)");
-      g->c = x;
-      g->cap = nc;
-    }
+    struct candidate *x = ioq_grow(g->c, &g->cap, g->n + 1, sizeof *x, 16);
+    if (!x)
+      return ioq_fail(&g->err, ENOMEM, "out of memory (claims of the node's pods)");
+    g->c = x;
     struct candidate *c = &g->c[g->n++];
     ioq_copy_trunc(c->ns, sizeof c->ns, pod->ns);
     ioq_copy_trunc(c->claim, sizeof c->claim, pod->claims[i]);

@@ -12,6 +12,7 @@
 #include "state/initstate.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/grow.h"
 
 bool pod_init_asks(const struct pod_info *pi) {
   for (size_t k = 0; k < pi->n_ctrs; k++)
@@ -124,16 +125,12 @@ bool pt_is_settled(struct podtable *f, const char *uid) {
 void pt_settle(struct podtable *f, const char *uid) {
   if (pt_is_settled(f, uid))
     return;
-  if (f->n_settled == f->cap_settled) {
-    size_t nc = f->cap_settled ? f->cap_settled * 2 : 16;
-    char(*ns)[IOQ_POD_UID_MAX + 1] = realloc(f->settled, nc * sizeof *ns);
-    if (!ns) { /* the pod is found unknown again: its limits are cleared once more */
-      ioq_error("remembering a settled pod failed uid=%s error=\"out of memory\"", uid);
-      return;
-    }
-    f->settled = ns;
-    f->cap_settled = nc;
+  char(*ns)[IOQ_POD_UID_MAX + 1] = ioq_grow(f->settled, &f->cap_settled, f->n_settled + 1, sizeof *ns, 16);
+  if (!ns) { /* the pod is found unknown again: its limits are cleared once more */
+    ioq_error("remembering a settled pod failed uid=%s error=\"out of memory\"", uid);
+    return;
   }
+  f->settled = ns;
   if (ioq_copy(f->settled[f->n_settled], sizeof f->settled[0], uid))
     f->n_settled++;
   else /* a cut UID would be another pod's */
@@ -225,17 +222,13 @@ void podtable_restore(struct podtable *f) {
   for (size_t i = 0; i < n; i++) {
     if (pt_find_locked(f, r[i].uid))
       continue;
-    if (f->n == f->cap) {
-      size_t nc = f->cap ? f->cap * 2 : 32;
-      struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
-      if (!np) {
-        ioq_error("restoring init container grants: out of memory, %zu of %zu restored", restored,
-                  n);
-        break;
-      }
-      f->pods = np;
-      f->cap = nc;
+    struct applied_pod *np = ioq_grow(f->pods, &f->cap, f->n + 1, sizeof *np, 32);
+    if (!np) {
+      ioq_error("restoring init container grants: out of memory, %zu of %zu restored", restored,
+                n);
+      break;
     }
+    f->pods = np;
     struct applied_pod *ap = &f->pods[f->n++];
     memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
     PT_COPY_FIELD(ap->ns, r[i].ns);

@@ -17,7 +17,7 @@
 #include "cgroup/iocost.h"
 #include "base/log.h"
 #include "base/numconv.h"
-#include "probe/pace.h"
+#include "grant/pace.h"
 #include "cgroup/podcg.h"
 #include "support/metrics.h"
 #include "nodepolicy.h"

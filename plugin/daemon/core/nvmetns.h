@@ -49,10 +49,5 @@ void nvmetns_refresh(struct plugin *p, struct ioq_inventory *inv);
  * configured. A new reference. */
 json_object *nvmetns_state(struct plugin *p);
 
-/* GET /v1/nvmet on the explain socket (`ioqosctl explain --nvmet`): that
- * state, its namespaces narrowed to `filter` ("NQN" or "NQN/NSID", NULL =
- * all). Returns the HTTP status; *body is malloc'd JSON ({"error": ...} when
- * not 200). */
-unsigned nvmetns_explain(struct plugin *p, const char *filter, char **body);
 
 #endif

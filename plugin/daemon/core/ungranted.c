@@ -43,6 +43,7 @@
 #include "plugin.h"
 #include "ungranted.h"
 #include "ungranted_internal.h"
+#include "base/grow.h"
 
 void ug_failed(struct ungranted *u, const ioq_err *e) {
   metrics_inc(u->p->metrics, C_UG_FAIL);
@@ -125,16 +126,12 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
   for (size_t i = 0; i < n; i++) {
     struct ug_pod *pp = find_pod(u, list[i].dir);
     if (!pp) {
-      if (u->n == u->cap) {
-        size_t nc = u->cap ? u->cap * 2 : 32;
-        struct ug_pod *g = realloc(u->pods, nc * sizeof *g);
-        if (!g) {
-          free(list);
-          return ioq_fail(e, ENOMEM, "ungranted: out of memory growing the pod list");
-        }
-        u->pods = g;
-        u->cap = nc;
+      struct ug_pod *g = ioq_grow(u->pods, &u->cap, u->n + 1, sizeof *g, 32);
+      if (!g) {
+        free(list);
+        return ioq_fail(e, ENOMEM, "ungranted: out of memory growing the pod list");
       }
+      u->pods = g;
       pp = &u->pods[u->n++];
       memset(pp, 0, sizeof *pp);
       pp->cg = list[i];

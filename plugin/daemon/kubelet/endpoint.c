@@ -18,7 +18,7 @@
 #include "endpoint.h"
 #include "state/listview.h"
 #include "core/podtable.h"
-#include "observe/explain.h"
+#include "state/choices.h"
 #include "support/grpcs.h"
 #include "base/fsutil.h"
 #include "base/log.h"
@@ -133,7 +133,7 @@ static int prefer_one(struct endpoint *ep, const V1beta1__ContainerPreferredAllo
       ioq_info("preferred allocation note resource=%s note=\"%s\"", ioq_resource_name(ep->res),
                res->note);
     if (nc == 1 && res->disk[0]) /* the asker is known: `ioqosctl explain` tells why this disk */
-      explain_note_choice(p->explain, cand[0].ns, cand[0].name, ep->res, res->disk, res->how,
+      choices_note(p->choices, cand[0].ns, cand[0].name, ep->res, res->disk, res->how,
                           res->note);
   }
   free(cand);

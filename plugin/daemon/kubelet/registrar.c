@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
+#include "endpoint.h"
 #include "dradriver.h"
 #include "support/grpcs.h"
 #include "base/log.h"
@@ -227,7 +228,7 @@ static void check(struct registrar *rg) {
   }
   double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT && !atomic_load(&rg->stop); r++) {
-    struct endpoint *ep = &p->ep[r];
+    struct endpoint *ep = p->ep[r];
     if (!keep_serving(p, ep) || still_registered(p, ep, &kv) || !kv.live || now < ep->next_attempt)
       continue;
     try_register(p, ep, &kv);

@@ -6,6 +6,7 @@
 #include "state/catalog.h"
 #include "core/podtable.h"
 #include "support/events.h"
+#include "support/filelog.h" /* pt_realtime_now */
 #include "explain.h"
 #include "base/fsutil.h"
 #include "base/k8sname.h"
@@ -15,6 +16,7 @@
 #include "plugin.h"
 #include "state/podcache.h"
 #include "state/podres.h"
+#include "state/choices.h"
 #include "core/ungranted.h"
 
 #include <errno.h>
@@ -29,85 +31,6 @@
 /* The pod resources List of one explain request: kubelet answers in
  * milliseconds; the request has --http-request-timeout in all. */
 #define EXPLAIN_LIST_TIMEOUT_MS 2000
-
-struct choice {
-  char ns[IOQ_POD_NAMESPACE_MAX + 1];
-  char name[IOQ_POD_NAME_MAX + 1];
-  enum ioq_resource r;
-  char disk[IOQ_DISK_NAME_MAX + 1];
-  char how[24];
-  char note[320];
-  double at; /* CLOCK_REALTIME */
-};
-
-struct explain {
-  pthread_mutex_t mu;
-  struct choice ring[EXPLAIN_CHOICES_MAX];
-  size_t next, len;
-};
-
-static double realtime(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct explain *explain_new(void) {
-  struct explain *x = calloc(1, sizeof *x);
-  if (x)
-    pthread_mutex_init(&x->mu, NULL);
-  return x;
-}
-
-void explain_free(struct explain *x) {
-  if (!x)
-    return;
-  pthread_mutex_destroy(&x->mu);
-  free(x);
-}
-
-void explain_note_choice(struct explain *x, const char *ns, const char *name, enum ioq_resource r,
-                         const char *disk, const char *how, const char *note) {
-  if (!x)
-    return;
-  struct choice nc = {0};
-  if (!ioq_copy(nc.ns, sizeof nc.ns, ns) || !ioq_copy(nc.name, sizeof nc.name, name) ||
-      !ioq_copy(nc.disk, sizeof nc.disk, disk)) {
-    /* a cut name would be found under another pod or disk: not remembered */
-    ioq_warn("explain: choice not remembered, name too long pod=%.80s/%.80s disk=%.80s", ns, name,
-             disk);
-    return;
-  }
-  nc.r = r;
-  ioq_copy_trunc(nc.how, sizeof nc.how, how ? how : "");    /* shown text */
-  ioq_copy_trunc(nc.note, sizeof nc.note, note ? note : ""); /* shown text */
-  nc.at = realtime();
-  pthread_mutex_lock(&x->mu);
-  x->ring[x->next] = nc;
-  x->next = (x->next + 1) % EXPLAIN_CHOICES_MAX;
-  if (x->len < EXPLAIN_CHOICES_MAX)
-    x->len++;
-  pthread_mutex_unlock(&x->mu);
-}
-
-/* The newest decision for the pod, resource and disk (false if none). */
-static bool find_choice(struct explain *x, const char *ns, const char *name, enum ioq_resource r,
-                        const char *disk, struct choice *out) {
-  if (!x)
-    return false;
-  bool found = false;
-  pthread_mutex_lock(&x->mu);
-  for (size_t k = 0; k < x->len && !found; k++) {
-    const struct choice *c = &x->ring[(x->next + EXPLAIN_CHOICES_MAX - 1 - k) % EXPLAIN_CHOICES_MAX];
-    if (c->r == r && strcmp(c->disk, disk) == 0 && strcmp(c->name, name) == 0 &&
-        strcmp(c->ns, ns) == 0) {
-      *out = *c;
-      found = true;
-    }
-  }
-  pthread_mutex_unlock(&x->mu);
-  return found;
-}
 
 /* ---- json helpers ---- */
 
@@ -328,7 +251,7 @@ static json_object *reason_of(struct plugin *p, const struct pod_info *pi, const
   json_object *decisions = json_object_new_array();
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     struct choice c;
-    if (!find_choice(p->explain, pi->ns, pi->name, (enum ioq_resource)r, disk, &c))
+    if (!choices_find(p->choices, pi->ns, pi->name, (enum ioq_resource)r, disk, &c))
       continue;
     json_object *d = json_object_new_object();
     put_str(d, "resource", ioq_resource_name(c.r));
@@ -581,7 +504,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   put_str(doc, "apiVersion", "ioqos.io/v1alpha1");
   put_str(doc, "kind", "PodExplanation");
   put_str(doc, "node", p->opts.node_name);
-  put_time(doc, "generatedAt", realtime());
+  put_time(doc, "generatedAt", pt_realtime_now());
   add(doc, "pod", pod_section(pi));
   put_bool(doc, "granted", ap && ap->grant.n > 0);
   if (ap && ap->init_unknown)

@@ -28,21 +28,16 @@ struct explain;
 #define EXPLAIN_BODY_MAX (256 * 1024)
 /* Events listed per pod. */
 #define EXPLAIN_EVENTS_MAX 10
-/* Preferred-allocation decisions remembered (newest kept). */
-#define EXPLAIN_CHOICES_MAX 256
-
-struct explain *explain_new(void);
-void explain_free(struct explain *x);
-
-/* GetPreferredAllocation chose `disk` (how: prefer.h's) for the one pod that
- * could be asking. NULL-safe. */
-void explain_note_choice(struct explain *x, const char *ns, const char *name, enum ioq_resource r,
-                         const char *disk, const char *how, const char *note);
-
 /* Answers GET /v1/explain: exactly one of pod ("NAMESPACE/NAME") or uid is
  * non-NULL. Returns the HTTP status; *body (malloc'd, NULL only when out of
  * memory) is the JSON document, or {"error": "..."} for 400/404/500. */
 unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char **body);
+
+/* GET /v1/nvmet on the explain socket (`ioqosctl explain --nvmet`): the
+ * NVMe-oF namespaces' state (nvmetns_state), its namespaces narrowed to
+ * `filter` ("NQN" or "NQN/NSID", NULL = all). Returns the HTTP status; *body
+ * is malloc'd JSON ({"error": ...} when not 200). */
+unsigned explain_nvmet(struct plugin *p, const char *filter, char **body);
 
 /* A JSON error answer of the explain socket: *body = {"error": "..."}
  * (malloc'd; NULL on OOM, which the caller answers without a body).

@@ -22,6 +22,7 @@
  * that is not a socket, is owned by another user or is served by a live
  * process is refused; a stale socket (nobody answers) is replaced; the
  * socket is removed on stop if it is still the one bound. */
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -40,7 +41,6 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "support/metrics.h"
-#include "core/nvmetns.h"
 #include "base/listenaddr.h"
 #include "base/monoclock.h"
 #include "plugin.h"
@@ -124,7 +124,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (strcmp(url, "/v1/nvmet") == 0) {
       const char *f = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
       char *b = NULL;
-      unsigned status = nvmetns_explain(p, f, &b);
+      unsigned status = explain_nvmet(p, f, &b);
       ioq_debug("explain request nvmet=%s status=%u", f ? f : "", status);
       return b ? reply(c, status, "application/json", b) : MHD_NO;
     }

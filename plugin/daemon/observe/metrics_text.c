@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kubelet/dradriver.h"
+#include "kubelet/endpoint.h"
 #include "state/catalog.h"
 #include "state/listview.h"
 #include "core/podtable.h"
@@ -354,13 +355,13 @@ static void endpoint_state(FILE *f, struct plugin *p) {
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_kubelet_registered", p);
     lbl(f, "resource", ioq_resource_name(r));
-    val(f, atomic_load(&p->ep[r].registered) ? 1 : 0);
+    val(f, atomic_load(&p->ep[r]->registered) ? 1 : 0);
   }
   metrics_head(f, "ioqos_listandwatch_streams", "gauge", "Open ListAndWatch streams.");
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     open_s(f, "ioqos_listandwatch_streams", p);
     lbl(f, "resource", ioq_resource_name(r));
-    val(f, endpoint_streams(&p->ep[r]));
+    val(f, endpoint_streams(p->ep[r]));
   }
 }
 
@@ -418,7 +419,7 @@ bool plugin_live(struct plugin *p, char *why, size_t whysz) {
     return false;
   double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
-    double t = endpoint_last_tick(&p->ep[r]);
+    double t = endpoint_last_tick(p->ep[r]);
     if (t > 0 && now - t > 10) {
       snprintf(why, whysz, "gRPC loop of %s has not run for %.0f s", ioq_resource_name(r), now - t);
       return false;
@@ -439,7 +440,7 @@ bool plugin_ready(struct plugin *p, char *why, size_t whysz) {
       return false;
   } else {
     for (int r = 0; r < IOQ_RES_COUNT; r++)
-      if (!atomic_load(&p->ep[r].registered))
+      if (!atomic_load(&p->ep[r]->registered))
         return snprintf(why, whysz, "%s not registered with kubelet", ioq_resource_name(r)), false;
   }
   if (p->pods && !podcache_synced(p->pods))

@@ -13,6 +13,7 @@
 #include "base/fsutil.h"
 #include "base/jsonfield.h"
 #include "base/jsonparse.h"
+#include "base/grow.h"
 
 #define DRASTATE_VERSION 1
 
@@ -252,14 +253,10 @@ static int put_locked(struct drastate *s, const struct dra_rec *r, ioq_err *e) {
     return ioq_fail(e, IOQ_EINVAL_INPUT,
                     "this node already holds %d prepared claims (the most kept)",
                     DRASTATE_MAX_CLAIMS);
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 16;
-    struct dra_rec *g = realloc(s->recs, nc * sizeof *g);
-    if (!g)
-      return ioq_fail(e, ENOMEM, "out of memory (DRA claim state)");
-    s->recs = g;
-    s->cap = nc;
-  }
+  struct dra_rec *g = ioq_grow(s->recs, &s->cap, s->n + 1, sizeof *g, 16);
+  if (!g)
+    return ioq_fail(e, ENOMEM, "out of memory (DRA claim state)");
+  s->recs = g;
   s->recs[s->n] = *r;
   if (save_locked(s, s->recs, s->n + 1, e) < 0)
     return -1;

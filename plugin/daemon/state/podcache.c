@@ -13,6 +13,7 @@
 #include "base/k8sname.h"
 #include "base/log.h"
 #include "grant/nodeanno.h"
+#include "base/grow.h"
 
 /* What a pod costs the cache is the fields below, never the whole object:
  * the pods of the node are read through the streaming filter with these
@@ -185,14 +186,10 @@ static int put_locked(struct podcache *c, const struct pod_info *p) {
     *old = *p;
     return 0;
   }
-  if (c->n == c->cap) {
-    size_t nc = c->cap ? c->cap * 2 : 64;
-    struct pod_info *np = realloc(c->pods, nc * sizeof *np);
-    if (!np)
-      return -1;
-    c->pods = np;
-    c->cap = nc;
-  }
+  struct pod_info *np = ioq_grow(c->pods, &c->cap, c->n + 1, sizeof *np, 64);
+  if (!np)
+    return -1;
+  c->pods = np;
   c->pods[c->n++] = *p;
   return 0;
 }

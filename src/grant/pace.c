@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "probe/pace.h"
+#include "grant/pace.h"
 
 #include "grant/ungranted.h"
 

@@ -18,30 +18,15 @@
 #include <stdint.h>
 
 #include "cgroup/cglayout.h"
+#include "disk/blockdev.h"
+#include "disk/roots.h"
 #include "config/config.h"
 #include "base/error.h"
 #include "units/units.h"
 
 #define IOQ_MAX_LEAVES 16
-#define IOQ_SCHED_MAX 32
 
 /* Filesystem roots, all parameters so tests run on temp trees. */
-struct ioq_roots {
-  const char *sysfs;      /* default "/sys" */
-  const char *mountinfo;  /* default "/proc/self/mountinfo" */
-  const char *cgroupfs;   /* default "/sys/fs/cgroup" */
-  const char *devfs;      /* default "/dev" */
-};
-void ioq_roots_default(struct ioq_roots *r);
-
-struct ioq_blockdev {
-  char name[IOQ_DISK_NAME_MAX + 1]; /* kernel name in /sys/class/block */
-  unsigned major, minor;            /* from sysfs "dev" */
-  char scheduler[IOQ_SCHED_MAX];    /* active scheduler ("none", "mq-deadline", "bfq"), "" if none */
-  bool rotational;
-  unsigned logical_block_size;
-};
-
 struct ioq_disk {
   struct ioq_blockdev dev;        /* the throttled device (io.max target) */
   struct ioq_blockdev leaves[IOQ_MAX_LEAVES]; /* weight targets; == dev for plain disks */

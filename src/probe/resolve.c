@@ -12,13 +12,6 @@
 #include "disk/mountinfo.h"
 #include "probe/probe.h"
 
-void ioq_roots_default(struct ioq_roots *r) {
-  r->sysfs = "/sys";
-  r->mountinfo = "/proc/self/mountinfo";
-  r->cgroupfs = "/sys/fs/cgroup";
-  r->devfs = "/dev";
-}
-
 static bool is_majmin(const char *s, unsigned *maj, unsigned *min) {
   char tail;
   return isdigit((unsigned char)s[0]) && sscanf(s, "%u:%u%c", maj, min, &tail) == 2;

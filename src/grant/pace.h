@@ -14,7 +14,7 @@
 
 #include "cgroup/cglayout.h"
 #include "config/config.h"
-#include "disk/disk.h"
+#include "probe/disk.h"
 #include "base/error.h"
 
 enum ioq_pace_state {
