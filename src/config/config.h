@@ -45,6 +45,7 @@
  * configured NVMe-oF namespace, and how many entries namespaces[] may have */
 #define IOQ_DEFAULT_NVMET_PARENT "ioqos-nvmet.slice"
 #define IOQ_CONFIG_MAX_NVMET_NS 256
+#define IOQ_NVMET_NQN_MAX 223 /* NVMe: an NQN is at most 223 bytes */
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -169,6 +170,10 @@ bool ioq_class_name_valid(const char *s);
  * [A-Za-z0-9._@:-] components, none "." or "..", not in kubepods), or
  * NULL when it can. */
 const char *ioq_nvmet_parent_problem(const char *s);
+/* What is wrong with `s` as a subsystem name (its configfs directory and
+ * the start of its cgroup's name): 1-223 characters, no '/', spaces or
+ * control characters, not "." or ".."; NULL when nothing is. */
+const char *ioq_nvmet_nqn_problem(const char *s);
 
 /* Fills *c with defaults (no devices). */
 IOQ_MUST_CHECK
