@@ -41,6 +41,10 @@
 #define IOQ_DEFAULT_UNGRANTED_LEND_RESERVE 0.125
 #define IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS 50
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
+/* enforcement.combinedDirectionsFloor: the floor each direction keeps of a
+ * split grant, as a fraction of the grant (grant/dirsplit.h uses it as
+ * DIRSPLIT_FLOOR_DEFAULT) */
+#define IOQ_COMBINED_FLOOR_DEFAULT 0.03
 /* nvmet: the cgroup (below the cgroup2 root) that holds one cgroup per
  * configured NVMe-oF namespace, and how many entries namespaces[] may have */
 #define IOQ_DEFAULT_NVMET_PARENT "ioqos-nvmet.slice"

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grant/dirsplit.h"
-
 #include "config_internal.h"
 
 static const char *const g_policy_names[] = {"least-allocated", "most-allocated", "balanced"};
@@ -42,7 +40,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->enforcement.enable_controllers = true;
   c->enforcement.reconcile_interval_s = 10;
   c->enforcement.combined_directions = false;
-  c->enforcement.combined_floor = DIRSPLIT_FLOOR_DEFAULT;
+  c->enforcement.combined_floor = IOQ_COMBINED_FLOOR_DEFAULT;
   c->monitor.enable = true;
   c->monitor.interval_s = 1;
   c->monitor.starved_window_s = 30;
