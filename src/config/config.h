@@ -41,10 +41,15 @@
 #define IOQ_DEFAULT_UNGRANTED_LEND_RESERVE 0.125
 #define IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS 50
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
+/* enforcement.combinedDirectionsFloor: the floor each direction keeps of a
+ * split grant, as a fraction of the grant (grant/dirsplit.h uses it as
+ * DIRSPLIT_FLOOR_DEFAULT) */
+#define IOQ_COMBINED_FLOOR_DEFAULT 0.03
 /* nvmet: the cgroup (below the cgroup2 root) that holds one cgroup per
  * configured NVMe-oF namespace, and how many entries namespaces[] may have */
 #define IOQ_DEFAULT_NVMET_PARENT "ioqos-nvmet.slice"
 #define IOQ_CONFIG_MAX_NVMET_NS 256
+#define IOQ_NVMET_NQN_MAX 223 /* NVMe: an NQN is at most 223 bytes */
 
 enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ_POLICY_BALANCED };
 const char *ioq_policy_name(enum ioq_policy p);
@@ -169,6 +174,10 @@ bool ioq_class_name_valid(const char *s);
  * [A-Za-z0-9._@:-] components, none "." or "..", not in kubepods), or
  * NULL when it can. */
 const char *ioq_nvmet_parent_problem(const char *s);
+/* What is wrong with `s` as a subsystem name (its configfs directory and
+ * the start of its cgroup's name): 1-223 characters, no '/', spaces or
+ * control characters, not "." or ".."; NULL when nothing is. */
+const char *ioq_nvmet_nqn_problem(const char *s);
 
 /* Fills *c with defaults (no devices). */
 IOQ_MUST_CHECK

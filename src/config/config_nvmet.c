@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "config_internal.h"
-#include "nvmet/nvmet.h"
 
 void cfg_nvmet_free(struct ioq_config *c) {
   for (size_t i = 0; i < c->nvmet.n; i++)
@@ -58,6 +57,18 @@ const char *ioq_nvmet_parent_problem(const char *s) {
     if (*p == '/')
       p++;
   }
+  return NULL;
+}
+
+const char *ioq_nvmet_nqn_problem(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > IOQ_NVMET_NQN_MAX)
+    return "must be an NQN of 1-223 characters";
+  if (!strcmp(s, ".") || !strcmp(s, ".."))
+    return "must be an NQN, not '.' or '..'";
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '/' || (unsigned char)s[i] < 0x21 || (unsigned char)s[i] == 0x7f)
+      return "must not contain '/', spaces or control characters";
   return NULL;
 }
 

@@ -50,13 +50,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config/config.h"
 #include "units/iolimit.h"
 
 #define DIRSPLIT_AT_CAP 0.8
 #define DIRSPLIT_AT_FLOOR 0.5
 #define DIRSPLIT_HEADROOM 0.35
 #define DIRSPLIT_HYSTERESIS 0.04
-#define DIRSPLIT_FLOOR_DEFAULT 0.03 /* of the grant, per direction */
+#define DIRSPLIT_FLOOR_DEFAULT IOQ_COMBINED_FLOOR_DEFAULT /* of the grant, per direction */
 #define DIRSPLIT_DAMP_INTERVALS 3
 
 /* One resource (bytes/s or IOPS). */

@@ -301,18 +301,6 @@ json_object *ioq_nvmet_json(const struct ioq_nvmet_inventory *inv) {
   return o;
 }
 
-const char *ioq_nvmet_nqn_problem(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > IOQ_NVMET_NQN_MAX)
-    return "must be an NQN of 1-223 characters";
-  if (!strcmp(s, ".") || !strcmp(s, ".."))
-    return "must be an NQN, not '.' or '..'";
-  for (size_t i = 0; i < n; i++)
-    if (s[i] == '/' || (unsigned char)s[i] < 0x21 || (unsigned char)s[i] == 0x7f)
-      return "must not contain '/', spaces or control characters";
-  return NULL;
-}
-
 int ioq_nvmet_ns_dir(const struct ioq_roots *roots, const char *subsystem, uint32_t nsid,
                      char *buf, size_t len, ioq_err *e) {
   char id[16];

@@ -22,10 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/config.h" /* IOQ_NVMET_NQN_MAX, ioq_nvmet_nqn_problem */
 #include "probe/disk.h"
 #include "base/error.h"
 
-#define IOQ_NVMET_NQN_MAX 223 /* NVMe: an NQN is at most 223 bytes */
 #define IOQ_NVMET_MAX_NS 1024
 
 enum ioq_nvmet_state {
@@ -80,11 +80,6 @@ const char *ioq_nvmet_cgid_name(enum ioq_nvmet_cgid c);   /* "unknown", "absent"
  * disk (when backed), backing, cgroupID (when the kernel has it)}]}.
  * NULL on OOM. */
 json_object *ioq_nvmet_json(const struct ioq_nvmet_inventory *inv);
-
-/* What is wrong with `s` as a subsystem name (its configfs directory and
- * the start of its cgroup's name): 1-223 characters, no '/', spaces or
- * control characters, not "." or ".."; NULL when nothing is. */
-const char *ioq_nvmet_nqn_problem(const char *s);
 
 /* <sysfs>/kernel/config/nvmet/subsystems/SUBSYSTEM/namespaces/NSID */
 IOQ_MUST_CHECK
