@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "base/histogram.h"
 #include "cgroup/podcg.h"
+#include "grant/grant.h"
 #include "grant/ungranted.h"
 #include "units/units.h"
 
@@ -111,8 +112,20 @@ struct ug_delta ug_iostat_delta(const struct ioq_iostat *from, const struct ioq_
 struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq_devno dev);
 
 /* ungranted.c */
-void ug_balance_disk(struct ungranted *u, size_t d);
 void ug_failed(struct ungranted *u, const ioq_err *e);
+
+/* ungranted_bound.c */
+/* Reads the pod's io.stat once per pass and turns it into rates per disk. */
+void ug_measure(struct ungranted *u, struct ug_pod *pp, double now);
+/* A grant's io.max per resource (0: none in that resource, or no grant). */
+void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg, uint64_t out[IOQ_RES_COUNT]);
+/* The caps already in io.max of a pod seen for the first time. */
+void ug_adopt(struct ungranted *u, struct ug_pod *pp);
+/* Lifts every bound of ours on disk d (its last grant went: why). */
+void ug_lift_all(struct ungranted *u, size_t d, const char *why);
+/* Re-splits disk d's pool among the pods without a grant there and writes
+ * the caps: cuts first, then new bounds, then raises. */
+void ug_balance_disk(struct ungranted *u, size_t d);
 
 /* ungranted_lend.c */
 /* At a pass, before ug_lend_pass: for each pod with a grant, whether it
