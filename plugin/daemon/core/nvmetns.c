@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
+/* NVMe-oF namespaces as QoS consumers (nvmetns.h), a pass: the nvmet probe,
+ * the units the namespaces take from the disks (kept through a failed
+ * probe), what was said per namespace, pods holding more than is left, and
+ * the state for the node annotation. The plan is applied to cgroups by
+ * nvmetns_cgroup.c. */
 #include "nvmetns.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "state/catalog.h"
-#include "cgroup/cgwrite.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "nvmet/nvmet.h"

@@ -164,10 +164,12 @@ static void point(struct plugin *p, const struct ioq_nvmet_ns *ns, uint64_t id, 
   *warn = true;
 }
 
+/* ---- one plan entry ---- */
+
 /* The state of the namespace the plan entry `pn` is about, in `state`. */
 void nvns_apply_one(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_ns *ns,
-                      const struct ioq_nvmet_plan_ns *pn, const struct ioq_disk *d, char *dir,
-                      size_t dirlen, char *state, size_t len, bool *warn) {
+                    const struct ioq_nvmet_plan_ns *pn, const struct ioq_disk *d, char *dir,
+                    size_t dirlen, char *state, size_t len, bool *warn) {
   ioq_err e;
   *warn = false;
   dir[0] = '\0';
@@ -257,8 +259,8 @@ static const struct ioq_nvmet_plan_ns *reserved_at(const struct ioq_nvmet_plan *
  * namespace wants: all of them when it is an earlier parent (`old`).
  * Returns how many namespace cgroups are left below it. */
 size_t nvns_sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_inventory *inv,
-                    const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks,
-                    const char *parent, bool old) {
+                  const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks,
+                  const char *parent, bool old) {
   char pdir[PATH_MAX];
   ioq_err e;
   size_t left = 0;
@@ -339,8 +341,8 @@ size_t nvns_sweep(struct plugin *p, struct nvmetns *n, const struct ioq_nvmet_in
  * One that holds the current parent (or another earlier one) is only
  * forgotten once no namespace cgroup is left directly below it. */
 void nvns_sweep_old_parents(struct plugin *p, struct nvmetns *n,
-                              const struct ioq_nvmet_inventory *inv,
-                              const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks) {
+                            const struct ioq_nvmet_inventory *inv,
+                            const struct ioq_nvmet_plan *plan, const struct ioq_inventory *disks) {
   for (size_t i = 0; i < n->parents.n;) {
     char parent[PATH_MAX], pdir[PATH_MAX];
     ioq_err e;

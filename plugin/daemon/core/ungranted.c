@@ -18,7 +18,11 @@
  * as that pod's cap, so a restart changes nothing until the first
  * measurement. Writes go through the one writer (read back, verified) with
  * grant writes held off (podtable_writes_lock): a bound is never written
- * over a grant being put in place. */
+ * over a grant being put in place.
+ *
+ * This file: the pods and disks known, a pass, what /metrics and explain
+ * read, and the thread. The bounds are written by ungranted_bound.c, the
+ * idle part of grants lent by ungranted_lend.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -32,8 +36,6 @@
 #include "state/catalog.h"
 #include "state/listview.h"
 #include "podtable.h"
-#include "support/grpcs.h"
-#include "cgroup/cgwrite.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/monoclock.h"

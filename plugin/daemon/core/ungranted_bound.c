@@ -64,7 +64,8 @@ void ug_measure(struct ungranted *u, struct ug_pod *pp, double now) {
 }
 
 /* A grant's io.max per resource (0: none in that resource, or no grant). */
-void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg, uint64_t out[IOQ_RES_COUNT]) {
+void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg,
+                 uint64_t out[IOQ_RES_COUNT]) {
   struct ioq_io_limits lim;
   ioq_err e;
   out[IOQ_RES_BANDWIDTH] = out[IOQ_RES_IOPS] = 0;

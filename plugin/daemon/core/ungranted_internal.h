@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The state of the module for pods without a grant, shared by its files
- * only: ungranted.c (the pass: pods, pool, split, bounds) and
- * ungranted_lend.c (lending the idle part of grants, and taking it back
- * between passes). Everything here is guarded by ungranted.mu. */
+ * only: ungranted.c (the pass: pods, disks, pool; the stats; the thread),
+ * ungranted_bound.c (the bounds: one pod's cgroup measured and capped, one
+ * disk's pool split and written) and ungranted_lend.c (lending the idle part
+ * of grants, and taking it back between passes). Everything here is guarded
+ * by ungranted.mu. */
 #ifndef IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
 #define IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
 
@@ -100,6 +102,7 @@ struct ungranted {
 #define UG_RECLAIM_BUCKETS 9
 extern const double ug_reclaim_bounds[UG_RECLAIM_BUCKETS];
 
+/* ungranted_bound.c: io.stat helpers, also used by ungranted_lend.c */
 /* What a cgroup did between two io.stat reads (bytes and IOs, read and
  * write). Counters only grow; a smaller value is a new cgroup under the same
  * name: 0. */
@@ -118,7 +121,8 @@ void ug_failed(struct ungranted *u, const ioq_err *e);
 /* Reads the pod's io.stat once per pass and turns it into rates per disk. */
 void ug_measure(struct ungranted *u, struct ug_pod *pp, double now);
 /* A grant's io.max per resource (0: none in that resource, or no grant). */
-void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg, uint64_t out[IOQ_RES_COUNT]);
+void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg,
+                 uint64_t out[IOQ_RES_COUNT]);
 /* The caps already in io.max of a pod seen for the first time. */
 void ug_adopt(struct ungranted *u, struct ug_pod *pp);
 /* Lifts every bound of ours on disk d (its last grant went: why). */
