@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The state of the module for pods without a grant, shared by its files
- * only: ungranted.c (the pass: pods, pool, split, bounds) and
- * ungranted_lend.c (lending the idle part of grants, and taking it back
- * between passes). Everything here is guarded by ungranted.mu. */
+ * only: ungranted.c (the pass: pods, disks, pool; the stats; the thread),
+ * ungranted_bound.c (the bounds: one pod's cgroup measured and capped, one
+ * disk's pool split and written) and ungranted_lend.c (lending the idle part
+ * of grants, and taking it back between passes). Everything here is guarded
+ * by ungranted.mu. */
 #ifndef IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
 #define IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
 
@@ -14,6 +16,7 @@
 #include "config/config.h"
 #include "base/histogram.h"
 #include "cgroup/podcg.h"
+#include "grant/grant.h"
 #include "grant/ungranted.h"
 #include "units/units.h"
 
@@ -99,6 +102,7 @@ struct ungranted {
 #define UG_RECLAIM_BUCKETS 9
 extern const double ug_reclaim_bounds[UG_RECLAIM_BUCKETS];
 
+/* ungranted_bound.c: io.stat helpers, also used by ungranted_lend.c */
 /* What a cgroup did between two io.stat reads (bytes and IOs, read and
  * write). Counters only grow; a smaller value is a new cgroup under the same
  * name: 0. */
@@ -111,8 +115,21 @@ struct ug_delta ug_iostat_delta(const struct ioq_iostat *from, const struct ioq_
 struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq_devno dev);
 
 /* ungranted.c */
-void ug_balance_disk(struct ungranted *u, size_t d);
 void ug_failed(struct ungranted *u, const ioq_err *e);
+
+/* ungranted_bound.c */
+/* Reads the pod's io.stat once per pass and turns it into rates per disk. */
+void ug_measure(struct ungranted *u, struct ug_pod *pp, double now);
+/* A grant's io.max per resource (0: none in that resource, or no grant). */
+void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg,
+                 uint64_t out[IOQ_RES_COUNT]);
+/* The caps already in io.max of a pod seen for the first time. */
+void ug_adopt(struct ungranted *u, struct ug_pod *pp);
+/* Lifts every bound of ours on disk d (its last grant went: why). */
+void ug_lift_all(struct ungranted *u, size_t d, const char *why);
+/* Re-splits disk d's pool among the pods without a grant there and writes
+ * the caps: cuts first, then new bounds, then raises. */
+void ug_balance_disk(struct ungranted *u, size_t d);
 
 /* ungranted_lend.c */
 /* At a pass, before ug_lend_pass: for each pod with a grant, whether it

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+/* One file on purpose (over 600 lines): one state machine. A call's `pending` count is taken
+ * where a batch starts (request, answer, stream send) and given back as its tag returns, and the
+ * server's phase runs from grpcs_start through loop_main to grpcs_stop: any cut shares it all. */
 #include "grpcs.h"
 
 #include <errno.h>
