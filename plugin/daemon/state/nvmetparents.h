@@ -2,7 +2,7 @@
 /* The nvmet.parent cgroups the plugin has made namespace cgroups under,
  * kept across restarts in <state-dir>/nvmet-parents.json, so that after the
  * config's parent changes (a restart with a new config) the cgroups below
- * the old one are let go like those of a removed entry (nvmetns.c), and
+ * the old one are let go like those of a removed entry (core/nvmetns_cgroup.c), and
  * the old parent removed once empty.
  *
  * File: {"version":1,"parents":["ioqos-nvmet.slice", ...]}. Every name is
