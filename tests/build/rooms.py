@@ -200,11 +200,26 @@ def build_objects(root, build):
     return out
 
 
-def nm(obj, flag):
-    res = subprocess.run(["nm", "-g", flag, obj], capture_output=True, text=True)
+def symbols(objs):
+    """{object: (defined, undefined)} global symbols, from one nm run over
+    all the objects (nm -A names the object on every line)."""
+    out = {o: (set(), set()) for o in objs}
+    if not objs:
+        return out
+    res = subprocess.run(["nm", "-g", "-A"] + list(objs), capture_output=True, text=True)
     if res.returncode != 0:
-        raise RuntimeError("nm %s %s: %s" % (flag, obj, res.stderr.strip()))
-    return [l.split()[-1] for l in res.stdout.splitlines() if l.strip()]
+        raise RuntimeError("nm: %s" % res.stderr.strip())
+    for line in res.stdout.splitlines():
+        obj, _, rest = line.partition(":")
+        parts = rest.split()
+        if obj not in out or not parts:
+            continue
+        kind, sym = parts[-2], parts[-1]
+        if kind == "U":
+            out[obj][1].add(sym)
+        elif kind.upper() in "TDBRCVW" and kind != "w":
+            out[obj][0].add(sym)
+    return out
 
 
 def internal_headers(root, src):
@@ -215,14 +230,15 @@ def internal_headers(root, src):
 def check_calls(root, rooms, uses, objects, problems):
     """The upward calls and the circles, from the objects' symbols."""
     objects = {s: o for s, o in objects.items() if room_of(rooms, s)}
+    syms = symbols(sorted(objects.values()))
     defined = {}
     for src, obj in sorted(objects.items()):
-        for sym in nm(obj, "--defined-only"):
+        for sym in sorted(syms[obj][0]):
             defined.setdefault(sym, src)
     graph = collections.defaultdict(set)
     why = {}
     for src, obj in sorted(objects.items()):
-        for sym in nm(obj, "--undefined-only"):
+        for sym in sorted(syms[obj][1]):
             to = defined.get(sym)
             if not to or to == src:
                 continue
@@ -343,19 +359,32 @@ PLANTED = [
 ]
 
 
+_compiled = {}  # (room, file, the tree's C text) -> object bytes: a control recompiles only what it changed
+
+
 def compile_tree(root, build):
     """cc -c every .c of the rooms into build, laid out as CMake does."""
-    for room in find_rooms(root):
+    rooms = find_rooms(root)
+    text = "".join(open(os.path.join(root, r, f)).read() for r in sorted(rooms)
+                   for f in c_files(os.path.join(root, r)) if f.endswith(".h"))
+    for room in rooms:
         for f in c_files(os.path.join(root, room)):
             if not f.endswith(".c"):
                 continue
             obj = os.path.join(build, "CMakeFiles", "t.dir", room, f + ".o")
             os.makedirs(os.path.dirname(obj), exist_ok=True)
+            key = (room, f, text, open(os.path.join(root, room, f)).read())
+            if key in _compiled:
+                with open(obj, "wb") as o:
+                    o.write(_compiled[key])
+                continue
             res = subprocess.run(["cc", "-c", "-o", obj, "-I", os.path.join(root, "src"),
                                   "-I", os.path.join(root, "plugin", "daemon"),
                                   os.path.join(root, room, f)], capture_output=True, text=True)
             if res.returncode != 0:
                 raise RuntimeError("cc %s/%s: %s" % (room, f, res.stderr.strip()))
+            with open(obj, "rb") as o:
+                _compiled[key] = o.read()
 
 
 def check_planted(files):
