@@ -44,6 +44,7 @@
 
 #include "state/catalog.h"
 #include "support/failreason.h"
+#include "support/filelog.h"
 #include "cgroup/cglayout.h"
 #include "base/error.h"
 #include "grant/grant.h"
@@ -88,19 +89,6 @@ struct podtable_result {
   bool grant_changed; /* known, but the grant differs from the last one */
   struct enforce_change changes[PODTABLE_CHANGES_MAX]; /* the first files written */
   size_t n_changes;
-};
-
-/* One kernel file of a pod's grant as the writer left it, for
- * `ioqosctl explain`: what was written, what the kernel read back, when. */
-#define PODTABLE_FILES_MAX 48
-struct podtable_file {
-  char disk[IOQ_DISK_NAME_MAX + 1]; /* the grant's disk (weights may go to its leaves) */
-  char file[40];                    /* file name in the pod cgroup: "io.max", ... */
-  char written[160];  /* last value this plugin run wrote; "" = found in place */
-  char readback[160]; /* the device's line read back at the last check */
-  char note[160];     /* why something was skipped or a fallback form used */
-  double written_at;  /* CLOCK_REALTIME seconds of that write; 0 = none */
-  double verified_at; /* CLOCK_REALTIME seconds of the last read back */
 };
 
 struct applied_pod {

@@ -17,6 +17,7 @@
 
 #include "state/catalog.h"
 #include "state/diskstate.h"
+#include "diskalloc.h"
 #include "drarecover.h"
 #include "state/drastate.h"
 #include "drift.h"

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The last pod resources List as the pod table keeps it (listview.h). */
-#include "listview.h"
+#include "state/listview.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "drastate.h"
+#include "state/drastate.h"
 #include "base/fsutil.h"
 #include "base/log.h"
-#include "core/podtable_internal.h"
+#include "podtable_internal.h"
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
