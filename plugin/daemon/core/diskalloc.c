@@ -11,7 +11,6 @@
 #include "state/catalog.h"
 #include "state/diskstate.h"
 #include "podtable.h"
-#include "state/listview.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "probe/probe.h"

@@ -21,14 +21,14 @@ void pt_free_init(struct applied_pod *ap, int r) {
   ap->n_init[r] = 0;
 }
 
-void free_all_init(struct applied_pod *ap) {
+void pt_free_all_init(struct applied_pod *ap) {
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     pt_free_init(ap, r);
     ap->init_guess[r] = false;
   }
 }
 
-void free_files(struct applied_pod *ap) {
+void pt_free_files(struct applied_pod *ap) {
   free(ap->files);
   ap->files = NULL;
   ap->n_files = 0;
@@ -82,15 +82,14 @@ void podtable_free(struct podtable *f) {
   if (!f)
     return;
   for (size_t i = 0; i < f->n; i++) {
-    free_all_init(&f->pods[i]);
-    free_files(&f->pods[i]);
+    pt_free_all_init(&f->pods[i]);
+    pt_free_files(&f->pods[i]);
   }
   pthread_mutex_destroy(&f->lock);
   pthread_mutex_destroy(&f->apply_lock);
   free(f->pods);
   free(f->settled);
-  free(f->listed);
-  free(f->alloc);
+  listview_free(&f->list);
   free(f);
 }
 
@@ -106,7 +105,7 @@ struct applied_pod *pt_find_locked(struct podtable *f, const char *uid) {
 
 /* The pod's entry (uid), appended empty when it has none; with `lock`
  * held. NULL + *e when out of memory. */
-struct applied_pod *slot_locked(struct podtable *f, const char *uid, ioq_err *e) {
+struct applied_pod *pt_slot_locked(struct podtable *f, const char *uid, ioq_err *e) {
   struct applied_pod *ap = pt_find_locked(f, uid);
   if (ap)
     return ap;
@@ -127,7 +126,7 @@ struct applied_pod *slot_locked(struct podtable *f, const char *uid, ioq_err *e)
 
 /* Moves entry i out of the table into *out (its init units and files go
  * with it); with `lock` held. */
-void take_locked(struct podtable *f, size_t i, struct applied_pod *out) {
+void pt_take_locked(struct podtable *f, size_t i, struct applied_pod *out) {
   *out = f->pods[i];
   f->state_dirty |= pt_holds_init(out);
   f->pods[i] = f->pods[--f->n];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Applying a pod's grant (podtable_apply): the grant from its listed units
  * and its regular init container's, an unknown pod held while it is Pending,
- * the kernel writes (podtable_cgroup.c), and the entry remembered. */
+ * the kernel writes (podtable_cgroup.c), earlier instances of the pod (same
+ * name, another UID) forgotten, and the entry remembered. */
 #include "podtable.h"
 
 #include <errno.h>
@@ -95,10 +96,10 @@ static void forget_earlier_instances(struct podtable *f, const char *ns, const c
                 ns, name);
       break;
     }
-    take_locked(f, i, &taken[n_taken++]);
+    pt_take_locked(f, i, &taken[n_taken++]);
   }
   pthread_mutex_unlock(&f->lock);
-  clear_taken(f, taken, n_taken, "pod recreated under the same name, earlier instance gone");
+  pt_clear_taken(f, taken, n_taken, "pod recreated under the same name, earlier instance gone");
 }
 
 static int apply_locked(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
@@ -226,7 +227,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   struct pt_file_log *log = NULL;
   int rc = -1;
   struct ioq_cg cg;
-  if (open_pod_cgroup(f, pr, pi, res, &cg, e) < 0)
+  if (pt_open_pod_cgroup(f, pr, pi, res, &cg, e) < 0)
     goto out;
 
   /* The kernel writes are made without the table lock: every change of the
@@ -262,26 +263,26 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     log->now = pt_realtime_now();
   struct ioq_io_limits full[IOQ_POD_DISKS_MAX] = {{0}};
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
-    if (apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL,
-                   &full[i], res, log, e) < 0) {
-      res->fail = classify(e);
+    if (pt_apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL,
+                      &full[i], res, log, e) < 0) {
+      res->fail = pt_classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
     }
   }
   if (was_unknown && !hold) { /* whatever the lost grant held goes */
-    clear_other_disks(f, &cg, &res->grant, pr);
+    pt_clear_other_disks(f, &cg, &res->grant, pr);
     pt_settle(f, pi->uid);
   }
   /* Clear disks an earlier grant of the same pod had. */
   res->known = ap && strcmp(before.cgroup, cg.dir) == 0;
   res->grant_changed = res->known && !podgrant_eq(&before.grant, &res->grant);
   if (res->known && !hold)
-    clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr, res);
+    pt_clear_dropped_disks(f, &cg, &before.grant, before.devs, &res->grant, pr, res);
   forget_earlier_instances(f, pr->ns, pr->name, pi->uid);
   /* Remember it. */
   pthread_mutex_lock(&f->lock);
-  ap = slot_locked(f, pi->uid, e);
+  ap = pt_slot_locked(f, pi->uid, e);
   if (!ap) {
     pthread_mutex_unlock(&f->lock);
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -295,7 +296,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ap->init_guess[init_res] = flags & PODTABLE_GUESS;
   }
   if (strcmp(pi->phase, "Pending") != 0) /* init containers are done */
-    free_all_init(ap);
+    pt_free_all_init(ap);
   ap->init_unknown = hold;
   memcpy(ap->ns, pr->ns, strlen(pr->ns) + 1); /* lengths checked by apply_locked */
   memcpy(ap->name, pr->name, strlen(pr->name) + 1);
@@ -317,7 +318,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
       (has_init_now && (!res->known || res->grant_changed || before.init_unknown != hold)))
     f->state_dirty = true;
   if (!ap->grant.n && !has_init_now) {
-    free_files(ap);
+    pt_free_files(ap);
     f->pods[ap - f->pods] = f->pods[--f->n];
     ap = NULL;
   }

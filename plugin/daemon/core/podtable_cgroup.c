@@ -15,7 +15,7 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 
-enum fail_reason classify(const ioq_err *e) {
+enum fail_reason pt_classify(const ioq_err *e) {
   switch (e->code) {
   case IOQ_EMISMATCH: return FAIL_VERIFY;
   case IOQ_EUNSUPPORTED: return FAIL_CONTROLLER;
@@ -63,10 +63,10 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
  * when `split` is a valid one of the grant, else the full-grant split).
  * Stacked devices (dm, md) get the limit on the device itself and the
  * weights on their leaf disks, where the proportional schedulers work. */
-int apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
-                      const struct cat_disk *cd, const struct ioq_io_limits *split,
-                      struct ioq_io_limits *full, struct podtable_result *res,
-                      struct pt_file_log *log, ioq_err *e) {
+int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
+                  const struct cat_disk *cd, const struct ioq_io_limits *split,
+                  struct ioq_io_limits *full, struct podtable_result *res, struct pt_file_log *log,
+                  ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   /* the share of everything granted on the disk, NVMe-oF namespaces included */
@@ -163,19 +163,19 @@ static void clear_pod(struct podtable *f, const struct applied_pod *ap, const ch
 
 /* Clears the limits of pods taken out of the table (`lock` not held: the
  * kernel writes never hold up readers of the table) and frees them. */
-void clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why) {
+void pt_clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why) {
   for (size_t i = 0; i < n; i++) {
     clear_pod(f, &taken[i], why);
-    free_all_init(&taken[i]);
-    free_files(&taken[i]);
+    pt_free_all_init(&taken[i]);
+    pt_free_files(&taken[i]);
   }
   free(taken);
 }
 
 /* Clears every managed disk but the grant's in the pod cgroup: what a
  * grant the plugin lost track of held. */
-void clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
-                              const struct ioq_pod_grant *g, const struct podres_pod *pr) {
+void pt_clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
+                          const struct ioq_pod_grant *g, const struct podres_pod *pr) {
   struct cat_disk *cds;
   size_t n = catalog_snapshot(f->o.catalog, &cds);
   for (size_t i = 0; i < n; i++) {
@@ -196,9 +196,8 @@ void clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
 
 /* Finds and opens the pod's cgroup (res->cgroup), with the io controller
  * enabled for it (and memory, best effort) on cgroup v2. */
-int open_pod_cgroup(struct podtable *f, const struct podres_pod *pr,
-                           const struct pod_info *pi, struct podtable_result *res,
-                           struct ioq_cg *cg, ioq_err *e) {
+int pt_open_pod_cgroup(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                       struct podtable_result *res, struct ioq_cg *cg, ioq_err *e) {
   if (ioq_pod_uid_check(pi->uid, e) < 0) {
     res->fail = FAIL_UID;
     ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
@@ -253,10 +252,10 @@ int open_pod_cgroup(struct podtable *f, const struct podres_pod *pr,
 
 /* Clears the disks an earlier grant of the pod (`old`, throttled devices
  * `devs`) had and the new one `now` does not. */
-void clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
-                                const struct ioq_pod_grant *old, const struct ioq_devno *devs,
-                                const struct ioq_pod_grant *now, const struct podres_pod *pr,
-                                struct podtable_result *res) {
+void pt_clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
+                            const struct ioq_pod_grant *old, const struct ioq_devno *devs,
+                            const struct ioq_pod_grant *now, const struct podres_pod *pr,
+                            struct podtable_result *res) {
   for (size_t i = 0; i < old->n; i++) {
     if (ioq_grant_find(now, old->disks[i].disk))
       continue;

@@ -145,7 +145,7 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
                "uid=%s",
                PODTABLE_MISSING_GRACE_S, ap->ns, ap->name, ap->uid);
     }
-    take_locked(f, i, &taken[released++]);
+    pt_take_locked(f, i, &taken[released++]);
   }
   pthread_mutex_unlock(&f->lock);
   /* DRA mode: a gone pod's claims are done with; kubelet's unprepare, if
@@ -153,7 +153,7 @@ size_t podtable_release_gone(struct podtable *f, const struct podres_list *liste
    * server just after kubelet unprepared it ends here too) */
   for (size_t i = 0; f->o.dra && i < released; i++)
     forget_claims(f->o.dra, &taken[i]);
-  clear_taken(f, taken, released, "pod gone");
+  pt_clear_taken(f, taken, released, "pod gone");
   pt_save_state(f);
   pthread_mutex_unlock(&f->apply_lock);
   free(miss);

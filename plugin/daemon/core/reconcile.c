@@ -21,7 +21,6 @@
 #include "drarecover.h"
 #include "state/drastate.h"
 #include "drift.h"
-#include "state/listview.h"
 #include "podtable.h"
 #include "support/grpcs.h"
 #include "disk/blockdev.h"

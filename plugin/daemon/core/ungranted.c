@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "state/catalog.h"
-#include "state/listview.h"
 #include "podtable.h"
 #include "support/grpcs.h"
 #include "cgroup/cgwrite.h"

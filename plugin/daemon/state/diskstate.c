@@ -1,21 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The node's disks as placement sees them: catalog (units, health, caps) plus
- * what the pod table has allocated. One builder for GetPreferredAllocation and
- * the node annotation, so both describe the disks the same way. And the
- * report of their health changes (log + Event on the node). */
+/* The report of the node's disks' health changes and of selectors that give
+ * no disk (log + Event on the node), and why a disk a node pool no longer
+ * selects is not served. The disk states placement sees (catalog plus what
+ * the pod table has allocated) are core/diskalloc.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
 #include "diskstate.h"
-#include "listview.h"
-#include "core/podtable.h"
 #include "support/events.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "probe/probe.h"
-#include "grant/ungranted.h"
 #include "plugin.h"
 
 /* What the last report said, so each change is told once (the probe runs

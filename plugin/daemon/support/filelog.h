@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The files one apply of a grant wrote or found in place, as the writer
  * reported them (ioq_apply_report), kept per pod in the pod table for
- * `ioqosctl explain` (struct podtable_file, podtable.h). The record is for
- * display: values longer than its fields are cut (ioq_copy_trunc). Pure
- * functions; the pod table holds its locks around them. */
+ * `ioqosctl explain` (struct podtable_file). The record is for display:
+ * values longer than its fields are cut (ioq_copy_trunc). Pure functions;
+ * the pod table holds its locks around them. */
 #ifndef IOQOS_PLUGIN_FILELOG_H
 #define IOQOS_PLUGIN_FILELOG_H
 
