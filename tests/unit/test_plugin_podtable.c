@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "state/catalog.h"
-#include "state/listview.h"
 #include "core/podtable.h"
 #include "fixture.h"
 #include "base/fsutil.h"

@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "nvmet/nvmet.h"
 #include "nvmet/nvmetplan.h"
-#include "state/listview.h"
+#include "podtable.h"
 #include "support/metrics.h"
 #include "state/nvmetparents.h"
 #include "plugin.h"

@@ -44,6 +44,7 @@
 
 #include "state/catalog.h"
 #include "support/failreason.h"
+#include "support/filelog.h"
 #include "cgroup/cglayout.h"
 #include "base/error.h"
 #include "grant/grant.h"
@@ -88,19 +89,6 @@ struct podtable_result {
   bool grant_changed; /* known, but the grant differs from the last one */
   struct enforce_change changes[PODTABLE_CHANGES_MAX]; /* the first files written */
   size_t n_changes;
-};
-
-/* One kernel file of a pod's grant as the writer left it, for
- * `ioqosctl explain`: what was written, what the kernel read back, when. */
-#define PODTABLE_FILES_MAX 48
-struct podtable_file {
-  char disk[IOQ_DISK_NAME_MAX + 1]; /* the grant's disk (weights may go to its leaves) */
-  char file[40];                    /* file name in the pod cgroup: "io.max", ... */
-  char written[160];  /* last value this plugin run wrote; "" = found in place */
-  char readback[160]; /* the device's line read back at the last check */
-  char note[160];     /* why something was skipped or a fallback form used */
-  double written_at;  /* CLOCK_REALTIME seconds of that write; 0 = none */
-  double verified_at; /* CLOCK_REALTIME seconds of the last read back */
 };
 
 struct applied_pod {
@@ -240,5 +228,33 @@ int podtable_pod_files(struct podtable *f, const char *uid, struct podtable_file
 
 /* Copy of what is applied (malloc'd; caller frees). */
 size_t podtable_snapshot(struct podtable *f, struct applied_pod **out);
+
+/* The node's view from the last pod resources List (the view:
+ * state/listview.h), kept under the table lock: which pods hold units and
+ * how many units of each disk are allocated (the List's plus the grants in
+ * place it does not show). Read by GetPreferredAllocation, the node
+ * annotation, metrics and explain; noted by every List (reconcile,
+ * GetPreferredAllocation). Never takes the write lock, so it does not wait
+ * on the kernel (podtable_list.c). */
+
+/* Remembers the List result: pods holding units, units allocated per disk.
+ * A List asked for before the one already noted is ignored (the reconcile
+ * loop and GetPreferredAllocation list concurrently). */
+void listview_note(struct podtable *f, const struct podres_list *listed);
+/* true if the last List showed the pod; held gets its units per resource */
+bool listview_pod_held(struct podtable *f, const char *ns, const char *name,
+                       uint64_t held[IOQ_RES_COUNT]);
+/* Units allocated on `disk` per the last List, plus the grants of pods
+ * with limits in place that it does not show holding units (kept while a
+ * restarting kubelet does not list them, a PreStart that raced the List, a
+ * regular init container's). */
+void listview_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
+/* UIDs (from the pod cache `pc`) of the pods the last List showed holding
+ * units, i.e. the pods `allocated` counts; pods the cache does not know yet
+ * are left out. Returns how many (malloc'd array in *out). */
+size_t listview_listed_uids(struct podtable *f, struct podcache *pc,
+                            char (**out)[IOQ_POD_UID_STR_MAX + 1]);
+/* true once a List has been noted */
+bool listview_have_list(struct podtable *f);
 
 #endif

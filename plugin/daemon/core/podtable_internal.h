@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The pod table's internals, shared by podtable.c (applying and releasing
- * grants, the List view) and initbook.c (regular init container
+/* The pod table's internals, shared by the files of the pod table:
+ * podtable.c (the table, its lookups and copies), podtable_apply.c (applying
+ * a grant), podtable_cgroup.c (the kernel writes), podtable_release.c
+ * (releasing gone pods), podtable_split.c (read/write splits),
+ * podtable_list.c (the List view) and initbook.c (regular init container
  * grants: the state file, guesses of ambiguous starts, unknown pods). Not
  * for other files: podtable.h is the interface. */
 #ifndef IOQOS_PLUGIN_PODTABLE_INTERNAL_H
@@ -10,17 +13,9 @@
 #include <string.h>
 
 #include "podtable.h"
-
-struct listed_pod {
-  char ns[PODRES_NAME_MAX + 1];
-  char name[PODRES_NAME_MAX + 1];
-  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
-};
-
-struct alloc_entry {
-  char disk[IOQ_DISK_NAME_MAX + 1];
-  uint64_t units[IOQ_RES_COUNT];
-};
+#include "cgroup/cgwrite.h"
+#include "state/listview.h"
+#include "support/filelog.h"
 
 struct podtable {
   struct podtable_opts o;
@@ -36,13 +31,8 @@ struct podtable {
   pthread_mutex_t lock;
   struct applied_pod *pods;
   size_t n, cap;
-  /* the last List */
-  bool have_list;
-  double listed_at; /* its asked_at */
-  struct listed_pod *listed;
-  size_t n_listed;
-  struct alloc_entry *alloc;
-  size_t n_alloc;
+  /* the view from the last List (podtable_list.c) */
+  struct listview list;
   /* the init container grants (applied_pod.init_ids) changed since the last
    * save; under apply_lock */
   bool state_dirty;
@@ -52,11 +42,6 @@ struct podtable {
   char (*settled)[IOQ_POD_UID_MAX + 1];
   size_t n_settled, cap_settled;
 };
-
-/* the pod in the last List's pods holding units (NULL if not there), with
- * `lock` held (listview.c) */
-const struct listed_pod *pt_find_listed_locked(struct podtable *f, const char *ns,
-                                               const char *name);
 
 /* Copies a char array field into one of the same size: cannot cut (the
  * sizes are checked at compile time), so there is no result to check. */
@@ -73,6 +58,37 @@ void pt_free_strs(char **s, size_t n);
 bool pt_has_init(const struct applied_pod *ap);
 /* known init units, or unknown ones that may be in place */
 bool pt_holds_init(const struct applied_pod *ap);
+void pt_free_all_init(struct applied_pod *ap);
+void pt_free_files(struct applied_pod *ap);
+/* The pod's entry (uid), appended empty when it has none; with `lock`
+ * held. NULL + *e when out of memory. */
+struct applied_pod *pt_slot_locked(struct podtable *f, const char *uid, ioq_err *e);
+/* Moves entry i out of the table into *out (its init units and files go
+ * with it); with `lock` held. */
+void pt_take_locked(struct podtable *f, size_t i, struct applied_pod *out);
+
+/* the kernel writes (podtable_cgroup.c) */
+enum fail_reason pt_classify(const ioq_err *e);
+/* Writes one disk's grant into the cgroup (its limits: the read/write split
+ * when `split` is a valid one of the grant, else the full-grant split). */
+int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
+                  const struct cat_disk *cd, const struct ioq_io_limits *split,
+                  struct ioq_io_limits *full, struct podtable_result *res, struct pt_file_log *log,
+                  ioq_err *e);
+/* Clears the limits of pods taken out of the table (`lock` not held) and
+ * frees them. */
+void pt_clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why);
+/* Clears every managed disk but the grant's in the pod cgroup. */
+void pt_clear_other_disks(struct podtable *f, const struct ioq_cg *cg,
+                          const struct ioq_pod_grant *g, const struct podres_pod *pr);
+/* Finds and opens the pod's cgroup (res->cgroup). */
+int pt_open_pod_cgroup(struct podtable *f, const struct podres_pod *pr, const struct pod_info *pi,
+                       struct podtable_result *res, struct ioq_cg *cg, ioq_err *e);
+/* Clears the disks an earlier grant of the pod had and the new one does not. */
+void pt_clear_dropped_disks(struct podtable *f, const struct ioq_cg *cg,
+                            const struct ioq_pod_grant *old, const struct ioq_devno *devs,
+                            const struct ioq_pod_grant *now, const struct podres_pod *pr,
+                            struct podtable_result *res);
 
 /* initbook.c, with apply_lock held */
 /* The guessed units `ids` of r plus the pod's earlier guess on disks `ids`

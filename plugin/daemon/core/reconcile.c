@@ -17,10 +17,10 @@
 
 #include "state/catalog.h"
 #include "state/diskstate.h"
+#include "diskalloc.h"
 #include "drarecover.h"
 #include "state/drastate.h"
 #include "drift.h"
-#include "state/listview.h"
 #include "podtable.h"
 #include "support/grpcs.h"
 #include "disk/blockdev.h"

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "state/catalog.h"
-#include "state/listview.h"
 #include "podtable.h"
 #include "base/fsutil.h"
 #include "base/log.h"

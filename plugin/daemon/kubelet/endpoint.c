@@ -14,7 +14,7 @@
 #include "allocate.h"
 #include "state/catalog.h"
 #include "deviceplugin/v1beta1/api.pb-c.h"
-#include "state/diskstate.h"
+#include "core/diskalloc.h"
 #include "endpoint.h"
 #include "state/listview.h"
 #include "core/podtable.h"

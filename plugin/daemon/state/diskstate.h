@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* diskstate.c: the disks as the placement function, the node annotation and Events see them. */
+/* diskstate.c: the disks' health as Events tell it; why an unselected disk is not served. */
 #ifndef IOQOS_PLUGIN_DISKSTATE_H
 #define IOQOS_PLUGIN_DISKSTATE_H
 
@@ -9,22 +9,12 @@ struct plugin;
 struct ioq_config;
 struct ioq_disk_state;
 struct ioq_inventory;
-/* The disks with units, health, capabilities and allocated units, for the
- * placement function and the node annotation. *out is malloc'd (NULL and 0
- * when out of memory). */
-size_t plugin_disk_states(struct plugin *p, struct ioq_disk_state **out);
 /* After a probe: tells each change of a disk's health or reason, and each
  * configured selector that gives no disk, once (log + Event on the node). */
 void disks_report_health(struct plugin *p);
-/* After the node moved to another pool (nodepool.c), before the catalog
- * takes the probe `inv` of the pool in force: the disks it no longer selects
- * (not probed, no selector fault) leave the catalog once they are already
- * listed Unhealthy (kubelet allocates none of their units any more) and no
- * pod holds their units, as a restart would drop them. The others stay,
- * Unhealthy, until a later probe. Reconcile thread only. */
-void disks_forget_unselected(struct plugin *p, const struct ioq_inventory *inv,
-                             const struct ioq_config *c);
-/* Why such a disk is not served (the catalog's reason): written into buf. */
+/* Why a disk the node pool in force no longer selects is not served (the
+ * catalog's reason; disks_forget_unselected, core/diskalloc.h): written
+ * into buf. */
 const char *disks_unselected_why(const struct ioq_config *c, char *buf, size_t len);
 
 #endif

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The node's view from the last pod resources List, kept by the pod table
- * (podtable.h) under its table lock: which pods hold units and how many
- * units of each disk are allocated (the List's plus the grants in place it
- * does not show). Read by GetPreferredAllocation, the node annotation,
- * metrics and explain; noted by every List (reconcile, GetPreferredAllocation).
- * Thread-safe; never takes the write lock, so it does not wait on the kernel. */
+/* The node's view from a pod resources List: which pods hold units (and
+ * how many of each resource) and how many units of each disk are allocated,
+ * an ID handed from an init container to an app container counted once.
+ * Built from a List (podres.h) and looked up; not locked: the pod table
+ * keeps the view of the latest List under its table lock and answers the
+ * daemon's questions about it (listview_note, listview_allocated, ...,
+ * core/podtable.h), where the grants in place the List does not show are
+ * added. */
 #ifndef IOQOS_PLUGIN_LISTVIEW_H
 #define IOQOS_PLUGIN_LISTVIEW_H
 
@@ -12,31 +14,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "grant/nodeanno.h"
 #include "units/units.h"
-#include "podcache.h"
 #include "podres.h"
 
-struct podtable;
+struct listed_pod {
+  char ns[PODRES_NAME_MAX + 1];
+  char name[PODRES_NAME_MAX + 1];
+  uint64_t held[IOQ_RES_COUNT]; /* distinct unit IDs per resource */
+};
 
-/* Remembers the List result: pods holding units, units allocated per disk.
- * A List asked for before the one already noted is ignored (the reconcile
- * loop and GetPreferredAllocation list concurrently). */
-void listview_note(struct podtable *f, const struct podres_list *listed);
-/* true if the last List showed the pod; held gets its units per resource */
-bool listview_pod_held(struct podtable *f, const char *ns, const char *name,
-                       uint64_t held[IOQ_RES_COUNT]);
-/* Units allocated on `disk` per the last List, plus the grants of pods
- * with limits in place that it does not show holding units (kept while a
- * restarting kubelet does not list them, a PreStart that raced the List, a
- * regular init container's). */
-void listview_allocated(struct podtable *f, const char *disk, uint64_t out[IOQ_RES_COUNT]);
-/* UIDs (from the pod cache `pc`) of the pods the last List showed holding
- * units, i.e. the pods `allocated` counts; pods the cache does not know yet
- * are left out. Returns how many (malloc'd array in *out). */
-size_t listview_listed_uids(struct podtable *f, struct podcache *pc,
-                            char (**out)[IOQ_POD_UID_STR_MAX + 1]);
-/* true once a List has been noted */
-bool listview_have_list(struct podtable *f);
+struct alloc_entry {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  uint64_t units[IOQ_RES_COUNT];
+};
+
+struct listview {
+  bool have_list;            /* a List is in the view (all zero: none yet) */
+  double listed_at;          /* the List's asked_at */
+  struct listed_pod *listed; /* the pods holding units */
+  size_t n_listed;
+  struct alloc_entry *alloc; /* units allocated per disk */
+  size_t n_alloc;
+};
+
+/* Builds the view of List `l` into *v (malloc'd parts; listview_free).
+ * Returns false, *v empty, when out of memory (logged). */
+bool listview_build(const struct podres_list *l, struct listview *v);
+/* Makes `next` (just built) the view in *cur, freeing the one it replaces,
+ * unless *cur is of a List asked for later (the reconcile loop and
+ * GetPreferredAllocation list concurrently): then returns false and leaves
+ * both as they are. */
+bool listview_replace(struct listview *cur, const struct listview *next);
+void listview_free(struct listview *v);
+/* The pod in the view's pods holding units (NULL if not there). */
+const struct listed_pod *listview_find(const struct listview *v, const char *ns, const char *name);
+/* Units allocated on `disk` per the view (0 when it lists none). */
+void listview_disk_units(const struct listview *v, const char *disk, uint64_t out[IOQ_RES_COUNT]);
 
 #endif
