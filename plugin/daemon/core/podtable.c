@@ -12,6 +12,7 @@
 #include "podtable_internal.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/grow.h"
 
 void pt_free_init(struct applied_pod *ap, int r) {
   for (size_t i = 0; i < ap->n_init[r]; i++)
@@ -109,16 +110,12 @@ struct applied_pod *pt_slot_locked(struct podtable *f, const char *uid, ioq_err 
   struct applied_pod *ap = pt_find_locked(f, uid);
   if (ap)
     return ap;
-  if (f->n == f->cap) {
-    size_t nc = f->cap ? f->cap * 2 : 32;
-    struct applied_pod *np = realloc(f->pods, nc * sizeof *np);
-    if (!np) {
-      ioq_fail(e, ENOMEM, "out of memory (pod table of %zu entries)", nc);
-      return NULL;
-    }
-    f->pods = np;
-    f->cap = nc;
+  struct applied_pod *np = ioq_grow(f->pods, &f->cap, f->n + 1, sizeof *np, 32);
+  if (!np) {
+    ioq_fail(e, ENOMEM, "out of memory (pod table of %zu entries)", f->cap * 2);
+    return NULL;
   }
+  f->pods = np;
   ap = &f->pods[f->n++];
   memset(ap, 0, sizeof *ap);
   return ap;
