@@ -56,12 +56,6 @@ struct monitor_sample { /* one granted pod x disk, one interval */
 typedef void (*monitor_hook_fn)(void *ud, const struct monitor_sample *s, size_t n);
 void monitor_set_hook(struct monitor *m, monitor_hook_fn fn, void *ud);
 
-/* The pod's monitor view for `ioqosctl explain` (item 5): per disk the last
- * sample, the verdict and since when, the recent history, the Events raised.
- * NULL + *e when the pod is not monitored. */
-struct json_object;
-struct json_object *monitor_pod_json(struct monitor *m, const char *uid, ioq_err *e);
-
 /* ---- lifecycle (main.c) ---- */
 /* Starts the thread (monitor.enable); NULL + *e on failure. */
 struct monitor *monitor_start(struct plugin *p, ioq_err *e);
@@ -71,10 +65,5 @@ void monitor_free(struct monitor *m);
 
 /* One pass now on the caller's thread (tests, and the thread's own tick). */
 void monitor_pass(struct monitor *m);
-
-/* ---- /metrics (metrics_text.c) ---- */
-/* Writes the ioqos_monitor_* families (docs/operations.md). NULL-safe
- * (writes nothing). */
-void monitor_metrics(struct monitor *m, FILE *f);
 
 #endif

@@ -11,7 +11,7 @@
 #include "base/k8sname.h"
 #include "base/log.h"
 #include "cgroup/podcg.h"
-#include "core/monitor.h"
+#include "explain_monitor.h"
 #include "plugin.h"
 #include "state/podcache.h"
 #include "state/podres.h"
