@@ -9,7 +9,11 @@
  * pods the pod table holds a grant for: a pod that goes is forgotten (its
  * series disappear). Everything is bounded: pods by the node's granted pods,
  * disks per pod by IOQ_POD_DISKS_MAX, history and Events per pod by the
- * rings below. */
+ * rings of monitor_internal.h.
+ *
+ * This file: the thread, its lifecycle, the hook and monitor_pass; the
+ * tables are monitor_state.c's, the Events monitor_events.c's and the pass
+ * itself monitor_pass.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -11,14 +11,21 @@
 #include "monitor_internal.h"
 #include "plugin.h"
 
+static const char *const g_ev_reason[MONITOR_EV_KINDS] = {"IoqosGrantNotMet", "IoqosGrantMet",
+                                                          "IoqosDiskUnderDelivers"};
+
+const char *monitor_event_reason(enum monitor_event_kind k) {
+  return (unsigned)k < MONITOR_EV_KINDS ? g_ev_reason[k] : "unknown";
+}
+
 static void remember_event(struct mon_pod *pp, const char *type, const char *reason, const char *msg) {
-  struct mon_event *ev = &pp->ev[pp->evnext];
+  struct monitor_event *ev = &pp->ev[pp->evnext];
   ev->wall = wall_now();
   ioq_copy_trunc(ev->type, sizeof ev->type, type); /* shown: the callers' fixed event words */
   ioq_copy_trunc(ev->reason, sizeof ev->reason, reason); /* shown: the callers' fixed event words */
   ioq_copy_trunc(ev->message, sizeof ev->message, msg);
-  pp->evnext = (pp->evnext + 1) % MON_EVENTS;
-  if (pp->nev < MON_EVENTS)
+  pp->evnext = (pp->evnext + 1) % MONITOR_EVENTS;
+  if (pp->nev < MONITOR_EVENTS)
     pp->nev++;
 }
 
@@ -56,12 +63,13 @@ void mon_not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, stru
            allow ? "posted" : "rate-limited");
   if (!allow) {
     ioq_gm_track_declined(&s->track);
-    m->suppressed[EV_NOT_MET]++;
+    m->suppressed[MONITOR_EV_NOT_MET]++;
     return;
   }
-  m->events[EV_NOT_MET]++;
-  remember_event(pp, "Warning", g_ev_reason[EV_NOT_MET], msg);
-  events_post(p->events, pp->ns, pp->name, pp->uid, "Warning", g_ev_reason[EV_NOT_MET], "%s", msg);
+  m->events[MONITOR_EV_NOT_MET]++;
+  remember_event(pp, "Warning", g_ev_reason[MONITOR_EV_NOT_MET], msg);
+  events_post(p->events, pp->ns, pp->name, pp->uid, "Warning", g_ev_reason[MONITOR_EV_NOT_MET],
+              "%s", msg);
 }
 
 void mon_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, double starved_s) {
@@ -75,9 +83,10 @@ void mon_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, double s
            s->rates.wbps / MiBf, (double)s->grant.rbps / MiBf);
   ioq_info("grant recovered pod=%s/%s disk=%s verdict=%s starved_s=%.0f", pp->ns, pp->name,
            s->disk, monitor_verdict_name(s->verdict), starved_s);
-  m->events[EV_MET]++;
-  remember_event(pp, "Normal", g_ev_reason[EV_MET], msg);
-  events_post(p->events, pp->ns, pp->name, pp->uid, "Normal", g_ev_reason[EV_MET], "%s", msg);
+  m->events[MONITOR_EV_MET]++;
+  remember_event(pp, "Normal", g_ev_reason[MONITOR_EV_MET], msg);
+  events_post(p->events, pp->ns, pp->name, pp->uid, "Normal", g_ev_reason[MONITOR_EV_MET],
+              "%s", msg);
 }
 
 void mon_disk_under(struct monitor *m, struct mon_disk *d, double grants_wanting) {
@@ -91,11 +100,11 @@ void mon_disk_under(struct monitor *m, struct mon_disk *d, double grants_wanting
            d->cur.got.busy, d->cur.got.queue, d->cur.cap_bps, grants_wanting,
            allow ? "posted" : "rate-limited");
   if (!allow) {
-    m->suppressed[EV_DISK]++;
+    m->suppressed[MONITOR_EV_DISK]++;
     return;
   }
-  m->events[EV_DISK]++;
-  events_post(p->events, NULL, NULL, NULL, "Warning", g_ev_reason[EV_DISK],
+  m->events[MONITOR_EV_DISK]++;
+  events_post(p->events, NULL, NULL, NULL, "Warning", g_ev_reason[MONITOR_EV_DISK],
               "disk %s delivers less than the grants that want it for %us: %.1f MiB/s %.0f IOPS "
               "with the device busy %.0f%% of the time and %.1f requests in flight, while granted "
               "pods starve below grants summing to %.1f MiB/s (capacity %.1f MiB/s %.0f IOPS): the "

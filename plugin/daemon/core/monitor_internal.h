@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The grant monitor's state (monitor.h), shared by the files of the one
  * monitor split for size: monitor.c (the thread and its lifecycle),
- * monitor_state.c (the per-pod and per-disk tables), monitor_events.c (the
- * Events and their log lines) and monitor_pass.c (one pass). */
+ * monitor_state.c (the per-pod and per-disk tables and their snapshot),
+ * monitor_events.c (the Events and their log lines) and monitor_pass.c (one
+ * pass). Nothing outside them reads it: observe/ uses monitor_snapshot. */
 #ifndef IOQOS_PLUGIN_MONITOR_INTERNAL_H
 #define IOQOS_PLUGIN_MONITOR_INTERNAL_H
 
@@ -16,15 +17,7 @@
 #include "grant/grantmon.h"
 #include "monitor.h"
 
-#define MON_HISTORY 16 /* intervals kept per pod and disk for explain */
-#define MON_EVENTS 8   /* Events kept per pod for explain */
 #define MON_DISKS 256 /* config devices[] holds at most 256 */
-
-struct mon_hist {
-  double wall; /* end of the interval, seconds since the epoch */
-  enum monitor_verdict verdict;
-  double rbps, wbps, riops, wiops, stall;
-};
 
 struct mon_slot { /* one pod on one disk */
   char disk[IOQ_DISK_NAME_MAX + 1];
@@ -38,13 +31,8 @@ struct mon_slot { /* one pod on one disk */
   double interval_s;
   enum monitor_verdict verdict;
   struct ioq_gm_track track;
-  struct mon_hist hist[MON_HISTORY];
+  struct monitor_hist hist[MONITOR_HISTORY]; /* a ring: hnext the next to write */
   size_t nhist, hnext;
-};
-
-struct mon_event {
-  double wall;
-  char type[16], reason[32], message[768];
 };
 
 struct mon_pod {
@@ -54,7 +42,7 @@ struct mon_pod {
   struct mon_slot *s;
   size_t n;
   struct ioq_gm_ratelimit rl;
-  struct mon_event ev[MON_EVENTS];
+  struct monitor_event ev[MONITOR_EVENTS]; /* a ring: evnext the next to write */
   size_t nev, evnext;
   bool seen;
   char last_err[IOQ_ERR_MSG_MAX];
@@ -90,7 +78,7 @@ struct monitor {
   /* cost */
   uint64_t passes, read_fail;
   double last_pass_s, cpu_s;
-  uint64_t events[3], suppressed[3]; /* NotMet, Met, DiskUnderDelivers */
+  uint64_t events[MONITOR_EV_KINDS], suppressed[MONITOR_EV_KINDS];
   /* hook (its own lock: it is called outside mu) */
   pthread_mutex_t hook_mu;
   monitor_hook_fn hook;
@@ -101,28 +89,33 @@ struct monitor {
   int wake[2];
 };
 
-enum { EV_NOT_MET = 0, EV_MET, EV_DISK };
-static const char *const g_ev_reason[3] = {"IoqosGrantNotMet", "IoqosGrantMet", "IoqosDiskUnderDelivers"};
-
 static inline double wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* monitor_state.c: the tables */
-struct mon_pod *mon_find_pod(struct monitor *m, const char *uid);
-struct mon_disk *mon_find_disk(struct monitor *m, const char *name);
+/* ---- monitor_state.c: the tables (callers hold mu) ---- */
+/* Starts a pass: every pod and disk unseen, then the catalog's disks taken
+ * (seen, capacity and class brought up to date). */
+void mon_tables_start(struct monitor *m, const struct cat_disk *cd, size_t ncd);
+/* The pod's entry, made to match the applied pod and marked seen (NULL: out
+ * of memory). */
 struct mon_pod *mon_sync_pod(struct monitor *m, const struct applied_pod *ap,
                              const struct ioq_unit_sizes *u);
-struct mon_disk *mon_use_disk(struct monitor *m, const struct cat_disk *cd);
+struct mon_disk *mon_find_disk(struct monitor *m, const char *name);
+/* Ends a pass: the pods not seen in it (no grant now) are forgotten, and
+ * their series go. */
+void mon_tables_forget(struct monitor *m);
 
-/* monitor_events.c: the Events */
+/* ---- monitor_events.c: the Events (callers hold mu) ---- */
 void mon_not_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, struct mon_disk *d);
 void mon_met(struct monitor *m, struct mon_pod *pp, struct mon_slot *s, double starved_s);
 void mon_disk_under(struct monitor *m, struct mon_disk *d, double grants_wanting);
 
-/* monitor_pass.c: one pass */
+/* ---- monitor_pass.c: one pass ---- */
+/* Reads and classifies; fills *out (malloc'd) with this interval's samples.
+ * The caller holds mu. */
 size_t mon_pass_locked(struct monitor *m, struct monitor_sample **out);
 
 #endif

@@ -456,7 +456,7 @@ static json_object *explain_monitor_json(struct plugin *p, const char *uid) {
   json_object *o = NULL;
   if (p->mon) {
     ioq_err e;
-    o = monitor_pod_json(p->mon, uid, &e);
+    o = explain_monitor_pod(p, uid, &e);
     if (o) {
       put_bool(o, "enabled", true);
       put_bool(o, "monitored", true);

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The grant monitor's /metrics families (metrics_text.c): per granted pod and
- * disk the achieved rates, the stall and the verdict; per disk what it
- * delivered and the verdict seconds; the monitor's own cost and Events. */
-#include <pthread.h>
+/* The grant monitor's /metrics families (metrics_text.c), written from
+ * monitor_snapshot: per granted pod and disk the achieved rates, the stall
+ * and the verdict; per disk what it delivered and the verdict seconds; the
+ * monitor's own cost and Events. */
 #include <stdio.h>
 
-#include "core/monitor_internal.h"
+#include "base/log.h"
+#include "core/monitor.h"
 #include "metrics_monitor.h"
 #include "plugin.h"
 #include "support/promtext.h"
 
-static void open_pod(FILE *f, const char *name, const struct plugin *p, const struct mon_pod *pp,
-                     const struct mon_slot *s) {
+static void open_pod(FILE *f, const char *name, const struct plugin *p,
+                     const struct monitor_snap_pod *pp, const struct monitor_snap_slot *s) {
   fprintf(f, "%s{node=\"", name);
   metrics_lv(f, p->opts.node_name);
   fputs("\",namespace=\"", f);
@@ -23,7 +24,8 @@ static void open_pod(FILE *f, const char *name, const struct plugin *p, const st
   fputc('"', f);
 }
 
-static void open_mdisk(FILE *f, const char *name, const struct plugin *p, const struct mon_disk *d) {
+static void open_mdisk(FILE *f, const char *name, const struct plugin *p,
+                       const struct monitor_snap_disk *d) {
   fprintf(f, "%s{node=\"", name);
   metrics_lv(f, p->opts.node_name);
   fputs("\",disk=\"", f);
@@ -39,11 +41,15 @@ static void open_node(FILE *f, const char *name, const struct plugin *p) {
   fputc('"', f);
 }
 
-void monitor_metrics(struct monitor *m, FILE *f) {
-  if (!m)
+void metrics_monitor(FILE *f, struct plugin *p) {
+  if (!p->mon)
     return;
-  struct plugin *p = m->p;
-  pthread_mutex_lock(&m->mu);
+  ioq_err e;
+  struct monitor_snap *sn = monitor_snapshot(p->mon, NULL, &e);
+  if (!sn) {
+    ioq_warn("/metrics: no grant monitor series: %s", e.msg);
+    return;
+  }
   static const struct {
     const char *name, *help;
     bool iops;
@@ -56,13 +62,13 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   };
   for (size_t k = 0; k < 2; k++) {
     metrics_head(f, rate_fam[k].name, "gauge", rate_fam[k].help);
-    for (size_t i = 0; i < m->n; i++)
-      for (size_t d = 0; d < m->pods[i].n; d++) {
-        const struct mon_slot *s = &m->pods[i].s[d];
+    for (size_t i = 0; i < sn->n_pods; i++)
+      for (size_t d = 0; d < sn->pods[i].n; d++) {
+        const struct monitor_snap_slot *s = &sn->pods[i].slots[d];
         if (!s->have_rates)
           continue;
         for (int dir = 0; dir < 2; dir++) {
-          open_pod(f, rate_fam[k].name, p, &m->pods[i], s);
+          open_pod(f, rate_fam[k].name, p, &sn->pods[i], s);
           fprintf(f, ",direction=\"%s\"} %.6g\n", dir ? "write" : "read",
                   rate_fam[k].iops ? (dir ? s->rates.wiops : s->rates.riops)
                                    : (dir ? s->rates.wbps : s->rates.rbps));
@@ -72,22 +78,22 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   metrics_head(f, "ioqos_pod_io_stall_ratio", "gauge",
        "Share of the monitor's last interval in which some task of a granted pod waited for I/O "
        "(io.pressure some; no series where unknown: cgroup v1, no PSI).");
-  for (size_t i = 0; i < m->n; i++)
-    for (size_t d = 0; d < m->pods[i].n; d++) {
-      const struct mon_slot *s = &m->pods[i].s[d];
+  for (size_t i = 0; i < sn->n_pods; i++)
+    for (size_t d = 0; d < sn->pods[i].n; d++) {
+      const struct monitor_snap_slot *s = &sn->pods[i].slots[d];
       if (!s->have_rates || s->rates.stall < 0)
         continue;
-      open_pod(f, "ioqos_pod_io_stall_ratio", p, &m->pods[i], s);
+      open_pod(f, "ioqos_pod_io_stall_ratio", p, &sn->pods[i], s);
       fprintf(f, "} %.6g\n", s->rates.stall);
     }
   metrics_head(f, "ioqos_pod_grant_verdict", "gauge",
        "1 for the grant monitor's verdict on a granted pod and disk for the last interval "
        "(idle, within, at-cap, starved, unknown), 0 for the others.");
-  for (size_t i = 0; i < m->n; i++)
-    for (size_t d = 0; d < m->pods[i].n; d++) {
-      const struct mon_slot *s = &m->pods[i].s[d];
+  for (size_t i = 0; i < sn->n_pods; i++)
+    for (size_t d = 0; d < sn->pods[i].n; d++) {
+      const struct monitor_snap_slot *s = &sn->pods[i].slots[d];
       for (int v = 0; v < MON_VERDICTS; v++) {
-        open_pod(f, "ioqos_pod_grant_verdict", p, &m->pods[i], s);
+        open_pod(f, "ioqos_pod_grant_verdict", p, &sn->pods[i], s);
         fprintf(f, ",verdict=\"%s\"} %d\n", monitor_verdict_name((enum monitor_verdict)v),
                 s->verdict == (enum monitor_verdict)v);
       }
@@ -105,8 +111,8 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   };
   for (size_t k = 0; k < 4; k++) {
     metrics_head(f, disk_fam[k].name, "gauge", disk_fam[k].help);
-    for (size_t i = 0; i < m->n_disks; i++) {
-      const struct mon_disk *d = &m->disks[i];
+    for (size_t i = 0; i < sn->n_disks; i++) {
+      const struct monitor_snap_disk *d = &sn->disks[i];
       if (!d->seen || !d->cur.known)
         continue;
       double v = k == 0 ? d->cur.got.bps : k == 1 ? d->cur.got.iops
@@ -123,8 +129,8 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   };
   for (size_t k = 0; k < 2; k++) {
     metrics_head(f, busy_fam[k].name, "gauge", busy_fam[k].help);
-    for (size_t i = 0; i < m->n_disks; i++) {
-      const struct mon_disk *d = &m->disks[i];
+    for (size_t i = 0; i < sn->n_disks; i++) {
+      const struct monitor_snap_disk *d = &sn->disks[i];
       if (!d->seen || !d->cur.known)
         continue;
       open_mdisk(f, busy_fam[k].name, p, d);
@@ -133,8 +139,8 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   }
   metrics_head(f, "ioqos_disk_grant_verdict_seconds_total", "counter",
        "Pod-seconds the grant monitor classified granted pods on a disk in each verdict.");
-  for (size_t i = 0; i < m->n_disks; i++) {
-    const struct mon_disk *d = &m->disks[i];
+  for (size_t i = 0; i < sn->n_disks; i++) {
+    const struct monitor_snap_disk *d = &sn->disks[i];
     if (!d->seen)
       continue;
     for (int v = 0; v < MON_VERDICTS; v++) {
@@ -145,31 +151,33 @@ void monitor_metrics(struct monitor *m, FILE *f) {
   }
   metrics_head(f, "ioqos_monitor_passes_total", "counter", "Passes of the grant monitor.");
   open_node(f, "ioqos_monitor_passes_total", p);
-  fprintf(f, "} %llu\n", (unsigned long long)m->passes);
+  fprintf(f, "} %llu\n", (unsigned long long)sn->passes);
   metrics_head(f, "ioqos_monitor_pass_duration_seconds", "gauge", "Wall time of the grant monitor's last pass.");
   open_node(f, "ioqos_monitor_pass_duration_seconds", p);
-  fprintf(f, "} %.6g\n", m->last_pass_s);
+  fprintf(f, "} %.6g\n", sn->last_pass_s);
   metrics_head(f, "ioqos_monitor_cpu_seconds_total", "counter", "CPU time the grant monitor's passes used.");
   open_node(f, "ioqos_monitor_cpu_seconds_total", p);
-  fprintf(f, "} %.6g\n", m->cpu_s);
+  fprintf(f, "} %.6g\n", sn->cpu_s);
   metrics_head(f, "ioqos_monitor_pods", "gauge", "Granted pods the grant monitor measures.");
   open_node(f, "ioqos_monitor_pods", p);
-  fprintf(f, "} %zu\n", m->n);
+  fprintf(f, "} %zu\n", sn->n_pods);
   metrics_head(f, "ioqos_monitor_read_failures_total", "counter",
        "io.stat / block stat reads of the grant monitor that failed (pod cgroup gone, ...).");
   open_node(f, "ioqos_monitor_read_failures_total", p);
-  fprintf(f, "} %llu\n", (unsigned long long)m->read_fail);
+  fprintf(f, "} %llu\n", (unsigned long long)sn->read_fail);
   metrics_head(f, "ioqos_monitor_events_total", "counter",
        "Events the grant monitor posted, by reason.");
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < MONITOR_EV_KINDS; k++) {
     open_node(f, "ioqos_monitor_events_total", p);
-    fprintf(f, ",reason=\"%s\"} %llu\n", g_ev_reason[k], (unsigned long long)m->events[k]);
+    fprintf(f, ",reason=\"%s\"} %llu\n", monitor_event_reason((enum monitor_event_kind)k),
+            (unsigned long long)sn->events[k]);
   }
   metrics_head(f, "ioqos_monitor_events_suppressed_total", "counter",
        "Warnings the grant monitor did not post because of monitor.eventIntervalSeconds, by reason.");
-  for (int k = 0; k < 3; k += 2) {
+  for (int k = 0; k < MONITOR_EV_KINDS; k += 2) { /* NotMet and DiskUnderDelivers */
     open_node(f, "ioqos_monitor_events_suppressed_total", p);
-    fprintf(f, ",reason=\"%s\"} %llu\n", g_ev_reason[k], (unsigned long long)m->suppressed[k]);
+    fprintf(f, ",reason=\"%s\"} %llu\n", monitor_event_reason((enum monitor_event_kind)k),
+            (unsigned long long)sn->suppressed[k]);
   }
-  pthread_mutex_unlock(&m->mu);
+  monitor_snapshot_free(sn);
 }

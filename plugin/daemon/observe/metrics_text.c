@@ -385,7 +385,7 @@ char *metrics_render(struct plugin *p) {
   pods(f, p);
   counters(f, p);
   ungranted(f, p, cd, n);
-  monitor_metrics(p->mon, f);
+  metrics_monitor(f, p);
   free(cd);
   state(f, p);
   ioq_build_info_write(f, "ioqos-plugin");
