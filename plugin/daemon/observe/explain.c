@@ -12,7 +12,7 @@
 #include "base/k8sname.h"
 #include "base/log.h"
 #include "cgroup/podcg.h"
-#include "core/monitor.h"
+#include "explain_monitor.h"
 #include "plugin.h"
 #include "state/podcache.h"
 #include "state/podres.h"
@@ -379,7 +379,7 @@ static json_object *explain_monitor_json(struct plugin *p, const char *uid) {
   json_object *o = NULL;
   if (p->mon) {
     ioq_err e;
-    o = monitor_pod_json(p->mon, uid, &e);
+    o = explain_monitor_pod(p, uid, &e);
     if (o) {
       put_bool(o, "enabled", true);
       put_bool(o, "monitored", true);

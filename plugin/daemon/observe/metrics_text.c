@@ -25,27 +25,11 @@
 #include "grant/placement.h"
 #include "base/procstat.h"
 #include "support/metrics.h"
-#include "core/monitor.h"
+#include "support/promtext.h"
+#include "metrics_monitor.h"
 #include "plugin.h"
 #include "state/podcache.h"
 #include "core/ungranted.h"
-
-/* label values: escape backslash, double quote and newline */
-void metrics_lv(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"')
-      fputc('\\', f);
-    if (*s == '\n') {
-      fputs("\\n", f);
-      continue;
-    }
-    fputc(*s, f);
-  }
-}
-
-void metrics_head(FILE *f, const char *name, const char *type, const char *help) {
-  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
 
 /* NAME{node="N" — the caller adds labels with lbl() and ends with val() */
 static void open_s(FILE *f, const char *name, const struct plugin *p) {
@@ -402,7 +386,7 @@ char *metrics_render(struct plugin *p) {
   pods(f, p);
   counters(f, p);
   ungranted(f, p, cd, n);
-  monitor_metrics(p->mon, f);
+  metrics_monitor(f, p);
   free(cd);
   state(f, p);
   ioq_build_info_write(f, "ioqos-plugin");

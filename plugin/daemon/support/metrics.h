@@ -70,10 +70,4 @@ struct metrics_snapshot {
 };
 void metrics_snapshot(struct metrics *m, struct metrics_snapshot *out);
 
-/* Prometheus text helpers shared by metrics_text.c and monitor.c: a label
- * value escaped (backslash, double quote, newline) and a family's HELP and
- * TYPE lines. */
-void metrics_lv(FILE *f, const char *s);
-void metrics_head(FILE *f, const char *name, const char *type, const char *help);
-
 #endif
