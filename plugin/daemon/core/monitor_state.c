@@ -12,6 +12,7 @@
 #include "base/fsutil.h"
 #include "base/monoclock.h"
 #include "monitor_internal.h"
+#include "base/grow.h"
 
 static struct mon_pod *find_pod(struct monitor *m, const char *uid) {
   for (size_t i = 0; i < m->n; i++)
@@ -36,14 +37,10 @@ struct mon_pod *mon_sync_pod(struct monitor *m, const struct applied_pod *ap,
     pp->n = 0;
   }
   if (!pp) {
-    if (m->n == m->cap) {
-      size_t nc = m->cap ? m->cap * 2 : 16;
-      struct mon_pod *g = realloc(m->pods, nc * sizeof *g);
-      if (!g)
-        return NULL;
-      m->pods = g;
-      m->cap = nc;
-    }
+    struct mon_pod *g = ioq_grow(m->pods, &m->cap, m->n + 1, sizeof *g, 16);
+    if (!g)
+      return NULL;
+    m->pods = g;
     pp = &m->pods[m->n++];
     memset(pp, 0, sizeof *pp);
     ioq_copy_trunc(pp->uid, sizeof pp->uid, ap->uid); /* same-size fields: fits */
