@@ -123,8 +123,11 @@ def main():
             check(w.get("reclaim_ms") and max(w["reclaim_ms"]) <= 1000,
                   "%s: wake-up: the lent part taken back, each within 1000 ms (reclaim_ms %s)" % (
                       name, w.get("reclaim_ms")))
+            # sampled in the db's last second of running (report.py): with the db
+            # busy its grant is never lent; after it ends it may be lent again
+            # before the end-of-stage metrics are read (seen on a loaded machine)
             check(w.get("lent_at_end_bytes") == 0,
-                  "%s: wake-up: nothing lent at the end (%s)" % (name, w.get("lent_at_end_bytes")))
+                  "%s: wake-up: nothing lent at the end of the db's run (%s)" % (name, w.get("lent_at_end_bytes")))
             caps_hold(check, name, "wake-up", w, x, " over the db's window")
             notes.append("%s: wake-up: with the grants idle the pod without a grant wrote %.1f MiB/s "
                          "(%.2f of the disk; pool %.1f MiB/s with the lent part); reclaim_ms median %s, max %s" % (

@@ -1109,6 +1109,15 @@ class Scenario:
                             [round(time.monotonic() - t_start, 1)] + [cl.daemon.metric(n, disk=disk.name) for n in (
                                 "ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second",
                                 "ioqos_disk_busy_ratio", "ioqos_disk_inflight_requests")])
+                        if stage == "wake-up":
+                            # what is lent while the db runs, the last sample taken
+                            # with the db still running: once it ends, its idle
+                            # grant may rightly be lent again (two quiet intervals
+                            # later) before the stage's metrics are read
+                            lent = cl.daemon.metric("ioqos_ungranted_lent_bytes_per_second",
+                                                    disk=disk.name)
+                            if dbp.poll() is None:
+                                res["lent_db_running_bytes"] = lent
                     if cl and granted and "monitor_not_met_at" not in res and any(
                             e["reason"] == "IoqosGrantNotMet" for e in cl.monitor_events(ev0)):
                         res["monitor_not_met_at"] = time.monotonic()

@@ -168,7 +168,10 @@ def summarize_wake_up(rs, meta):
         "reclaim_ms": rec,
         "reclaim_ms_median": med(rec),
         "reclaim_ms_max": max(rec) if rec else None,
-        "lent_at_end_bytes": max([r.get("metrics", {}).get("ioqos_ungranted_lent_bytes_per_second") or 0
+        # lent in the db's last second: the stage's end-of-run metrics are read
+        # after the db stopped, when its grant may be lent again
+        "lent_at_end_bytes": max([r.get("lent_db_running_bytes",
+                                        r.get("metrics", {}).get("ioqos_ungranted_lent_bytes_per_second")) or 0
                                   for r in rs] or [0]),
     }
 
