@@ -308,67 +308,54 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
   return n;
 }
 
-json_object *ungranted_pod_json(struct ungranted *u, const char *uid) {
-  json_object *o = json_object_new_object();
-  if (!o || !u)
-    return o;
-  json_object *disks = json_object_new_array();
+int ungranted_pod_view(struct ungranted *u, const char *uid, struct ungranted_pod_view *out) {
+  memset(out, 0, sizeof *out);
+  if (!u)
+    return 0;
   pthread_mutex_lock(&u->mu);
   const struct ug_pod *pp = NULL;
   for (size_t i = 0; i < u->n && !pp; i++)
     if (strcmp(u->pods[i].cg.uid, uid) == 0)
       pp = &u->pods[i];
-  json_object_object_add(o, "podSeen", json_object_new_boolean(pp != NULL));
+  out->disks = calloc(u->n_disks ? u->n_disks : 1, sizeof *out->disks);
+  if (!out->disks) {
+    pthread_mutex_unlock(&u->mu);
+    return -1;
+  }
+  out->pod_seen = pp != NULL;
   if (pp)
-    json_object_object_add(o, "cgroup", json_object_new_string(pp->cg.dir));
-  for (size_t d = 0; disks && d < u->n_disks; d++) {
+    ioq_copy_trunc(out->cgroup, sizeof out->cgroup, pp->cg.dir); /* same size: fits */
+  out->n = u->n_disks;
+  for (size_t d = 0; d < u->n_disks; d++) {
     const struct ug_disk *ud = &u->disks[d];
-    json_object *j = json_object_new_object();
-    if (!j)
-      break;
-    json_object_object_add(j, "disk", json_object_new_string(ud->name));
-    /* bounds apply only while some pod holds units of the disk */
-    json_object_object_add(j, "active", json_object_new_boolean(ud->active));
-    json_object_object_add(j, "poolBytesPerSec",
-                           json_object_new_int64((int64_t)(ud->active ? ud->pool[IOQ_RES_BANDWIDTH] : 0)));
-    json_object_object_add(j, "poolIops",
-                           json_object_new_int64((int64_t)(ud->active ? ud->pool[IOQ_RES_IOPS] : 0)));
-    json_object_object_add(j, "podsBounded", json_object_new_int64((int64_t)ud->bounded));
-    /* the pool is what nobody holds (base) plus what granted pods lend now */
-    json_object_object_add(j, "poolBaseBytesPerSec",
-                           json_object_new_int64((int64_t)(ud->active ? ud->base_pool[IOQ_RES_BANDWIDTH] : 0)));
-    json_object_object_add(j, "poolBaseIops",
-                           json_object_new_int64((int64_t)(ud->active ? ud->base_pool[IOQ_RES_IOPS] : 0)));
-    json_object_object_add(j, "lentBytesPerSec",
-                           json_object_new_int64((int64_t)(ud->active ? ud->lent[IOQ_RES_BANDWIDTH] : 0)));
-    json_object_object_add(j, "lentIops", json_object_new_int64((int64_t)(ud->active ? ud->lent[IOQ_RES_IOPS] : 0)));
-    if (pp) {
-      const struct ug_slot *sl = &pp->s[d];
-      json_object_object_add(j, "granted", json_object_new_boolean(sl->granted));
-      json_object_object_add(j, "bounded", json_object_new_boolean(sl->bounded));
-      json_object_object_add(j, "capBytesPerSec",
-                             json_object_new_int64((int64_t)(sl->bounded ? sl->cap[IOQ_RES_BANDWIDTH] : 0)));
-      json_object_object_add(j, "capIops",
-                             json_object_new_int64((int64_t)(sl->bounded ? sl->cap[IOQ_RES_IOPS] : 0)));
-      if (sl->rate[IOQ_RES_BANDWIDTH] >= 0)
-        json_object_object_add(j, "measuredBytesPerSec",
-                               json_object_new_double(sl->rate[IOQ_RES_BANDWIDTH]));
-      if (sl->rate[IOQ_RES_IOPS] >= 0)
-        json_object_object_add(j, "measuredIops", json_object_new_double(sl->rate[IOQ_RES_IOPS]));
-      if (sl->granted && ud->active) { /* as a lender: what it lends of its grant now */
-        json_object_object_add(j, "lendsBytesPerSec",
-                               json_object_new_int64((int64_t)(sl->lend[IOQ_RES_BANDWIDTH].grant -
-                                                               sl->lend[IOQ_RES_BANDWIDTH].keep)));
-        json_object_object_add(j, "lendsIops", json_object_new_int64((int64_t)(sl->lend[IOQ_RES_IOPS].grant -
-                                                                                sl->lend[IOQ_RES_IOPS].keep)));
-      }
+    struct ungranted_disk_view *v = &out->disks[d];
+    ioq_copy_trunc(v->disk, sizeof v->disk, ud->name); /* same size: fits */
+    v->active = ud->active;
+    v->bounded_pods = ud->bounded;
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      v->pool[r] = ud->active ? ud->pool[r] : 0;
+      v->base_pool[r] = ud->active ? ud->base_pool[r] : 0;
+      v->lent[r] = ud->active ? ud->lent[r] : 0;
     }
-    json_object_array_add(disks, j);
+    if (!pp)
+      continue;
+    const struct ug_slot *sl = &pp->s[d];
+    v->granted = sl->granted;
+    v->bounded = sl->bounded;
+    for (int r = 0; r < IOQ_RES_COUNT; r++) {
+      v->cap[r] = sl->bounded ? sl->cap[r] : 0;
+      v->rate[r] = sl->rate[r];
+      v->lends[r] = sl->granted && ud->active ? sl->lend[r].grant - sl->lend[r].keep : 0;
+    }
   }
   pthread_mutex_unlock(&u->mu);
-  if (disks)
-    json_object_object_add(o, "disks", disks);
-  return o;
+  return 0;
+}
+
+void ungranted_pod_view_free(struct ungranted_pod_view *v) {
+  free(v->disks);
+  v->disks = NULL;
+  v->n = 0;
 }
 
 /* ---- thread ---- */

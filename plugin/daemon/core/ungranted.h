@@ -6,6 +6,7 @@
 #ifndef IOQOS_PLUGIN_UNGRANTED_H
 #define IOQOS_PLUGIN_UNGRANTED_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,11 +41,32 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
 /* The bucket bounds of ungranted_totals.reclaim_s (seconds). */
 const double *ungranted_reclaim_bounds(size_t *n);
 
-/* For `ioqosctl explain`: the pod (by UID) as this module sees it, per
- * disk: whether bounds apply (a grant exists on it), the pool, the pod's
- * cap in place and its measured rate. {} for NULL u; NULL when out of
- * memory. */
-struct json_object;
-struct json_object *ungranted_pod_json(struct ungranted *u, const char *uid);
+/* For `ioqosctl explain` (observe/explain.c): a copy of the pod (by UID) as
+ * this module sees it, per disk: whether bounds apply (a grant exists on
+ * it), the pool and its parts, the pod's cap in place, its measured rate
+ * and, for a granted pod, what it lends now. */
+struct ungranted_disk_view {
+  char disk[IOQ_DISK_NAME_MAX + 1];
+  bool active;                           /* bounds apply (some pod holds units here) */
+  uint64_t pool[IOQ_RES_COUNT];          /* 0 while not active; base + lent */
+  uint64_t base_pool[IOQ_RES_COUNT];     /* what nobody holds */
+  uint64_t lent[IOQ_RES_COUNT];          /* the idle part of grants in the pool */
+  size_t bounded_pods;
+  /* the pod's own, when pod_seen */
+  bool granted, bounded;
+  uint64_t cap[IOQ_RES_COUNT];           /* 0 while not bounded */
+  double rate[IOQ_RES_COUNT];            /* measured; < 0 = not measured yet */
+  uint64_t lends[IOQ_RES_COUNT];         /* granted and active: lent of its grant now */
+};
+struct ungranted_pod_view {
+  bool pod_seen;
+  char cgroup[PATH_MAX]; /* when pod_seen */
+  size_t n;
+  struct ungranted_disk_view *disks; /* n of them, malloc'd */
+};
+/* Fills *out (free with ungranted_pod_view_free). An empty view (nothing
+ * seen, no disks) for NULL u; -1 when out of memory. */
+int ungranted_pod_view(struct ungranted *u, const char *uid, struct ungranted_pod_view *out);
+void ungranted_pod_view_free(struct ungranted_pod_view *v);
 
 #endif

@@ -8,6 +8,7 @@
 #include "support/events.h"
 #include "support/filelog.h" /* pt_realtime_now */
 #include "explain.h"
+#include "explain_ungranted.h"
 #include "base/fsutil.h"
 #include "base/k8sname.h"
 #include "base/log.h"
@@ -420,7 +421,7 @@ static json_object *node_policy_section(struct plugin *p, const char *uid) {
   put_bool(ug, "lend", c->node_policy.ungranted_lend);
   put_u64(ug, "lendSampleMs", c->node_policy.ungranted_lend_sample_ms);
   if (p->ug) {
-    json_object *pod = ungranted_pod_json(p->ug, uid);
+    json_object *pod = explain_ungranted_pod(p->ug, uid);
     if (pod)
       add(ug, "pod", pod);
   }
