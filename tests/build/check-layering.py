@@ -244,24 +244,7 @@ def check_tree(files):
 
 
 def controls():
-    bad = 0
-    problems = check_tree(CLEAN)
-    if problems:
-        print("FAIL control 'clean tree': reported %s" % problems)
-        bad += 1
-    else:
-        print("ok:   control 'clean tree' passes")
-    for name, change, want in PLANTED:
-        files = dict(CLEAN)
-        files.update(change)
-        problems = check_tree(files)
-        if any(want in p for p in problems):
-            hit = next(p for p in problems if want in p)
-            print("ok:   control '%s' is caught: %s" % (name, hit))
-        else:
-            print("FAIL control '%s': no report containing %r (got %s)" % (name, want, problems))
-            bad += 1
-    return bad
+    return rooms.run_controls("", check_tree, CLEAN, PLANTED)
 
 
 def main():

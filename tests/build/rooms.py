@@ -402,23 +402,32 @@ def check_planted(files):
         return check(root, build)[0]
 
 
-def controls():
-    """Runs the planted controls; returns how many failed (printed)."""
+def run_controls(label, check_files, clean, planted, clean_note=""):
+    """Runs check_files (files -> problems) on the clean tree, which must
+    pass, and on each planted variant (name, changed files, expected report),
+    which must be caught. Prints a line each; returns how many failed. Shared
+    with check-layering.py's layer controls."""
     bad = 0
-    problems = check_planted(CLEAN)
+    problems = check_files(clean)
     if problems:
-        print("FAIL control 'rooms: clean tree': reported %s" % problems)
+        print("FAIL control '%sclean tree': reported %s" % (label, problems))
         bad += 1
     else:
-        print("ok:   control 'rooms: clean tree' passes (a split file's halves may call each other)")
-    for name, change, want in PLANTED:
-        files = dict(CLEAN)
+        print("ok:   control '%sclean tree' passes%s" % (label, clean_note))
+    for name, change, want in planted:
+        files = dict(clean)
         files.update(change)
-        problems = check_planted(files)
+        problems = check_files(files)
         hit = next((p for p in problems if want in p), None)
         if hit:
-            print("ok:   control 'rooms: %s' is caught: %s" % (name, hit))
+            print("ok:   control '%s%s' is caught: %s" % (label, name, hit))
         else:
-            print("FAIL control 'rooms: %s': no report containing %r (got %s)" % (name, want, problems))
+            print("FAIL control '%s%s': no report containing %r (got %s)" % (label, name, want, problems))
             bad += 1
     return bad
+
+
+def controls():
+    """Runs the planted controls of the rooms; returns how many failed (printed)."""
+    return run_controls("rooms: ", check_planted, CLEAN, PLANTED,
+                        " (a split file's halves may call each other)")
