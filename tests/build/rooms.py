@@ -21,7 +21,8 @@ the READMEs are the rules and cannot drift from them. It fails when
     one room and all include one shared *_internal.h (one file split for
     size);
   - docs/architecture.md does not name every room, or names a src/ or
-    plugin/ file that does not exist.
+    plugin/ file that does not exist, or a file of a room is over 600 lines
+    and the page does not name it (saying why it stays whole).
 Rooms of different layers (libioqos and the plugin, say) are the layer
 check's business (check-layering.py), not this one's.
 """
@@ -41,6 +42,7 @@ NOT_ROOMS = ("src/kube",)
 # only headers of rooms every room may use (CONTEXT_USES) and of libioqos.
 CONTEXT = "plugin/daemon/plugin.h"
 CONTEXT_USES = ("plugin/daemon/support",)
+LONG_LINES = 600  # a file longer than this is split, or docs/architecture.md says why
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 USES = re.compile(r"^Uses:\s*(.*)$", re.M)
 
@@ -274,6 +276,14 @@ def check_docs(root, rooms, problems):
     for ref in sorted(set(re.findall(r"`((?:src|plugin)/[\w./-]*\.[ch])`", text))):
         if not os.path.isfile(os.path.join(root, ref)):
             problems.append("docs/architecture.md names %s, which does not exist" % ref)
+    # a long file is split by job, or the page says why it is not
+    for room in sorted(rooms):
+        for f in c_files(os.path.join(root, room)):
+            n = sum(1 for _ in open(os.path.join(root, room, f), errors="replace"))
+            short = room.split("/")[-1] + "/" + f
+            if n > LONG_LINES and "`%s`" % short not in text and "`%s/%s`" % (room, f) not in text:
+                problems.append("%s/%s has %d lines (over %d): split it by job, or say in "
+                                "docs/architecture.md why not (naming `%s`)" % (room, f, n, LONG_LINES, short))
 
 
 def check(root, build=None):
@@ -353,6 +363,9 @@ PLANTED = [
     ("docs/architecture.md misses a room",
      {"docs/architecture.md": ROOMS_DOC.replace("`src/grant/`, ", "")},
      "does not name the room `src/grant/`"),
+    ("a long file the docs do not explain",
+     {"plugin/daemon/core/c.c": CLEAN["plugin/daemon/core/c.c"] + "/* */\n" * 600},
+     "plugin/daemon/core/c.c has 603 lines (over 600)"),
     ("docs/architecture.md names a file that is gone",
      {"docs/architecture.md": ROOMS_DOC.replace("g.c", "pool.c")},
      "names src/grant/pool.c, which does not exist"),
