@@ -11,7 +11,9 @@
  * a larger block, doubled from *cap (from `first` when *cap is 0) until
  * `need` fits, and *cap set to the new room. NULL when out of memory or when
  * the size would overflow: `arr` and *cap are then unchanged, and `arr` is
- * still the caller's to use or free. */
+ * still the caller's to use or free. Callers ask for at least one element
+ * more than they hold: with need 0 and nothing allocated yet, `arr` (NULL)
+ * comes back as it is. */
 void *ioq_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first);
 
 #endif

@@ -15,6 +15,7 @@
 #include "kube/kube_jfilter.h"
 #include "kube/kubeconfig.h"
 #include "kube_internal.h"
+#include "base/grow.h"
 
 struct ioq_kube {
   char *server;
@@ -264,16 +265,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
     b->overflow = true;
     return 0; /* aborts the transfer */
   }
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 16384;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *nd = realloc(b->data, cap);
-    if (!nd)
-      return 0;
-    b->data = nd;
-    b->cap = cap;
-  }
+  char *nd = ioq_grow(b->data, &b->cap, b->len + n + 1, 1, 16384);
+  if (!nd)
+    return 0;
+  b->data = nd;
   memcpy(b->data + b->len, ptr, n);
   b->len += n;
   b->data[b->len] = '\0';

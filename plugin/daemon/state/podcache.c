@@ -221,15 +221,13 @@ static void list_page(void *ud, json_object *items) {
   size_t n = json_object_array_length(items);
   if (c->fresh_oom)
     return;
-  if (c->fresh_n + n > c->fresh_cap) {
-    size_t nc = c->fresh_n + n + 64;
-    struct pod_info *np = realloc(c->fresh, nc * sizeof *np);
+  if (c->fresh_n + n > c->fresh_cap) { /* (an empty page needs no room: fresh may stay NULL) */
+    struct pod_info *np = ioq_grow(c->fresh, &c->fresh_cap, c->fresh_n + n, sizeof *np, 64);
     if (!np) {
       c->fresh_oom = true;
       return;
     }
     c->fresh = np;
-    c->fresh_cap = nc;
   }
   for (size_t i = 0; i < n; i++) {
     ioq_err e;
