@@ -114,16 +114,24 @@ class Registration(PluginTest):
         d = self.start()
         k = self.env.kubelet
         self.wait_gauge(d, 1, "registered")
+        sock = os.path.join(self.env.dp_dir, "kubelet.sock")
+        before = os.stat(sock).st_ino
         k.stop_registration()  # kubelet.sock goes; our sockets stay
         self.wait_gauge(d, 0, "kubelet.sock gone")
         d.wait_log(r'kubelet registration lost resource=ioqos/bandwidth kubelet=\S+ '
                    r'reason="kubelet socket gone"')
         self.assertEqual(d.http("/readyz")[0], 503)
         k.start_registration()
+        after = os.stat(sock).st_ino
         k.wait_registered(BW, count=2)
         k.wait_registered(IOPS, count=2)
         self.wait_gauge(d, 1, "kubelet back")
         d.wait_ready()
+        # a kubelet.sock that was gone and is back is a new kubelet, also when the
+        # filesystem gave the new file the old one's inode (ext4 does at once)
+        d.wait_log(r"kubelet socket re-created")
+        self.assertEqual(d.metric("ioqos_kubelet_restarts_total"), 1,
+                         "inode before %d, after %d" % (before, after))
 
     def test_kubelet_crash_gauge_follows_a_dead_socket(self):
         k = self.env.kubelet

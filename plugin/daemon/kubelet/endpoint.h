@@ -38,8 +38,7 @@ struct endpoint {
   struct served_socket sock;
   /* registration (registrar thread only, except the atomics) */
   atomic_bool registered;
-  dev_t kubelet_dev; /* kubelet.sock identity at the last Register */
-  ino_t kubelet_ino;
+  unsigned long kubelet_gen; /* the kubelet (registrar's count) of the last Register; 0 = none */
   double next_attempt, backoff;
 };
 

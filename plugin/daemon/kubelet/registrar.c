@@ -10,7 +10,12 @@
  * device-plugins directory and then listens on kubelet.sock again. We watch
  * the directory (inotify, plus a periodic check in case events are lost):
  * our socket gone -> serve again on a fresh socket; kubelet.sock replaced ->
- * register again. Grants live in the cgroups and in kubelet's pod resources
+ * register again. A kubelet.sock is a new kubelet when it was seen gone (or
+ * not a socket) since the last one, when inotify reports it created, or
+ * when its (dev, inode, birth time) differ: a filesystem may give the new
+ * file the old one's inode (ext4 does at once), so the inode alone cannot
+ * tell. Each new kubelet gets the next generation number; an endpoint is
+ * registered with the generation it last registered with. Grants live in the cgroups and in kubelet's pod resources
  * view, so nothing is lost. While kubelet is away, retries back off
  * exponentially (1 s .. 30 s) and restart at once when kubelet.sock appears.
  *
@@ -24,12 +29,14 @@
  * pass kubelet.sock's liveness to the driver (dradriver_watch): every
  * kubelet serves kubelet.sock, DRA or not. */
 #include <errno.h>
+#include <fcntl.h> /* AT_FDCWD */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h> /* makedev */
 #include <unistd.h>
 
 #include "deviceplugin/v1beta1/api.pb-c.h"
@@ -52,35 +59,42 @@ struct registrar {
   pthread_t thread;
   int ino_fd;
   atomic_bool stop;
+  /* the kubelet.sock last seen (registrar thread only) */
+  unsigned long kubelet_gen; /* 0 = none seen yet; +1 for each new kubelet */
   dev_t kubelet_dev;
   ino_t kubelet_ino;
-  bool kubelet_seen;
+  struct statx_timestamp kubelet_btime; /* zero when the filesystem has none */
+  bool kubelet_gone;    /* seen absent since: the next one is new whatever its inode */
+  bool kubelet_created; /* inotify: kubelet.sock created or moved into place */
 };
 
 /* kubelet.sock as one check found it */
 struct kubelet_view {
-  bool present; /* a socket file; dev, ino: its identity */
+  bool present; /* a socket file; dev, ino, btime: its identity */
   bool live;    /* and kubelet accepts connections on it */
   dev_t dev;
   ino_t ino;
+  struct statx_timestamp btime; /* zero when the filesystem keeps none */
   char why[IOQ_ERR_MSG_MAX]; /* why not live */
 };
 
 static void look_at_kubelet(const char *sock, struct kubelet_view *kv) {
   memset(kv, 0, sizeof *kv);
-  struct stat st;
-  if (stat(sock, &st) < 0) {
+  struct statx st;
+  if (statx(AT_FDCWD, sock, 0, STATX_TYPE | STATX_INO | STATX_BTIME, &st) < 0) {
     snprintf(kv->why, sizeof kv->why, "kubelet socket %s",
              errno == ENOENT ? "gone" : strerror(errno));
     return;
   }
-  if (!S_ISSOCK(st.st_mode)) {
+  if (!S_ISSOCK(st.stx_mode)) {
     snprintf(kv->why, sizeof kv->why, "kubelet socket path is not a socket");
     return;
   }
   kv->present = true;
-  kv->dev = st.st_dev;
-  kv->ino = st.st_ino;
+  kv->dev = makedev(st.stx_dev_major, st.stx_dev_minor);
+  kv->ino = st.stx_ino;
+  if (st.stx_mask & STATX_BTIME)
+    kv->btime = st.stx_btime;
   ioq_err e;
   int rc = endpoint_probe(sock, &e);
   kv->live = rc == 1;
@@ -90,18 +104,30 @@ static void look_at_kubelet(const char *sock, struct kubelet_view *kv) {
     snprintf(kv->why, sizeof kv->why, "kubelet socket not connectable: %s", e.msg);
 }
 
-/* Counts a kubelet.sock that is a new file: a kubelet restart. */
+/* Counts a kubelet.sock that is a new file, a kubelet restart: it was seen
+ * gone since the last one, inotify saw it created, or its identity differs. */
 static void note_kubelet(struct registrar *rg, const struct kubelet_view *kv) {
-  if (!kv->present ||
-      (rg->kubelet_seen && kv->dev == rg->kubelet_dev && kv->ino == rg->kubelet_ino))
+  if (!kv->present) {
+    if (rg->kubelet_gen)
+      rg->kubelet_gone = true;
     return;
-  if (rg->kubelet_seen) {
+  }
+  bool same = rg->kubelet_gen && !rg->kubelet_gone && !rg->kubelet_created &&
+              kv->dev == rg->kubelet_dev && kv->ino == rg->kubelet_ino &&
+              kv->btime.tv_sec == rg->kubelet_btime.tv_sec &&
+              kv->btime.tv_nsec == rg->kubelet_btime.tv_nsec;
+  rg->kubelet_created = false;
+  if (same)
+    return;
+  if (rg->kubelet_gen) {
     ioq_info("kubelet socket re-created (kubelet restarted) socket=%s", rg->p->kubelet_sock);
     metrics_inc(rg->p->metrics, C_KUBELET_RESTARTS);
   }
-  rg->kubelet_seen = true;
+  rg->kubelet_gen++;
+  rg->kubelet_gone = false;
   rg->kubelet_dev = kv->dev;
   rg->kubelet_ino = kv->ino;
+  rg->kubelet_btime = kv->btime;
 }
 
 /* The gauge of one resource; logs each change with its reason. */
@@ -155,14 +181,16 @@ static bool keep_serving(struct plugin *p, struct endpoint *ep) {
 
 /* true while registered with the kubelet that is there now; drops the
  * gauge as soon as that kubelet is gone or another one took its place. */
-static bool still_registered(struct plugin *p, struct endpoint *ep, const struct kubelet_view *kv) {
+static bool still_registered(struct registrar *rg, struct endpoint *ep,
+                             const struct kubelet_view *kv) {
+  struct plugin *p = rg->p;
   if (!atomic_load(&ep->registered))
     return false;
   if (!kv->live) {
     set_registered(p, ep, false, kv->why);
     return false;
   }
-  if (kv->dev == ep->kubelet_dev && kv->ino == ep->kubelet_ino)
+  if (ep->kubelet_gen == rg->kubelet_gen)
     return true;
   set_registered(p, ep, false, "kubelet socket re-created (a new kubelet)");
   ep->backoff = 0; /* a new kubelet: register again at once */
@@ -181,21 +209,22 @@ static bool still_registered(struct plugin *p, struct endpoint *ep, const struct
  * reached the new one; keeping the old identity would read the next check as another
  * kubelet and register again, which kubelet refuses (seen on a loaded node: the gauge
  * stayed 0 and /readyz 503 for minutes while kubelet streamed from us). */
-static void registered_with(struct plugin *p, struct endpoint *ep, const struct kubelet_view *kv) {
+static void registered_with(struct registrar *rg, struct endpoint *ep) {
   struct kubelet_view now;
-  look_at_kubelet(p->kubelet_sock, &now);
-  const struct kubelet_view *with = now.live ? &now : kv;
-  ep->kubelet_dev = with->dev;
-  ep->kubelet_ino = with->ino;
+  look_at_kubelet(rg->p->kubelet_sock, &now);
+  if (now.live)
+    note_kubelet(rg, &now);
+  ep->kubelet_gen = rg->kubelet_gen;
   ep->backoff = 0;
-  set_registered(p, ep, true, NULL);
+  set_registered(rg->p, ep, true, NULL);
 }
 
-static void try_register(struct plugin *p, struct endpoint *ep, const struct kubelet_view *kv) {
+static void try_register(struct registrar *rg, struct endpoint *ep) {
+  struct plugin *p = rg->p;
   ioq_err e;
   if (do_register(p, ep, &e) == 0) {
     metrics_inc_res(p->metrics, C_REGISTER_OK, ep->res);
-    registered_with(p, ep, kv);
+    registered_with(rg, ep);
     return;
   }
   /* kubelet refuses because it already holds a connection to this socket path: when it
@@ -205,7 +234,7 @@ static void try_register(struct plugin *p, struct endpoint *ep, const struct kub
     ioq_info("kubelet already streams from our socket, registration stands resource=%s "
              "endpoint=%s kubelet_said=\"%s\"",
              ioq_resource_name(ep->res), ep->sock_name, e.msg);
-    registered_with(p, ep, kv);
+    registered_with(rg, ep);
     return;
   }
   ep->backoff = ep->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S
@@ -229,9 +258,9 @@ static void check(struct registrar *rg) {
   double now = ioq_mono_s();
   for (int r = 0; r < IOQ_RES_COUNT && !atomic_load(&rg->stop); r++) {
     struct endpoint *ep = p->ep[r];
-    if (!keep_serving(p, ep) || still_registered(p, ep, &kv) || !kv.live || now < ep->next_attempt)
+    if (!keep_serving(p, ep) || still_registered(rg, ep, &kv) || !kv.live || now < ep->next_attempt)
       continue;
-    try_register(p, ep, &kv);
+    try_register(rg, ep);
   }
 }
 
@@ -249,6 +278,10 @@ static void *registrar_main(void *arg) {
         const struct inotify_event *ev = (const struct inotify_event *)q;
         if (ev->len)
           ioq_debug("kubelet dir event name=%s mask=0x%x", ev->name, ev->mask);
+        /* a new kubelet.sock, even where the check never saw the old one gone */
+        if (ev->len && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+            !strcmp(ev->name, KUBELET_SOCKET_NAME))
+          rg->kubelet_created = true;
         q += sizeof *ev + ev->len;
       }
     }
