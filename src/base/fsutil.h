@@ -6,6 +6,7 @@
 #define IOQOS_FSUTIL_H
 
 #include <stdbool.h>
+#include <string.h> /* memcpy, for IOQ_COPY_FIELD */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,13 @@ IOQ_MUST_CHECK
 bool ioq_copy(char *dst, size_t dstsz, const char *src);
 /* The same where truncation is intended: dst gets as much of src as fits. */
 void ioq_copy_trunc(char *dst, size_t dstsz, const char *src);
+/* Copies a char array field into one of the same size: cannot cut (the
+ * sizes are checked at compile time), so there is no result to check. */
+#define IOQ_COPY_FIELD(dst, src)                                                                  \
+  do {                                                                                           \
+    _Static_assert(sizeof(dst) == sizeof(src), "IOQ_COPY_FIELD: field sizes differ");           \
+    memcpy((dst), (src), sizeof(dst));                                                           \
+  } while (0)
 
 /* Trims leading/trailing ASCII whitespace in place; returns s. */
 char *ioq_trim(char *s);

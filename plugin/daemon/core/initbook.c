@@ -85,9 +85,9 @@ size_t podtable_guesses(struct podtable *f, struct init_guess **out) {
       if (!ap->init_guess[r] || !ap->n_init[r])
         continue;
       struct init_guess *g = &(*out)[n++];
-      PT_COPY_FIELD(g->ns, ap->ns);
-      PT_COPY_FIELD(g->name, ap->name);
-      PT_COPY_FIELD(g->uid, ap->uid);
+      IOQ_COPY_FIELD(g->ns, ap->ns);
+      IOQ_COPY_FIELD(g->name, ap->name);
+      IOQ_COPY_FIELD(g->uid, ap->uid);
       g->r = (enum ioq_resource)r;
       if (!ioq_copy(g->first, sizeof g->first, ap->init_ids[r][0])) {
         /* a cut ID would be another unit: this guess is not listed */
@@ -162,10 +162,10 @@ void pt_save_state(struct podtable *f) {
     if (!pt_holds_init(ap))
       continue;
     struct init_record *o = &r[n++];
-    PT_COPY_FIELD(o->ns, ap->ns);
-    PT_COPY_FIELD(o->name, ap->name);
-    PT_COPY_FIELD(o->uid, ap->uid);
-    PT_COPY_FIELD(o->cgroup, ap->cgroup);
+    IOQ_COPY_FIELD(o->ns, ap->ns);
+    IOQ_COPY_FIELD(o->name, ap->name);
+    IOQ_COPY_FIELD(o->uid, ap->uid);
+    IOQ_COPY_FIELD(o->cgroup, ap->cgroup);
     o->version = ap->version;
     o->grant = ap->grant;
     memcpy(o->devs, ap->devs, sizeof o->devs);
@@ -231,10 +231,10 @@ void podtable_restore(struct podtable *f) {
     f->pods = np;
     struct applied_pod *ap = &f->pods[f->n++];
     memset(ap, 0, sizeof *ap); /* applied_at 0: before any List */
-    PT_COPY_FIELD(ap->ns, r[i].ns);
-    PT_COPY_FIELD(ap->name, r[i].name);
-    PT_COPY_FIELD(ap->uid, r[i].uid);
-    PT_COPY_FIELD(ap->cgroup, r[i].cgroup);
+    IOQ_COPY_FIELD(ap->ns, r[i].ns);
+    IOQ_COPY_FIELD(ap->name, r[i].name);
+    IOQ_COPY_FIELD(ap->uid, r[i].uid);
+    IOQ_COPY_FIELD(ap->cgroup, r[i].cgroup);
     ap->version = r[i].version;
     ap->grant = r[i].grant;
     memcpy(ap->devs, r[i].devs, sizeof ap->devs);

@@ -13,6 +13,7 @@
 #include "state/drastate.h"
 #include "support/filelog.h"
 #include "podgrant.h"
+#include "base/fsutil.h"
 #include "podtable_internal.h"
 #include "cgroup/cgwrite.h"
 #include "base/log.h"
@@ -300,8 +301,8 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   ap->init_unknown = hold;
   memcpy(ap->ns, pr->ns, strlen(pr->ns) + 1); /* lengths checked by apply_locked */
   memcpy(ap->name, pr->name, strlen(pr->name) + 1);
-  PT_COPY_FIELD(ap->uid, pi->uid);
-  PT_COPY_FIELD(ap->cgroup, cg.dir);
+  IOQ_COPY_FIELD(ap->uid, pi->uid);
+  IOQ_COPY_FIELD(ap->cgroup, cg.dir);
   ap->version = cg.version;
   ap->grant = res->grant;
   ap->applied_at = ioq_mono_s();

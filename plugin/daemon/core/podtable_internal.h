@@ -43,14 +43,6 @@ struct podtable {
   size_t n_settled, cap_settled;
 };
 
-/* Copies a char array field into one of the same size: cannot cut (the
- * sizes are checked at compile time), so there is no result to check. */
-#define PT_COPY_FIELD(dst, src)                                                                   \
-  do {                                                                                           \
-    _Static_assert(sizeof(dst) == sizeof(src), "PT_COPY_FIELD: field sizes differ");            \
-    memcpy((dst), (src), sizeof(dst));                                                           \
-  } while (0)
-
 /* table helpers (podtable.c); _locked: with `lock` held */
 struct applied_pod *pt_find_locked(struct podtable *f, const char *uid);
 void pt_free_init(struct applied_pod *ap, int r);

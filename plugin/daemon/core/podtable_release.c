@@ -48,10 +48,10 @@ static size_t gather_missing(struct podtable *f, const struct podres_list *liste
     const struct applied_pod *ap = &f->pods[i];
     if (ap->applied_at >= listed->asked_at)
       continue;
-    PT_COPY_FIELD(m[n].ns, ap->ns);
-    PT_COPY_FIELD(m[n].name, ap->name);
-    PT_COPY_FIELD(m[n].uid, ap->uid);
-    PT_COPY_FIELD(m[n].cgroup, ap->cgroup);
+    IOQ_COPY_FIELD(m[n].ns, ap->ns);
+    IOQ_COPY_FIELD(m[n].name, ap->name);
+    IOQ_COPY_FIELD(m[n].uid, ap->uid);
+    IOQ_COPY_FIELD(m[n].cgroup, ap->cgroup);
     n++;
   }
   pthread_mutex_unlock(&f->lock);

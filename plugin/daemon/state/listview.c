@@ -11,12 +11,6 @@
 
 /* Copies a char array field into one of the same size (checked at compile
  * time), so it cannot cut. */
-#define LV_COPY_FIELD(dst, src)                                                                   \
-  do {                                                                                           \
-    _Static_assert(sizeof(dst) == sizeof(src), "LV_COPY_FIELD: field sizes differ");            \
-    memcpy((dst), (src), sizeof(dst));                                                           \
-  } while (0)
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -38,8 +32,8 @@ bool listview_build(const struct podres_list *l, struct listview *v) {
     if (!l->pods[i].n_ctrs) /* listed, but holding no ioqos units */
       continue;
     struct listed_pod *o = &lp[n_lp++];
-    LV_COPY_FIELD(o->ns, l->pods[i].ns);
-    LV_COPY_FIELD(o->name, l->pods[i].name);
+    IOQ_COPY_FIELD(o->ns, l->pods[i].ns);
+    IOQ_COPY_FIELD(o->name, l->pods[i].name);
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       o->held[r] = podres_pod_count(&l->pods[i], (enum ioq_resource)r);
     for (size_t k = 0; k < l->pods[i].n_ctrs; k++)
