@@ -130,9 +130,19 @@ def kubectl():
     return k
 
 
+# The Helm chart: Go templates, not YAML, and its files/ links back to
+# manifests/ (glob would follow them); check_chart.py checks it.
+CHART = os.path.join(MANIFESTS, "chart")
+
+
+def in_chart(path):
+    return path == CHART or path.startswith(CHART + os.sep)
+
+
 def kustomization_dirs():
     dirs = sorted(os.path.dirname(p) for p in
-                  glob.glob(os.path.join(MANIFESTS, "**", "kustomization.yaml"), recursive=True))
+                  glob.glob(os.path.join(MANIFESTS, "**", "kustomization.yaml"), recursive=True)
+                  if not in_chart(p))
     if not dirs:
         raise SystemExit("no kustomization.yaml under %s" % MANIFESTS)
     return dirs
@@ -216,7 +226,7 @@ def cmd_render():
             if "path" in p:
                 used.add(os.path.normpath(os.path.join(d, p["path"])))
     for f in sorted(glob.glob(os.path.join(MANIFESTS, "**", "*"), recursive=True)):
-        if os.path.isdir(f):
+        if os.path.isdir(f) or in_chart(f):
             continue
         if f.endswith(".md"):
             # an overlay's README: its links and the files it names resolve
@@ -2851,6 +2861,8 @@ def cmd_image(paths):
 VERSION_COPIES = {  # file -> the lines allowed to spell the version out
     "CMakeLists.txt": r"^project\(ioqos VERSION ",
     "manifests/base/image/kustomization.yaml": r"^    newTag: ",
+    # Helm needs both in Chart.yaml itself; cmd_version compares them
+    "manifests/chart/Chart.yaml": r"^(version|appVersion): ",
     "CHANGELOG.md": r"",  # the history names every release
 }
 VERSION_SKIP_DIRS = {"__pycache__", "bench-results", "Testing", "corpus"}
@@ -2923,6 +2935,14 @@ def cmd_version():
         fail("%s: images localhost/ioqos newTag %s, CMakeLists.txt says %s" % (rel(tag_file), tags, ver))
     else:
         ok("%s newTag %s = project(VERSION)" % (rel(tag_file), ver))
+    chart_file = os.path.join(MANIFESTS, "chart", "Chart.yaml")
+    chart = yaml.safe_load(open(chart_file))
+    got = (str(chart.get("version")), str(chart.get("appVersion")))
+    if got != (ver, ver):
+        fail("%s: version %s, appVersion %s; CMakeLists.txt says %s (both are the release)" %
+             (rel(chart_file), got[0], got[1], ver))
+    else:
+        ok("%s version and appVersion %s = project(VERSION)" % (rel(chart_file), ver))
     n, bad = 0, 0
     for d in kustomization_dirs():
         for o in render(d):
