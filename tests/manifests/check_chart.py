@@ -428,6 +428,22 @@ def cmd_values(helm):
             msg = str(e)
             (ok if word in msg else fail)("%s is refused%s: %s" % (
                 what, "" if word in msg else " but the message does not name %r" % word, msg.splitlines()[-1][-200:]))
+    # the Kubernetes version decides too: 1.35 has no MutatingAdmissionPolicy v1
+    ss = {"scheduler": {"wiring": "second-scheduler"}}
+    try:
+        helm_template(helm, ss, extra=("--kube-version", "v1.35.9"))
+        fail("the second scheduler's mutating policy on Kubernetes 1.35: helm template accepted it")
+    except Broken as e:
+        (ok if "mutatingPolicy needs Kubernetes 1.36+" in str(e) else fail)(
+            "the mutating policy is refused on Kubernetes 1.35, saying what to set: %s" % str(e)[-160:])
+    try:
+        kinds = [o["kind"] for o in helm_template(
+            helm, {"scheduler": {"wiring": "second-scheduler", "secondScheduler": {"mutatingPolicy": False}}},
+            extra=("--kube-version", "v1.35.9"))]
+        (ok if "MutatingAdmissionPolicy" not in kinds else fail)(
+            "on Kubernetes 1.35 with mutatingPolicy=false the chart renders without it")
+    except Broken as e:
+        fail("second scheduler on Kubernetes 1.35 without the mutating policy: %s" % e)
     # values the overlays have no counterpart for: they land where they should
     v = {"imagePullSecrets": [{"name": "regcred"}],
          "plugin": {"logLevel": "debug", "tolerations": [{"key": "storage", "operator": "Exists"}],
