@@ -30,7 +30,8 @@ machine: no ratios, no targets.
   - lending (stage wake-up, when run): with db and backup granted and idle the plugin lends
     (its lent gauge > 0) and the pod without a grant's caps exceed the pool nobody holds; once
     db and backup run, every lent byte is taken back (a reclaim logged, each within 1000 ms of
-    the lender's last quiet sample, nothing lent at the end), the backup <= 1.15 of its grant
+    the lender's last quiet sample, while the db runs never more lent than the rule allows for
+    the lenders' measured rates), the backup <= 1.15 of its grant
     and the pod without a grant <= 1.1 x the pool over the db's window. What the pod wrote with
     the lent part (against the disk) and the reclaim times are printed: performance figures
 
@@ -123,11 +124,15 @@ def main():
             check(w.get("reclaim_ms") and max(w["reclaim_ms"]) <= 1000,
                   "%s: wake-up: the lent part taken back, each within 1000 ms (reclaim_ms %s)" % (
                       name, w.get("reclaim_ms")))
-            # sampled in the db's last second of running (report.py): with the db
-            # busy its grant is never lent; after it ends it may be lent again
-            # before the end-of-stage metrics are read (seen on a loaded machine)
-            check(w.get("lent_at_end_bytes") == 0,
-                  "%s: wake-up: nothing lent at the end of the db's run (%s)" % (name, w.get("lent_at_end_bytes")))
+            # Not "nothing lent while the db runs": a db the machine's load slows
+            # below half its grant rightly lends the rest (6.3 MiB/s seen with a
+            # CPU hog beside the VM); what may never happen is lending beyond the
+            # rule for the rates the pods had (isolation.lent_beyond_rule)
+            lb = w.get("lent_beyond_rule")
+            check(lb is not None and lb["bytes"] <= 65536,  # 64 KiB/s: float rounding, nothing more
+                  "%s: wake-up: while the db ran, nothing lent beyond the lending rule for db's and backup's "
+                  "rates (worst: %s)" % (name, lb and "lent %.1f, allowed %.1f MiB/s at %.1f s" % (
+                      lb["lent_bytes"] / 1048576.0, lb["allowed_bytes"] / 1048576.0, lb["at_s"])))
             caps_hold(check, name, "wake-up", w, x, " over the db's window")
             notes.append("%s: wake-up: with the grants idle the pod without a grant wrote %.1f MiB/s "
                          "(%.2f of the disk; pool %.1f MiB/s with the lent part); reclaim_ms median %s, max %s" % (

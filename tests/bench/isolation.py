@@ -286,6 +286,29 @@ def meminfo_dirty():
     return d, w
 
 
+# src/grant/ungranted.h: a lender keeps max(lendReserve x grant,
+# IOQ_UG_LEND_HEADROOM (2.0) x its rate over the pass it lent at); 20 % less
+# here for the offset between the plugin's pass and this sampler's windows
+LEND_HEADROOM_SEEN = 1.6
+
+
+def lent_beyond_rule(samp, lent_seen, lenders, t_start):
+    """What the plugin lent while the db ran, against what the lending rule
+    allows: each lender lends at most grant - headroom x its rate of the pass
+    it lent at, a pass within the 4 s before the gauge was read (two quiet
+    passes, the scrape's delay); so never the grant of a pod writing at half
+    of it or more, whatever the machine's load makes of the pods' rates.
+    Returns the worst sample: lent - allowed (<= 0: within the rule)."""
+    worst = None
+    for t, lent in lent_seen:
+        allowed = sum(max(0.0, grant - LEND_HEADROOM_SEEN * (samp.min_rate(k, t - 4.0, t) or 0.0))
+                      for k, grant in lenders)
+        if worst is None or lent - allowed > worst["bytes"]:
+            worst = {"bytes": lent - allowed, "lent_bytes": lent, "allowed_bytes": allowed,
+                     "at_s": round(t - t_start, 1)}
+    return worst
+
+
 class Sampler(threading.Thread):
     """io.stat of some cgroups on one disk, every `interval` seconds."""
 
@@ -370,6 +393,16 @@ class Sampler(threading.Thread):
                     return b[field]
                 return a[field] + (b[field] - a[field]) * (t - a[0]) / (b[0] - a[0])
         return s[-1][field]
+
+    def min_rate(self, key, t0, t1, win=1.0):
+        """The lowest rate (bytes/s, the larger of read and write) of any
+        win-second window in [t0, t1], interpolated; None if [t0, t1] is shorter."""
+        best, t = None, t0
+        while t + win <= t1 + 1e-9:
+            r = max(self.at(key, t + win, f) - self.at(key, t, f) for f in (1, 2)) / win
+            best = r if best is None else min(best, r)
+            t += self.interval
+        return best
 
     def last_change(self, key, field):
         """Time of the first sample after the counter's last increase: when the
@@ -1100,6 +1133,7 @@ class Scenario:
                 # IoqosGrantNotMet came, counted from the host writer's start
                 deadline = time.monotonic() + a.ramp + runtime + 120
                 next_m = 0
+                lent_seen = []
                 while dbp.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.2)
                     if cl and granted and time.monotonic() >= next_m:
@@ -1110,14 +1144,12 @@ class Scenario:
                                 "ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second",
                                 "ioqos_disk_busy_ratio", "ioqos_disk_inflight_requests")])
                         if stage == "wake-up":
-                            # what is lent while the db runs, the last sample taken
-                            # with the db still running: once it ends, its idle
-                            # grant may rightly be lent again (two quiet intervals
-                            # later) before the stage's metrics are read
+                            # what is lent while the db runs, held against the
+                            # lending rule after the stage (lent_beyond_rule)
                             lent = cl.daemon.metric("ioqos_ungranted_lent_bytes_per_second",
                                                     disk=disk.name)
                             if dbp.poll() is None:
-                                res["lent_db_running_bytes"] = lent
+                                lent_seen.append((time.monotonic(), lent or 0.0))
                     if cl and granted and "monitor_not_met_at" not in res and any(
                             e["reason"] == "IoqosGrantNotMet" for e in cl.monitor_events(ev0)):
                         res["monitor_not_met_at"] = time.monotonic()
@@ -1137,6 +1169,8 @@ class Scenario:
             if nbs:  # while they still write
                 res["metrics"] = cl.metrics(UNGRANTED_METRICS)
             if stage == "wake-up":
+                res["lent_beyond_rule"] = lent_beyond_rule(samp, lent_seen, [
+                    ("db", g["db_bw_units"] * BW_UNIT), ("backup", g["backup_bw_units"] * BW_UNIT)], t_start)
                 # what the plugin says of taking the lent part back
                 res["reclaim_ms"] = [float(m) for m in re.findall(
                     r'ungranted pool cut"? disk=%s .*?reclaim_ms=(\d+)' % re.escape(disk.name),

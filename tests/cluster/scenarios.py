@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kube import (API, BUILD, DEVNO, NODE, ROOT, RUN, Api, ApiError, StartSampler,  # noqa: E402
                   container_id, dev_line, emptydir_file, ensure_namespace, events_for, http_get,
                   kubectl, metric, pod_cgroup, pod_path, read, tools_pod, wait, wait_pod_phase)
+import scenario_helm  # noqa: E402
 
 MIB = 1 << 20
 SYS = "ioqos-system"
@@ -219,8 +220,7 @@ def add_fake_node():
         "ioqos.io/devices": json.dumps(anno, separators=(",", ":"))}}})
 
 
-def scenario_granted():
-    ns = "ioqos-s1"
+def scenario_granted(ns="ioqos-s1"):
     ensure_namespace(ns)
     add_fake_node()
     before = extender_metrics()
@@ -586,7 +586,9 @@ SCENARIOS = [
     ("ungranted", scenario_ungranted),
     ("ctl", scenario_ctl),
     ("restarts", scenario_restarts),
-    ("dra", scenario_dra),  # last: it moves the node to DRA mode
+    ("dra", scenario_dra),  # it moves the node to DRA mode
+    # last: it replaces the kustomize install with the Helm chart (scenario_helm.py)
+    ("helm", lambda: scenario_helm.run(sys.modules[__name__])),
 ]
 
 
