@@ -11,7 +11,6 @@ passed in as S, the scenarios module, so checks are counted in one place.
 """
 import json
 import os
-import re
 import subprocess
 import threading
 import time
@@ -33,14 +32,6 @@ PLUGIN = "app.kubernetes.io/name=ioqos-plugin"
 EXTENDER = "app.kubernetes.io/name=ioqos-scheduler-ext"
 
 
-def version():
-    m = re.search(r"^project\(ioqos VERSION (\d+\.\d+\.\d+)[ )]",
-                  read(os.path.join(ROOT, "CMakeLists.txt")) or "", re.M)
-    if not m:
-        raise AssertionError("no project(ioqos VERSION ...) in CMakeLists.txt")
-    return m.group(1)
-
-
 def helm(*args, timeout=600):
     exe = os.environ.get("IOQOS_HELM", "")
     if not exe or not os.access(exe, os.X_OK):
@@ -54,7 +45,9 @@ def helm(*args, timeout=600):
 def remove_kustomize_install(S):
     """docs/operations.md, "From kustomize to Helm": Helm adopts no object another
     tool made. Everything the overlays applied goes but the Namespace (and with it
-    the PodSecurity label), then the Secrets, which the chart generates here."""
+    the PodSecurity label), then the Secrets, which the chart generates here.
+    Returns the image the overlays ran (localhost/ioqos:VERSION, the chart's
+    default too: manifests.version holds both to CMakeLists.txt)."""
     docs = []
     for ov in ("overlays/dra", "overlays/second-scheduler"):
         out = kubectl("kustomize", os.path.join(ROOT, "manifests", ov)).stdout
@@ -68,6 +61,14 @@ def remove_kustomize_install(S):
     wait("no pod left in %s" % SYS, lambda: not API.get("/api/v1/namespaces/%s/pods" % SYS)["items"], timeout=300)
     # back to device-plugin mode (the dra scenario labelled the node)
     API.patch("/api/v1/nodes/" + NODE, {"metadata": {"labels": {"ioqos.io/mode": None}}})
+    return next(d["spec"]["template"]["spec"]["containers"][0]["image"] for d in docs
+                if d["kind"] == "DaemonSet" and d["metadata"]["name"] == "ioqos-plugin")
+
+
+def pod_uids(selector):
+    """The uids of the pods of selector in ioqos-system now (the ones a roll replaces)."""
+    return {p["metadata"]["uid"] for p in API.get("/api/v1/namespaces/%s/pods" % SYS,
+                                                  labelSelector=selector)["items"]}
 
 
 def ready_new(S, selector, old_uids, image=None):
@@ -145,9 +146,7 @@ def bound_values(watch):
 
 
 def run(S):
-    ver = version()
-    image = "localhost/ioqos:" + ver
-    remove_kustomize_install(S)
+    image = remove_kustomize_install(S)
 
     # -- install: the chart with the second scheduler and generated certificates
     sets = ["--set", "scheduler.wiring=second-scheduler", "--set", "tls.generate=true"]
@@ -183,9 +182,9 @@ def run(S):
     print("    db io.max: %s    batch io.max: %s" % (db_watch.first.strip(), batch_watch.first.strip()), flush=True)
 
     # -- 1: helm upgrade to a new image (same code, new tag): the DaemonSet rolls
-    new_tag = ver + "-upgrade"
+    new_tag = image.rsplit(":", 1)[1] + "-upgrade"
     tag_image(image, "localhost/ioqos:" + new_tag)
-    old = {p["metadata"]["uid"] for p in API.get("/api/v1/namespaces/%s/pods" % SYS, labelSelector=PLUGIN)["items"]}
+    old = pod_uids(PLUGIN)
     t = time.monotonic()
     r = helm("upgrade", "ioqos", CHART, "-n", SYS, "--reuse-values", "--set", "image.tag=" + new_tag)
     S.check(r.returncode == 0, "helm upgrade --reuse-values --set image.tag=%s" % new_tag, r.stderr[-800:])
@@ -201,8 +200,7 @@ def run(S):
     S.check(True, "a granted pod is admitted right after the upgrade")
 
     # -- 2: the extender rolls while three granted pods are being scheduled
-    old_ext = {p["metadata"]["uid"] for p in API.get("/api/v1/namespaces/%s/pods" % SYS,
-                                                     labelSelector=EXTENDER)["items"]}
+    old_ext = pod_uids(EXTENDER)
     res = {}
 
     def upgrade_extender():
@@ -226,7 +224,7 @@ def run(S):
     check_placements(S, "after the extender's roll")
 
     # -- 4: helm rollback to the first release
-    old = {p["metadata"]["uid"] for p in API.get("/api/v1/namespaces/%s/pods" % SYS, labelSelector=PLUGIN)["items"]}
+    old = pod_uids(PLUGIN)
     r = helm("rollback", "ioqos", "1", "-n", SYS)
     S.check(r.returncode == 0, "helm rollback ioqos 1", r.stderr[-800:])
     wait("the plugin pod back on %s Ready" % image, ready_new(S, PLUGIN, old, image), timeout=300)
