@@ -41,18 +41,21 @@ static size_t alen(json_object *a) {
 }
 static json_object *at(json_object *a, size_t i) { return json_object_array_get_idx(a, i); }
 
-void explain_fmt_rate(char *buf, size_t sz, double b) {
-  static const char *const u[] = {"B/s", "KiB/s", "MiB/s", "GiB/s"};
+static void fmt_binary(char *buf, size_t sz, double b, const char *per) {
+  static const char *const u[] = {"B", "KiB", "MiB", "GiB"};
   int k = 0;
   while (b >= 1024 && k < 3) {
     b /= 1024;
     k++;
   }
   if (b == (double)(int64_t)b)
-    snprintf(buf, sz, "%" PRId64 " %s", (int64_t)b, u[k]);
+    snprintf(buf, sz, "%" PRId64 " %s%s", (int64_t)b, u[k], per);
   else
-    snprintf(buf, sz, "%.1f %s", b, u[k]);
+    snprintf(buf, sz, "%.1f %s%s", b, u[k], per);
 }
+
+void explain_fmt_rate(char *buf, size_t sz, double b) { fmt_binary(buf, sz, b, "/s"); }
+void explain_fmt_bytes(char *buf, size_t sz, double b) { fmt_binary(buf, sz, b, ""); }
 
 void explain_fmt_time(char *buf, size_t sz, double t, double now) {
   if (t <= 0) {
@@ -336,6 +339,21 @@ static void section_policy(FILE *out, json_object *doc) {
     }
     if (!granted && pod && !boolean(pod, "podSeen"))
       fprintf(out, "  this pod's cgroup has not been seen by the bounding pass yet\n");
+    json_object *pc = get(pod, "pageCache");
+    if (pc) {
+      char rb[32], hb[32], db[32];
+      explain_fmt_bytes(rb, sizeof rb, num(pc, "roomBytes"));
+      explain_fmt_bytes(hb, sizeof hb, num(pc, "memoryHighBytes"));
+      explain_fmt_bytes(db, sizeof db, num(pc, "dirtyBytes") + num(pc, "writebackBytes"));
+      if (!i64(pc, "roomBytes"))
+        fprintf(out, "  page cache of pods without a grant: not bounded (nodePolicy.ungranted.pageCacheBytes: 0)\n");
+      else if (boolean(pc, "bounded"))
+        fprintf(out, "  this pod's page cache: bounded, memory.high %s (its other memory + %s); %s dirty or "
+                     "under writeback\n",
+                hb, rb, db);
+      else if (*str(pc, "note"))
+        fprintf(out, "  this pod's page cache: not bounded (%s)\n", str(pc, "note"));
+    }
   }
   char wb[32] = "left as is", we[32] = "left as is";
   if (i64(w, "Burstable"))

@@ -16,6 +16,8 @@ int explain_render(FILE *out, json_object *doc, char *err, size_t errsz);
 
 /* "1.5 MiB/s", "200 MiB/s", "512 B/s" (bytes per second). */
 void explain_fmt_rate(char *buf, size_t sz, double bytes_per_s);
+/* "64 MiB", "1.5 GiB", "512 B". */
+void explain_fmt_bytes(char *buf, size_t sz, double bytes);
 /* "2026-12-01 05:30:01Z (42s ago)" against `now` (both CLOCK_REALTIME
  * seconds); "-" for t <= 0. */
 void explain_fmt_time(char *buf, size_t sz, double t, double now);

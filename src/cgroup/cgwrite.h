@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The cgroup writer, the one enforcement writer: puts a disk's limits and
  * weights into a cgroup and proves the kernel holds them. Also the cgroup's
- * I/O statistics and pressure (cgstat.c) and the controllers along its path
- * (cgcontrollers.c).
+ * I/O statistics and pressure (cgstat.c), its memory as the I/O side needs
+ * it: page cache and memory.high (cgmemory.c), and the controllers along its
+ * path (cgcontrollers.c).
  *
  * Implemented in layers (docs/architecture.md, "The cgroup writer"):
  * cgwrite.c dispatches by version to the operations tables of cgwrite_v1.c
@@ -149,14 +150,57 @@ int ioq_cg_read_pressure(const struct ioq_cg *cg, struct ioq_pressure *out, ioq_
 IOQ_MUST_CHECK
 int ioq_pressure_parse(const char *content, struct ioq_pressure *out, ioq_err *e);
 
-/* A cgroup's page cache waiting for the disk (v2 memory.stat file_dirty +
+/* ---- memory (v2; cgmemory.c) -------------------------------------------- */
+
+/* memory.stat, the lines the I/O side reads (bytes); `have` says which were
+ * present (IOQ_MEMSTAT_* bits). */
+enum {
+  IOQ_MEMSTAT_ANON = 1u << 0,
+  IOQ_MEMSTAT_FILE = 1u << 1,
+  IOQ_MEMSTAT_ACTIVE_FILE = 1u << 2,
+  IOQ_MEMSTAT_INACTIVE_FILE = 1u << 3,
+  IOQ_MEMSTAT_DIRTY = 1u << 4,
+  IOQ_MEMSTAT_WRITEBACK = 1u << 5,
+  IOQ_MEMSTAT_SHMEM = 1u << 6,
+};
+struct ioq_memstat {
+  uint64_t anon, file, active_file, inactive_file, file_dirty, file_writeback, shmem;
+  unsigned have;
+};
+/* The parser: fails naming the first line of `need` that is missing. A key
+ * without its value on the same line is not read from the next one. */
+IOQ_MUST_CHECK
+int ioq_memstat_parse(const char *content, unsigned need, struct ioq_memstat *out, ioq_err *e);
+
+/* A cgroup's page cache waiting for the disk (memory.stat file_dirty +
  * file_writeback, bytes): what a buffered writer has queued that io.stat does
  * not show yet. IOQ_EUNSUPPORTED on v1 or where the memory controller is not
  * enabled for the cgroup (no memory.stat). */
 IOQ_MUST_CHECK
 int ioq_cg_read_dirty(const struct ioq_cg *cg, uint64_t *dirty, uint64_t *writeback, ioq_err *e);
-/* The parser (both fields must be present). */
+
+#define IOQ_MEMORY_MAX UINT64_MAX /* "max" in memory.high / memory.max */
+struct ioq_cg_memory {
+  uint64_t current;    /* memory.current */
+  uint64_t high, max;  /* memory.high, memory.max; IOQ_MEMORY_MAX = "max" */
+  struct ioq_memstat stat;
+};
+/* memory.current, memory.high, memory.max and memory.stat (its file LRU
+ * lines and dirty / writeback must be there). IOQ_EUNSUPPORTED as above. */
 IOQ_MUST_CHECK
-int ioq_memstat_dirty_parse(const char *content, uint64_t *dirty, uint64_t *writeback, ioq_err *e);
+int ioq_cg_read_memory(const struct ioq_cg *cg, struct ioq_cg_memory *out, ioq_err *e);
+/* "max" or a byte count, trailing newline allowed: 0, else -1. */
+int ioq_memory_value_parse(const char *s, uint64_t *out);
+/* What reclaim of clean page cache cannot free: memory.current minus the
+ * file LRU (anonymous memory, tmpfs and shared memory, kernel memory). */
+uint64_t ioq_memory_pinned(const struct ioq_cg_memory *m);
+/* Writes memory.high (IOQ_MEMORY_MAX = "max"; else rounded down to whole
+ * pages, at least one, as the kernel keeps it), reads it back and compares:
+ * IOQ_EMISMATCH when the kernel holds something else. `readback` (may be
+ * NULL) gets what was read. Lowering it below memory.current makes the
+ * kernel reclaim the difference in the writing thread before the write
+ * returns. */
+IOQ_MUST_CHECK
+int ioq_cg_write_memory_high(const struct ioq_cg *cg, uint64_t bytes, uint64_t *readback, ioq_err *e);
 
 #endif

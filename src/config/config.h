@@ -40,6 +40,8 @@
 #define IOQ_DEFAULT_UNGRANTED_HEADROOM_SHARE 0.5
 #define IOQ_DEFAULT_UNGRANTED_LEND_RESERVE 0.125
 #define IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS 50
+#define IOQ_DEFAULT_UNGRANTED_PAGE_CACHE_BYTES (64ull << 20)
+#define IOQ_UNGRANTED_PAGE_CACHE_MIN (8ull << 20)
 #define IOQ_DEFAULT_IOCOST_PACE_LATENCY_US 2000u
 /* enforcement.combinedDirectionsFloor: the floor each direction keeps of a
  * split grant, as a fraction of the grant (grant/dirsplit.h uses it as
@@ -151,6 +153,11 @@ struct ioq_config {
     bool ungranted_lend;
     double ungranted_lend_reserve;
     unsigned ungranted_lend_sample_ms;
+    /* memory.high of pods without a grant (cgroup v2, pods without a
+     * memory limit): their page cache beyond their other memory, and so the
+     * dirty pages they can hold behind their cap (ioq_ug_page_cache_high in
+     * grant/ungranted.h); 0 = not bounded */
+    uint64_t ungranted_page_cache_bytes;
   } node_policy;
 
   /* NVMe-oF target namespaces as QoS consumers (nvmetns.c in the plugin):

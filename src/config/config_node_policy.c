@@ -20,7 +20,7 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
       return -1;
     if (ug) {
       static const char *const ukeys[] = {"enable",      "intervalMs",   "headroomShare", "lend",
-                                          "lendReserve", "lendSampleMs", NULL};
+                                          "lendReserve", "lendSampleMs", "pageCacheBytes", NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms, sm = c->node_policy.ungranted_lend_sample_ms;
       if (cfg_check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
           cfg_get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
@@ -31,8 +31,15 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
           cfg_get_bool(x, ug, "lend", "nodePolicy.ungranted.lend", &c->node_policy.ungranted_lend) < 0 ||
           cfg_get_double(x, ug, "lendReserve", "nodePolicy.ungranted.lendReserve",
                          &c->node_policy.ungranted_lend_reserve, 0.0, 1.0) < 0 ||
-          cfg_get_uint(x, ug, "lendSampleMs", "nodePolicy.ungranted.lendSampleMs", &sm, 10, 1000) < 0)
+          cfg_get_uint(x, ug, "lendSampleMs", "nodePolicy.ungranted.lendSampleMs", &sm, 10, 1000) < 0 ||
+          cfg_get_uint(x, ug, "pageCacheBytes", "nodePolicy.ungranted.pageCacheBytes",
+                       &c->node_policy.ungranted_page_cache_bytes, 0, 1ull << 50) < 0)
         return -1;
+      if (c->node_policy.ungranted_page_cache_bytes &&
+          c->node_policy.ungranted_page_cache_bytes < IOQ_UNGRANTED_PAGE_CACHE_MIN)
+        return cfg_bad(x, "nodePolicy.ungranted.pageCacheBytes",
+                       "must be 0 (not bounded) or at least 8388608 (8 MiB): below that a pod's "
+                       "own program files and the pages it is writing do not fit");
       c->node_policy.ungranted_interval_ms = (unsigned)iv;
       c->node_policy.ungranted_lend_sample_ms = (unsigned)sm;
       if (sm >= iv)

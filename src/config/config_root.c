@@ -54,6 +54,7 @@ int ioq_config_defaults(struct ioq_config *c, ioq_err *e) {
   c->node_policy.ungranted_lend = true;
   c->node_policy.ungranted_lend_reserve = IOQ_DEFAULT_UNGRANTED_LEND_RESERVE;
   c->node_policy.ungranted_lend_sample_ms = IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS;
+  c->node_policy.ungranted_page_cache_bytes = IOQ_DEFAULT_UNGRANTED_PAGE_CACHE_BYTES;
   return 0;
 }
 

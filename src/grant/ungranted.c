@@ -200,3 +200,16 @@ double ioq_ug_bounded_fraction(const struct ioq_disk *d, const struct ioq_unit_s
     f = d->allocatable_fraction;
   return f > 1 ? 1 : f;
 }
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t ioq_ug_page_cache_high(uint64_t pinned, uint64_t room, uint64_t cur) {
+  uint64_t want = sat_add(pinned, room);
+  if (!cur)
+    return want;
+  if (cur < sat_add(pinned, room / 2) || cur > sat_add(want, room / 2))
+    return want;
+  return 0;
+}

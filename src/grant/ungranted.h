@@ -146,6 +146,27 @@ bool ioq_ug_lend_woke(struct ioq_ug_lender *l, double rate);
  * Returns true if it was lending. */
 bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l);
 
+/* The page cache of pods without a grant (nodePolicy.ungranted.pageCacheBytes,
+ * docs/ungranted.md "Buffered writers without a grant"). io.max holds a
+ * buffered writer's pages at writeback, not where they are dirtied: pages
+ * dirty and under writeback behind a small cap pile up to the node-wide dirty
+ * limit, which every writer shares, and then the kernel slows every buffered
+ * writer on the node, the granted ones too (measured: a granted buffered
+ * backup at 0.01-0.03 of its grant beside two such pods). The kernel keeps a
+ * dirty limit per cgroup whose room is memory.high - what the cgroup uses:
+ * about 20 % of its page cache plus that room, dirty and under writeback
+ * together, then the writer is paced at its own writeback rate. So such a pod
+ * gets
+ *   memory.high = pinned + room
+ * pinned: what reclaim of clean page cache cannot free (ioq_memory_pinned);
+ * room: pageCacheBytes. Its page cache stays within about `room` and its
+ * dirty pages within about a fifth of it; its other memory is not held:
+ * memory.high follows pinned at every pass. Returns the value to write, or 0
+ * when `cur` (memory.high in place, written by us; 0: none) still fits: within
+ * [pinned + room / 2, pinned + 3 room / 2] (fewer writes; a pod whose other
+ * memory grows by room / 2 within a pass is raised at the next). */
+uint64_t ioq_ug_page_cache_high(uint64_t pinned, uint64_t room, uint64_t cur);
+
 /* The part of the disk's capacity (in (0, 1]) that everything bounded may
  * take together: the advertised units (grants) plus, with the policy for pods
  * without a grant on (ungranted_on), their pool when every unit is held; the

@@ -530,6 +530,10 @@ class Cluster:
             extra["nodePolicy"] = {"ungranted": {"enable": args.ungranted == "on"}}
             if args.headroom_share != 0.5:  # the plugin's default
                 extra["nodePolicy"]["ungranted"]["headroomShare"] = args.headroom_share
+        if args.page_cache_bytes >= 0:
+            # the page cache bound of pods without a grant (memory.high)
+            ug = extra.setdefault("nodePolicy", {}).setdefault("ungranted", {})
+            ug["pageCacheBytes"] = args.page_cache_bytes
         if args.ungranted_pool:
             # a fixed pool for the pods without a grant (devices[].ungrantedPool)
             extra["devices"] = [{"select": disk.dev,
@@ -1491,6 +1495,8 @@ def main():
     ap.add_argument("--ungranted-pool", type=int, default=0,
                     help="bytes/s: a fixed pool for pods without a grant (devices[].ungrantedPool); "
                          "0 = the plugin's default (capacity minus held units)")
+    ap.add_argument("--page-cache-bytes", type=int, default=-1,
+                    help="nodePolicy.ungranted.pageCacheBytes (0: no page cache bound; default: the plugin's)")
     ap.add_argument("--sandbox-delay", type=float, default=0.2,
                     help="seconds between an ungranted pod's cgroup and its container (the sandbox start)")
     ap.add_argument("--dirty-bytes", type=int, default=64 * MIB,

@@ -7,6 +7,8 @@
 #   - io.max readback format, "max" clearing, ENODEV for a partition
 #   - io.bfq.weight: "N", "default N", "MAJ:MIN N" on a BFQ disk; EOPNOTSUPP on a non-BFQ disk
 #   - io.latency absent; io.cost.qos/io.cost.model formats
+#   - memory.high gives a buffered writer held by io.max a dirty limit of its own (the page
+#     cache bound of pods without a grant, docs/ungranted.md)
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_in_vm --nullb nb0:mbps=200:sched=bfq --nullb nb1:mbps=200 \
@@ -89,6 +91,44 @@ check "io.prio.class does not exist in 6.1" test ! -e $T/io.prio.class
 check_eq "virtio disks report rotational" 1 "$(cat /sys/block/${IOQOS_E2E_DISK_VD0#/dev/}/queue/rotational)"
 check_eq "null_blk reports non-rotational" 0 "$(cat /sys/block/nb1/queue/rotational)"
 info "scheduler nb1: $(cat /sys/block/nb1/queue/scheduler), vd0: $(cat /sys/block/${IOQOS_E2E_DISK_VD0#/dev/}/queue/scheduler)"
+
+# --- memory.high and a throttled buffered writer -------------------------------------------
+# io.max holds buffered writes at writeback only: the writer dirties at memory speed and its
+# dirty and under-writeback pages pile up behind the cap, up to the node-wide dirty limit.
+# memory.high gives its cgroup a dirty limit of its own (a fifth of its page cache room) and
+# the kernel then paces the writer where it dirties. The same writer (dd, buffered, raw vd0,
+# held to 4 MiB/s) for 3 s without and with memory.high = 32 MiB; queued = file_dirty +
+# file_writeback of its memory.stat, the most seen.
+queued_mib() { awk '$1 == "file_dirty" || $1 == "file_writeback" { s += $2 } END { print int(s / 1048576) }' \
+    "$1/memory.stat"; }
+buffered_run() {
+    local c=$1 most=0 q i
+    in_cg "$c" dd if=/dev/zero of="$IOQOS_E2E_DISK_VD0" bs=1M count=200 status=none &
+    local pid=$!
+    for i in $(seq 30); do
+        q=$(queued_mib "$c")
+        [ "$q" -gt "$most" ] && most=$q
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+    done
+    kill $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    # drain what it left at full speed, so the next run starts clean
+    echo "$VD0 wbps=max" > "$c/io.max"
+    sync
+    echo "$most"
+}
+FREE=$(mkcg facts-pc/free) BOUND=$(mkcg facts-pc/bound)
+echo "$VD0 wbps=4194304" > "$FREE/io.max"
+echo "$VD0 wbps=4194304" > "$BOUND/io.max"
+check_eq "memory.high 32 MiB" ok "$(w "$BOUND/memory.high" $((32 * 1048576)))"
+free_q=$(buffered_run "$FREE")
+bound_q=$(buffered_run "$BOUND")
+info "throttled buffered writer, most MiB dirty + under writeback in 3 s: without memory.high $free_q, with 32 MiB $bound_q"
+check "without memory.high the pages pile up behind io.max (> 32 MiB: else this run proves nothing)" \
+    test "$free_q" -gt 32
+check "with memory.high 32 MiB they stay within half of it" test "$bound_q" -le 16
+rmcg "$CG/facts-pc"
 
 rmcg $T
 e2e_summary

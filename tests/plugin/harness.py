@@ -108,12 +108,13 @@ def v2_pod_cgroup_dir(cg, uid, qos="burstable"):
                         "kubepods-%s-pod%s.slice" % (qos, u))
 
 
-def v2_pod_cgroup(cg, uid, qos="burstable", atomic=False):
+def v2_pod_cgroup(cg, uid, qos="burstable", atomic=False, files=None):
     """The pod cgroup kubelet creates before PreStartContainer (systemd driver).
     atomic: as a real cgroup mkdir, which shows the directory with all its
     files at once and says IN_CREATE to an inotify watch on the parent: built
     aside, renamed into place (IN_MOVED_TO), then a file is made and removed
-    in the parent for the IN_CREATE. A watcher never sees it half-made."""
+    in the parent for the IN_CREATE. A watcher never sees it half-made.
+    files: more files and their content (e.g. the memory controller's)."""
     d = v2_pod_cgroup_dir(cg, uid, qos)
     final, d = d, (os.path.join(cg, ".staging", os.path.basename(d)) if atomic else d)
     write(os.path.join(d, "cgroup.controllers"), "cpu io memory pids\n")
@@ -123,6 +124,8 @@ def v2_pod_cgroup(cg, uid, qos="burstable", atomic=False):
     write(os.path.join(d, "io.max"), "")
     write(os.path.join(d, "io.weight"), "")
     write(os.path.join(d, "io.stat"), "")
+    for name, text in (files or {}).items():
+        write(os.path.join(d, name), text)
     if atomic:
         os.rename(d, final)
         poke = os.path.join(os.path.dirname(final), ".ioqos-test-created")

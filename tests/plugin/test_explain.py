@@ -160,12 +160,17 @@ class ExplainTest(PluginTest):
         self.granted_pod()  # the pool is active on the disk only while units are held
         uid = new_uid()
         self.env.api.put_pod(pod_object("web", uid, phase="Running", qos="BestEffort"))
-        v2_pod_cgroup(self.env.cgroup_root, uid, "besteffort", atomic=True)
+        # 100 MiB used, 30 MiB of it page cache; no memory limit
+        mem = {"memory.current": "%d\n" % (100 * MIB), "memory.max": "max\n", "memory.high": "max\n",
+               "memory.stat": "anon %d\nfile %d\nactive_file %d\ninactive_file %d\nfile_dirty %d\n"
+                              "file_writeback %d\n" % (70 * MIB, 30 * MIB, 20 * MIB, 10 * MIB, 3 * MIB, 1 * MIB)}
+        v2_pod_cgroup(self.env.cgroup_root, uid, "besteffort", atomic=True, files=mem)
 
         def bounded():
             doc = self.explain_json("default/web")
-            ds = doc["nodePolicy"]["ungranted"].get("pod", {}).get("disks", [])
-            return doc if ds and ds[0].get("bounded") else None
+            pod = doc["nodePolicy"]["ungranted"].get("pod", {})
+            ds = pod.get("disks", [])
+            return doc if ds and ds[0].get("bounded") and pod.get("pageCache", {}).get("bounded") else None
         doc = wait_for(bounded, what="the ungranted pod's bound")
         self.assertFalse(doc["granted"])
         self.assertEqual(doc["grants"], [])
@@ -178,10 +183,18 @@ class ExplainTest(PluginTest):
         self.assertEqual(disk["poolBytesPerSec"], 1000 * MIB - 100 * MIB)
         self.assertGreater(disk["capBytesPerSec"], 0)
         self.assertEqual(doc["nodePolicy"]["qosClassWeights"]["BestEffort"], 10)
+        # its page cache bound: memory.high = 70 MiB it cannot give back + 64 MiB (the default room)
+        pc = ug["pod"]["pageCache"]
+        self.assertEqual(pc["memoryHighBytes"], 134 * MIB)
+        self.assertEqual(pc["roomBytes"], 64 * MIB)
+        self.assertEqual(pc["pinnedBytes"], 70 * MIB)
+        self.assertEqual(pc["dirtyBytes"] + pc["writebackBytes"], 4 * MIB)
         r = self.ctl("default/web")
         self.assertEqual(r.returncode, 0, r.stderr)
         print(r.stdout)
         for want in ("Node policy (this pod has no grant)", "pool 900 MiB/s", "this pod's bound",
+                     "this pod's page cache: bounded, memory.high 134 MiB (its other memory + 64 MiB); "
+                     "4 MiB dirty or under writeback",
                      "BestEffort 10 (this pod: BestEffort)",
                      "none: the pod requests no ioqos units"):
             self.assertIn(want, r.stdout)

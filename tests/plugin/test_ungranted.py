@@ -14,6 +14,7 @@ reader, so readers below retry or ask for two empty reads in a row."""
 import os
 import re
 import shutil
+import signal
 import threading
 import time
 import unittest
@@ -58,7 +59,7 @@ class UngrantedTest(PluginTest):
     env_args = {"extra_config": ug_config(300)}
 
     # ---- pods ----
-    def ungranted(self, qos="burstable", name=None, api=True):
+    def ungranted(self, qos="burstable", name=None, api=True, files=None):
         """A pod without ioqos units: its cgroup (renamed into place), and
         unless api=False its API object and its (deviceless) pod resources
         entry, as kubelet lists every pod. Returns the cgroup dir."""
@@ -67,7 +68,7 @@ class UngrantedTest(PluginTest):
             name = name or "ug-%s-%s" % (qos, uid[:8])
             self.env.api.put_pod(pod_object(name, uid, qos=QOS_NAME[qos], phase="Running"))
             self.env.kubelet.set_pod("default", name, {"app": {}})
-        return v2_pod_cgroup(self.env.cgroup_root, uid, qos, atomic=True)
+        return v2_pod_cgroup(self.env.cgroup_root, uid, qos, atomic=True, files=files)
 
     def grant(self, name, bw=200, iops=0, qos="burstable", uid=None):
         """A pod with units up to and including its PreStart; returns (uid, ids, cgroup)."""
@@ -790,6 +791,139 @@ class LendingRestart(UngrantedTest):
         time.sleep(4 * self.interval_ms / 1000)
         self.assertLessEqual(self.limits([cg])[0]["wbps"], base)
         self.assertEqual(d2.metric("ioqos_ungranted_lent_bytes_per_second", disk=DISK), 0)
+
+
+def memory_files(current, lru=0, limit="max", high="max", dirty=0, writeback=0):
+    """The memory controller's files of a pod cgroup (bytes): usage, its file
+    LRU (what reclaim of clean page cache frees), memory.max and memory.high."""
+    return {"memory.current": "%d\n" % current, "memory.max": "%s\n" % limit, "memory.high": "%s\n" % high,
+            "memory.stat": "anon %d\nfile %d\nactive_file %d\ninactive_file %d\nfile_dirty %d\n"
+                           "file_writeback %d\nshmem 0\n" % (current - lru, lru, lru // 2, lru - lru // 2, dirty,
+                                                              writeback)}
+
+
+def replace_file(cg, name, text):
+    """At once, as the kernel shows a cgroup file: a reader never sees it half-written."""
+    tmp = os.path.join(cg, "." + name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, os.path.join(cg, name))
+
+
+class PageCache(UngrantedTest):
+    """The page cache bound (nodePolicy.ungranted.pageCacheBytes): a pod without
+    a grant and without a memory limit, bounded on a disk with grants, gets
+    memory.high = its memory that reclaim cannot free (memory.current minus its
+    file LRU) + pageCacheBytes, following that memory; a pod with a memory
+    limit, a granted pod and a pod on a disk without grants are not touched;
+    the bound goes with the last grant and survives a restart."""
+    env_args = {"extra_config": ug_config(300, pageCacheBytes=32 * MIB)}
+
+    def high(self, cg):
+        for _ in range(50):  # a write in progress reads empty
+            text = read(os.path.join(cg, "memory.high")).strip()
+            if text:
+                return text if text == "max" else int(text)
+            time.sleep(0.005)
+        self.fail("memory.high of %s stays empty" % cg)
+
+    def test_bound_follows_the_pod_and_goes_with_the_last_grant(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        # before any grant: no bound of any kind
+        early = self.ungranted("besteffort", files=memory_files(100 * MIB, lru=30 * MIB))
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.high(early), "max", "no disk has grants: nothing is bounded")
+        _, _, db = self.grant("db", bw=200)
+        for f, t in memory_files(10 * MIB, lru=5 * MIB).items():
+            replace_file(db, f, t)
+        web = self.ungranted("besteffort", files=memory_files(100 * MIB, lru=30 * MIB))
+        limited = self.ungranted("burstable", files=memory_files(100 * MIB, lru=30 * MIB, limit=512 * MIB))
+        # pinned 70 MiB + room 32 MiB
+        wait_for(lambda: self.high(web) == 102 * MIB, 5, "memory.high of the pod without a grant")
+        wait_for(lambda: self.high(early) == 102 * MIB, 5, "memory.high of the pod there before the grant")
+        d.wait_log(r"ungranted page cache bound placed cgroup=\S*%s qos=BestEffort memory_high=102.0MiB "
+                   r"pinned=70.0MiB room=32.0MiB" % re.escape(os.path.basename(web)), timeout=5)
+        self.wait_metric(d, 2, "ioqos_ungranted_page_cache_bounded_pods")
+        self.assertEqual(self.high(limited), "max", "a pod with a memory limit has a dirty limit of its own")
+        self.assertEqual(self.high(db), "max", "a granted pod's page cache is its grant's")
+        d.wait_log(r'ungranted page cache not bounded cgroup=\S*%s reason="it has a memory limit'
+                   % re.escape(os.path.basename(limited)), timeout=5)
+        # its heap grows by 200 MiB, its page cache shrinks: raised, never holding the heap
+        replace_file(web, "memory.stat", memory_files(300 * MIB, lru=10 * MIB)["memory.stat"])
+        replace_file(web, "memory.current", "%d\n" % (300 * MIB))
+        wait_for(lambda: self.high(web) == 322 * MIB, 5, "memory.high raised with the pod's heap")
+        # a small move stays (fewer writes): 5 MiB more heap
+        writes = d.metric("ioqos_ungranted_page_cache_writes_total")
+        replace_file(web, "memory.current", "%d\n" % (305 * MIB))
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.high(web), 322 * MIB)
+        self.assertEqual(d.metric("ioqos_ungranted_page_cache_writes_total"), writes)
+        # someone else writes it: put back, and said
+        replace_file(web, "memory.high", "max\n")
+        wait_for(lambda: self.high(web) == 327 * MIB, 5, "memory.high put back")
+        d.wait_log(r"ungranted page cache bound drift corrected cgroup=\S*%s ours=322.0MiB found=max"
+                   % re.escape(os.path.basename(web)), timeout=5)
+        # the last grant goes: every bound of ours is lifted
+        self.release("db")
+        wait_for(lambda: self.high(web) == "max" and self.high(early) == "max", 10, "memory.high lifted")
+        d.wait_log(r'ungranted page cache bound removed cgroup=\S*%s reason="not bounded on any disk'
+                   % re.escape(os.path.basename(web)), timeout=5)
+        self.wait_metric(d, 0, "ioqos_ungranted_page_cache_bounded_pods")
+
+    def test_restart_keeps_the_bound_and_lifts_it_later(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        web = self.ungranted("burstable", files=memory_files(50 * MIB, lru=10 * MIB))
+        wait_for(lambda: self.high(web) == 72 * MIB, 5, "memory.high placed")
+        self.assertEqual(d.terminate(), 0)
+        d2 = self.start()
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.high(web), 72 * MIB, "taken over as it is")
+        self.assertNotRegex(d2.text(), r"page cache bound placed cgroup=\S*%s" % re.escape(os.path.basename(web)))
+        self.wait_metric(d2, 1, "ioqos_ungranted_page_cache_bounded_pods")
+        # and, being ours, lifted with the last grant
+        self.release("db")
+        wait_for(lambda: self.high(web) == "max", 10, "memory.high lifted after the restart")
+
+    def test_owner_change_is_left_alone_and_garbage_is_refused(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        web = self.ungranted("burstable", files=memory_files(50 * MIB, lru=10 * MIB))
+        bad = self.ungranted("burstable", files=dict(memory_files(50 * MIB), **{"memory.current": "lots\n"}))
+        wait_for(lambda: self.high(web) == 72 * MIB, 5, "memory.high placed")
+        d.wait_log(r"ungranted bound not in place error=\"%s/memory.current: not a byte count" % re.escape(bad),
+                   timeout=5)
+        self.assertEqual(self.high(bad), "max", "nothing guessed from garbage")
+        # kubelet gives it a memory limit and its own memory.high (in-place resize),
+        # both at once (the plugin held still meanwhile): ours is not lifted over theirs
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            replace_file(web, "memory.max", "%d\n" % (256 * MIB))
+            replace_file(web, "memory.high", "%d\n" % (200 * MIB))
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        d.wait_log(r"ungranted page cache bound left to its new owner cgroup=\S*%s ours=72.0MiB now=200.0MiB"
+                   % re.escape(os.path.basename(web)), timeout=5)
+        self.release("db")
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.high(web), 200 * MIB)
+
+
+class PageCacheOff(UngrantedTest):
+    env_args = {"extra_config": ug_config(300, pageCacheBytes=0)}
+
+    def test_zero_bounds_no_page_cache(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        web = self.ungranted("besteffort", files=memory_files(100 * MIB, lru=30 * MIB))
+        self.wait_bounded([web])
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(read(os.path.join(web, "memory.high")).strip(), "max")
+        self.assertEqual(d.metric("ioqos_ungranted_page_cache_bounded_pods"), 0)
 
 
 if __name__ == "__main__":

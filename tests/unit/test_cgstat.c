@@ -107,21 +107,138 @@ Test(cgstat, controllers_check) {
   free(root);
 }
 
-/* memory.stat's page cache waiting for the disk (lending: a stalled buffered writer is not idle) */
-Test(cgstat, memstat_dirty) {
-  uint64_t d, w;
+/* memory.stat: the page cache waiting for the disk (lending: a stalled
+ * buffered writer is not idle) and the file LRU (the page cache bound) */
+Test(cgstat, memstat_parse) {
+  struct ioq_memstat m;
   ioq_err e = {0};
-  cr_assert_eq(ioq_memstat_dirty_parse("anon 4096\nfile 8192\nfile_dirty 1048576\nfile_writeback 4096\n"
-                                       "shmem 0\n", &d, &w, &e), 0, "%s", e.msg);
-  cr_assert_eq(d, 1048576);
-  cr_assert_eq(w, 4096);
-  cr_assert_eq(ioq_memstat_dirty_parse("file_writeback 1\nfile_dirty 2", &d, &w, &e), 0, "no final newline: %s", e.msg);
-  cr_assert_eq(d, 2);
-  cr_assert_eq(ioq_memstat_dirty_parse("anon 1\n", &d, &w, &e), -1);
+  cr_assert_eq(ioq_memstat_parse("anon 4096\nfile 8192\nkernel 100\nactive_file 3000\ninactive_file 5000\n"
+                                 "file_dirty 1048576\nfile_writeback 4096\nshmem 7\n",
+                                 IOQ_MEMSTAT_DIRTY | IOQ_MEMSTAT_WRITEBACK | IOQ_MEMSTAT_ACTIVE_FILE, &m, &e),
+               0, "%s", e.msg);
+  cr_assert_eq(m.file_dirty, 1048576);
+  cr_assert_eq(m.file_writeback, 4096);
+  cr_assert_eq(m.anon, 4096);
+  cr_assert_eq(m.active_file, 3000);
+  cr_assert_eq(m.inactive_file, 5000);
+  cr_assert_eq(m.shmem, 7);
+  cr_assert_eq(m.have, 0x7fu, "every known line seen: %#x", m.have);
+  cr_assert_eq(ioq_memstat_parse("file_writeback 1\nfile_dirty 2", IOQ_MEMSTAT_DIRTY | IOQ_MEMSTAT_WRITEBACK, &m, &e),
+               0, "no final newline: %s", e.msg);
+  cr_assert_eq(m.file_dirty, 2);
+  cr_assert_eq(ioq_memstat_parse("anon 1\n", IOQ_MEMSTAT_DIRTY, &m, &e), -1);
   cr_assert_str_eq(e.msg, "memory.stat: no file_dirty line");
-  cr_assert_eq(ioq_memstat_dirty_parse("file_dirty\n5\nfile_writeback 0\n", &d, &w, &e), -1,
+  cr_assert_eq(ioq_memstat_parse("file_dirty 1\nfile_writeback 0\n", IOQ_MEMSTAT_DIRTY | IOQ_MEMSTAT_INACTIVE_FILE,
+                                 &m, &e), -1);
+  cr_assert_str_eq(e.msg, "memory.stat: no inactive_file line");
+  cr_assert_eq(ioq_memstat_parse("file_dirty\n5\nfile_writeback 0\n", IOQ_MEMSTAT_DIRTY, &m, &e), -1,
                "a key without its value does not take the next line's");
-  cr_assert_eq(ioq_memstat_dirty_parse("", &d, &w, &e), -1);
+  cr_assert_eq(ioq_memstat_parse("", IOQ_MEMSTAT_DIRTY, &m, &e), -1);
+  cr_assert_eq(ioq_memstat_parse("", 0, &m, &e), 0, "nothing needed");
+  /* a long line is skipped, not split */
+  char big[300];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  char doc[400];
+  snprintf(doc, sizeof doc, "%s 5\nfile_dirty 3\n", big);
+  cr_assert_eq(ioq_memstat_parse(doc, IOQ_MEMSTAT_DIRTY, &m, &e), 0, "%s", e.msg);
+  cr_assert_eq(m.file_dirty, 3);
+}
+
+Test(cgstat, memory_value_parse) {
+  uint64_t v;
+  cr_assert_eq(ioq_memory_value_parse("max\n", &v), 0);
+  cr_assert_eq(v, IOQ_MEMORY_MAX);
+  cr_assert_eq(ioq_memory_value_parse("67108864\n", &v), 0);
+  cr_assert_eq(v, 67108864);
+  cr_assert_eq(ioq_memory_value_parse("0", &v), 0);
+  cr_assert_eq(v, 0);
+  cr_assert_eq(ioq_memory_value_parse("", &v), -1);
+  cr_assert_eq(ioq_memory_value_parse("\n", &v), -1);
+  cr_assert_eq(ioq_memory_value_parse("-1\n", &v), -1);
+  cr_assert_eq(ioq_memory_value_parse("12M\n", &v), -1, "the kernel prints bytes only");
+  cr_assert_eq(ioq_memory_value_parse("99999999999999999999999\n", &v), -1, "overflow");
+}
+
+/* a pod cgroup on a temp tree: the four files read, memory.high written and read back */
+Test(cgstat, read_and_write_memory) {
+  char *root = fx_tmpdir();
+  fx_write(root, "cg/cgroup.controllers", "io memory\n");
+  fx_write(root, "cg/memory.stat", "anon 10485760\nfile 41943040\nactive_file 20971520\n"
+                                   "inactive_file 16777216\nfile_dirty 1048576\nfile_writeback 2097152\n"
+                                   "shmem 4194304\n");
+  fx_write(root, "cg/memory.current", "60000000\n");
+  fx_write(root, "cg/memory.high", "max\n");
+  fx_write(root, "cg/memory.max", "max\n");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/cg", root);
+  struct ioq_cg cg = {.version = IOQ_CGV2};
+  snprintf(cg.dir, sizeof cg.dir, "%s", dir);
+  struct ioq_cg_memory m;
+  ioq_err e = {0};
+  cr_assert_eq(ioq_cg_read_memory(&cg, &m, &e), 0, "%s", e.msg);
+  cr_assert_eq(m.current, 60000000);
+  cr_assert_eq(m.high, IOQ_MEMORY_MAX);
+  cr_assert_eq(m.max, IOQ_MEMORY_MAX);
+  cr_assert_eq(m.stat.file_writeback, 2097152);
+  /* pinned: usage minus the file LRU (tmpfs sits on the anon LRU: pinned) */
+  cr_assert_eq(ioq_memory_pinned(&m), 60000000 - 20971520 - 16777216);
+  struct ioq_cg_memory odd = m;
+  odd.current = 1000;
+  cr_assert_eq(ioq_memory_pinned(&odd), 0, "a racy read never underflows");
+
+  uint64_t got = 0;
+  cr_assert_eq(ioq_cg_write_memory_high(&cg, 67108864 + 100, &got, &e), 0, "%s", e.msg);
+  cr_assert_eq(got, 67108864, "rounded down to whole pages, as the kernel keeps it");
+  char *txt = fx_read(root, "cg/memory.high");
+  cr_assert_str_eq(txt, "67108864");
+  free(txt);
+  cr_assert_eq(ioq_cg_write_memory_high(&cg, 1, &got, &e), 0, "%s", e.msg);
+  cr_assert_eq(got, 4096, "at least one page");
+  cr_assert_eq(ioq_cg_write_memory_high(&cg, IOQ_MEMORY_MAX, &got, &e), 0, "%s", e.msg);
+  cr_assert_eq(got, IOQ_MEMORY_MAX);
+  txt = fx_read(root, "cg/memory.high");
+  cr_assert_str_eq(txt, "max");
+  free(txt);
+
+  /* garbage in the files: named errors, nothing guessed */
+  fx_write(root, "cg/memory.max", "lots\n");
+  cr_assert_eq(ioq_cg_read_memory(&cg, &m, &e), -1);
+  cr_assert(strstr(e.msg, "memory.max: not a byte count"), "%s", e.msg);
+  fx_write(root, "cg/memory.max", "max\n");
+  fx_write(root, "cg/memory.current", "max\n");
+  cr_assert_eq(ioq_cg_read_memory(&cg, &m, &e), -1);
+  cr_assert(strstr(e.msg, "memory.current"), "%s", e.msg);
+  fx_write(root, "cg/memory.current", "1\n");
+  fx_write(root, "cg/memory.stat", "anon 1\nfile_dirty 0\nfile_writeback 0\n");
+  cr_assert_eq(ioq_cg_read_memory(&cg, &m, &e), -1);
+  cr_assert(strstr(e.msg, "no active_file line"), "%s", e.msg);
+  cr_assert(strstr(e.msg, dir), "names the cgroup: %s", e.msg);
+
+  /* no memory controller, and v1: unsupported, said so */
+  char nomem[PATH_MAX];
+  snprintf(nomem, sizeof nomem, "%s/nomem", root);
+  fx_write(root, "nomem/io.max", "");
+  struct ioq_cg c2 = {.version = IOQ_CGV2};
+  snprintf(c2.dir, sizeof c2.dir, "%s", nomem);
+  cr_assert_eq(ioq_cg_read_memory(&c2, &m, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  cr_assert_eq(ioq_cg_write_memory_high(&c2, 1 << 20, NULL, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  cr_assert(strstr(e.msg, "no memory.high"), "%s", e.msg);
+  c2.version = IOQ_CGV1;
+  cr_assert_eq(ioq_cg_write_memory_high(&c2, 1 << 20, NULL, &e), -1);
+  cr_assert_eq(e.code, IOQ_EUNSUPPORTED);
+  /* a read-back that is not what was written: the kernel ignoring the write */
+  fx_write(root, "bad/memory.stat", "");
+  if (fx_swallower(root, "bad/memory.high")) {
+    struct ioq_cg c3 = {.version = IOQ_CGV2};
+    snprintf(c3.dir, sizeof c3.dir, "%s/bad", root);
+    cr_assert_eq(ioq_cg_write_memory_high(&c3, 1 << 20, NULL, &e), -1);
+    cr_assert(strstr(e.msg, "memory.high: not a byte count"), "%s", e.msg);
+  }
+  fx_rmtree(root);
+  free(root);
 }
 
 Test(cgstat, read_dirty_needs_v2_and_memory) {

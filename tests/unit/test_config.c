@@ -70,6 +70,16 @@ Test(config, ungranted_lend) {
   cr_assert(c.node_policy.ungranted_lend);
   cr_assert_float_eq(c.node_policy.ungranted_lend_reserve, IOQ_DEFAULT_UNGRANTED_LEND_RESERVE, 1e-12);
   cr_assert_eq(c.node_policy.ungranted_lend_sample_ms, IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS);
+  cr_assert_eq(c.node_policy.ungranted_page_cache_bytes, 64ull << 20, "page cache bound on by default");
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": 0}}}", "c.json", &c, &e), 0,
+               "%s", e.msg);
+  cr_assert_eq(c.node_policy.ungranted_page_cache_bytes, 0, "0 turns it off");
+  ioq_config_free(&c);
+  cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": 268435456}}}", "c.json", &c,
+                                &e),
+               0, "%s", e.msg);
+  cr_assert_eq(c.node_policy.ungranted_page_cache_bytes, 256ull << 20);
   ioq_config_free(&c);
   cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"ungranted\": {\"lend\": false, \"lendReserve\": 0.3, "
                                 "\"lendSampleMs\": 20}}}",
@@ -88,6 +98,11 @@ Test(config, ungranted_lend) {
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 200, \"lendSampleMs\": 200}}}",
        "c.json: line 1: nodePolicy.ungranted.lendSampleMs: must be shorter than nodePolicy.ungranted.intervalMs"},
       {"{\"nodePolicy\": {\"ungranted\": {\"lend\": \"yes\"}}}", "c.json: line 1: nodePolicy.ungranted.lend:"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": 4096}}}",
+       "c.json: line 1: nodePolicy.ungranted.pageCacheBytes: must be 0 (not bounded) or at least 8388608"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": -1}}}", "c.json: line 1: nodePolicy.ungranted.pageCacheBytes:"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": \"64Mi\"}}}",
+       "c.json: line 1: nodePolicy.ungranted.pageCacheBytes:"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cr_assert_eq(ioq_config_parse(bad[i].json, "c.json", &c, &e), -1, "accepted %s", bad[i].json);
@@ -230,7 +245,7 @@ static struct bad g_bad_cases[] = {
       {"{\"monitor\": {\"window\": 5}}", "c.json: monitor: unknown field 'window' (allowed: enable intervalSeconds starvedWindowSeconds eventIntervalSeconds)"},
       {"{\"monitor\": {\"enable\": \"yes\"}}", "c.json: monitor.enable: must be true or false"},
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
-      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare lend lendReserve lendSampleMs)"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare lend lendReserve lendSampleMs pageCacheBytes)"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 0}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 1.5}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bandwidthBytesPerSec\": 1}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: must be an integer in [2, "},

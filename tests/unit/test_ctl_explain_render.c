@@ -186,6 +186,34 @@ Test(explain_render, lent_pool) {
   free(out);
 }
 
+/* the page cache bound of a pod without a grant, and why one is not bounded */
+Test(explain_render, page_cache_bound) {
+  int rc;
+  char *out = render(
+      "{\"pod\":{\"namespace\":\"default\",\"name\":\"build\"},\"granted\":false,"
+      "\"nodePolicy\":{\"ungranted\":{\"enable\":true,\"intervalMs\":1000,"
+      "\"pod\":{\"podSeen\":true,\"pageCache\":{\"roomBytes\":67108864,\"bounded\":true,"
+      "\"memoryHighBytes\":171966464,\"pinnedBytes\":104857600,\"dirtyBytes\":6291456,"
+      "\"writebackBytes\":7340032},\"disks\":[]}}}}",
+      &rc);
+  cr_assert_eq(rc, 0, "%s", out);
+  HAS(out, "this pod's page cache: bounded, memory.high 164 MiB (its other memory + 64 MiB); 13 MiB dirty or "
+           "under writeback");
+  free(out);
+  out = render("{\"pod\":{},\"nodePolicy\":{\"ungranted\":{\"enable\":true,\"pod\":{\"podSeen\":true,"
+               "\"pageCache\":{\"roomBytes\":67108864,\"bounded\":false,\"note\":\"it has a memory limit\"}}}}}",
+               &rc);
+  cr_assert_eq(rc, 0, "%s", out);
+  HAS(out, "this pod's page cache: not bounded (it has a memory limit)");
+  free(out);
+  out = render("{\"pod\":{},\"nodePolicy\":{\"ungranted\":{\"enable\":true,\"pod\":{\"podSeen\":true,"
+               "\"pageCache\":{\"roomBytes\":0,\"bounded\":false}}}}}",
+               &rc);
+  cr_assert_eq(rc, 0, "%s", out);
+  HAS(out, "page cache of pods without a grant: not bounded (nodePolicy.ungranted.pageCacheBytes: 0)");
+  free(out);
+}
+
 Test(explain_render, ungranted_off_and_partial_documents) {
   int rc;
   char *out = render("{\"pod\":{},\"nodePolicy\":{\"ungranted\":{\"enable\":false}}}", &rc);

@@ -488,3 +488,30 @@ Test(ug_lend, waiting_on_io_is_demand) {
   cr_assert_not(ioq_ug_stalled(12499, 0.05, IOQ_UG_STALL_SAMPLE));
   cr_assert_not(ioq_ug_stalled(1000000, 0, IOQ_UG_STALL_PASS), "no time measured: nothing to judge");
 }
+
+/* the page cache bound (docs/ungranted.md, "Buffered writers without a grant") */
+Test(ug_page_cache, first_bound_is_pinned_plus_room) {
+  cr_assert_eq(ioq_ug_page_cache_high(100 * MiB, 64 * MiB, 0), 164 * MiB);
+  cr_assert_eq(ioq_ug_page_cache_high(0, 64 * MiB, 0), 64 * MiB, "a new pod: its room");
+}
+
+Test(ug_page_cache, kept_while_it_fits) {
+  /* in place 164 MiB: kept for pinned in [100, 132] (room / 2 either way) */
+  cr_assert_eq(ioq_ug_page_cache_high(100 * MiB, 64 * MiB, 164 * MiB), 0);
+  cr_assert_eq(ioq_ug_page_cache_high(132 * MiB, 64 * MiB, 164 * MiB), 0);
+  cr_assert_eq(ioq_ug_page_cache_high(68 * MiB, 64 * MiB, 164 * MiB), 0);
+}
+
+Test(ug_page_cache, follows_the_pods_other_memory) {
+  /* its heap grew: raised, so only page cache is held, never the heap */
+  cr_assert_eq(ioq_ug_page_cache_high(133 * MiB, 64 * MiB, 164 * MiB), 197 * MiB);
+  cr_assert_eq(ioq_ug_page_cache_high(4000 * MiB, 64 * MiB, 164 * MiB), 4064 * MiB);
+  /* it shrank: lowered, or its page cache would grow into the freed room */
+  cr_assert_eq(ioq_ug_page_cache_high(67 * MiB, 64 * MiB, 164 * MiB), 131 * MiB);
+  cr_assert_eq(ioq_ug_page_cache_high(0, 64 * MiB, 164 * MiB), 64 * MiB);
+}
+
+Test(ug_page_cache, never_overflows) {
+  cr_assert_eq(ioq_ug_page_cache_high(UINT64_MAX - 10, 64 * MiB, 0), UINT64_MAX);
+  cr_assert_eq(ioq_ug_page_cache_high(UINT64_MAX - 10, 64 * MiB, UINT64_MAX), 0, "saturated: kept");
+}

@@ -22,7 +22,8 @@
  *
  * This file: the pods and disks known, a pass, what /metrics and explain
  * read, and the thread. The bounds are written by ungranted_bound.c, the
- * idle part of grants lent by ungranted_lend.c. */
+ * idle part of grants lent by ungranted_lend.c, the page cache bound
+ * (memory.high) by ungranted_memory.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -55,7 +56,7 @@ void ug_failed(struct ungranted *u, const ioq_err *e) {
 
 /* said when it first appears, not again while it holds (not an error:
  * e.g. no QoS cgroup yet) */
-static void note(struct ungranted *u, const char *msg) {
+void ug_note(struct ungranted *u, const char *msg) {
   for (size_t i = 0; i < u->n_notes; i++)
     if (!strcmp(u->notes[i], msg))
       return;
@@ -90,7 +91,7 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
       ioq_cg_driver_detect(&p->layout, p->opts.kubelet_cgroup_root, &drv, e) < 0) {
     char m[IOQ_ERR_MSG_MAX + 64];
     snprintf(m, sizeof m, "no pod cgroups to bound yet: %s", e->msg);
-    note(u, m);
+    ug_note(u, m);
     drv = IOQ_CG_DRIVER_AUTO;
   }
   struct ioq_pod_cgroup_entry *list = NULL;
@@ -108,7 +109,7 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
           char m[PATH_MAX + 128];
           snprintf(m, sizeof m, "inotify on %s failed (%s): new pods are found every interval only",
                    qos_dirs[q], strerror(errno));
-          note(u, m);
+          ug_note(u, m);
         }
       } else if (!qos_dirs[q][0]) {
         char name[PATH_MAX] = "", m[PATH_MAX + 128];
@@ -118,7 +119,7 @@ static int sync_pods(struct ungranted *u, ioq_err *e) {
         snprintf(m, sizeof m, "the %s QoS cgroup %s%s does not exist (yet): no %s pods to bound",
                  ioq_qos_name((enum ioq_qos_class)q), p->layout.io_root, name,
                  ioq_qos_name((enum ioq_qos_class)q));
-        note(u, m);
+        ug_note(u, m);
       }
     }
   }
@@ -210,11 +211,11 @@ static void pass_locked(struct ungranted *u) {
       char m[160];
       snprintf(m, sizeof m, "disk %s has grants but no known capacity: pods without a grant are not bounded there",
                dk->name);
-      note(u, m);
+      ug_note(u, m);
       dk->active = false;
     }
     if (cd[i].disk.ungranted_note[0])
-      note(u, cd[i].disk.ungranted_note);
+      ug_note(u, cd[i].disk.ungranted_note);
     if (dk->active && !was)
       ioq_info("ungranted pool in force disk=%s pool_bps=%llu pool_iops=%llu held_bw_units=%llu "
                "held_iops_units=%llu",
@@ -276,6 +277,8 @@ static void pass_locked(struct ungranted *u) {
     }
   }
   podtable_writes_unlock(p->table);
+  /* memory.high is not the grant writer's: outside its lock */
+  ug_memory_pass(u);
 }
 
 void ungranted_sync(struct ungranted *u) {
@@ -304,6 +307,8 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
   t->max_bytes_before = u->max_bytes_before;
   t->reclaims = u->reclaims;
   t->reclaim_s = u->reclaim_s;
+  t->page_cache_bounded = u->mem_bounded;
+  t->page_cache_writes = u->mem_writes;
   pthread_mutex_unlock(&u->mu);
   return n;
 }
@@ -323,8 +328,19 @@ int ungranted_pod_view(struct ungranted *u, const char *uid, struct ungranted_po
     return -1;
   }
   out->pod_seen = pp != NULL;
-  if (pp)
+  out->page_cache_room = plugin_cfg(u->p)->node_policy.ungranted_page_cache_bytes;
+  if (pp) {
     ioq_copy_trunc(out->cgroup, sizeof out->cgroup, pp->cg.dir); /* same size: fits */
+    out->memory_high = pp->mem_high;
+    out->have_memory = pp->have_mem;
+    if (pp->have_mem) {
+      out->pinned = ioq_memory_pinned(&pp->mem);
+      out->page_cache = pp->mem.stat.active_file + pp->mem.stat.inactive_file;
+      out->dirty = pp->mem.stat.file_dirty;
+      out->writeback = pp->mem.stat.file_writeback;
+    }
+    ioq_copy_trunc(out->page_cache_note, sizeof out->page_cache_note, pp->mem_note);
+  }
   out->n = u->n_disks;
   for (size_t d = 0; d < u->n_disks; d++) {
     const struct ug_disk *ud = &u->disks[d];

@@ -34,6 +34,8 @@ struct ungranted_totals {
   uint64_t max_bytes_before;  /* most bytes a pod did before its bound */
   uint64_t reclaims;          /* lent capacity taken back between passes */
   struct ioq_histogram reclaim_s; /* their latency, bounds ungranted_reclaim_bounds() */
+  size_t page_cache_bounded;  /* pods whose memory.high is ours now */
+  uint64_t page_cache_writes; /* memory.high writes */
 };
 /* For /metrics. Returns how many disks were filled in. */
 size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
@@ -61,6 +63,13 @@ struct ungranted_disk_view {
 struct ungranted_pod_view {
   bool pod_seen;
   char cgroup[PATH_MAX]; /* when pod_seen */
+  /* the page cache bound (nodePolicy.ungranted.pageCacheBytes = room; 0:
+   * off): memory.high of ours (0: none), and at the last pass, when
+   * have_memory, what the pod held (bytes) */
+  uint64_t page_cache_room, memory_high;
+  bool have_memory;
+  uint64_t pinned, page_cache, dirty, writeback;
+  char page_cache_note[160]; /* why it is not bounded, when that is said */
   size_t n;
   struct ungranted_disk_view *disks; /* n of them, malloc'd */
 };

@@ -2,8 +2,9 @@
 /* The state of the module for pods without a grant, shared by its files
  * only: ungranted.c (the pass: pods, disks, pool; the stats; the thread),
  * ungranted_bound.c (the bounds: one pod's cgroup measured and capped, one
- * disk's pool split and written) and ungranted_lend.c (lending the idle part
- * of grants, and taking it back between passes). Everything here is guarded
+ * disk's pool split and written), ungranted_lend.c (lending the idle part
+ * of grants, and taking it back between passes) and ungranted_memory.c (the
+ * page cache bound: memory.high). Everything here is guarded
  * by ungranted.mu. */
 #ifndef IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
 #define IOQOS_PLUGIN_UNGRANTED_INTERNAL_H
@@ -58,6 +59,13 @@ struct ug_pod {
   double press_t, fpress_t;
   bool have_press, have_fpress;
   bool stalled;
+  /* the page cache bound (ungranted_memory.c): memory.high as we wrote it
+   * (0: none of ours), the last reading, and why it is not bounded */
+  uint64_t mem_high;
+  bool mem_adopted;
+  struct ioq_cg_memory mem;
+  bool have_mem;
+  char mem_note[160];
   struct ug_slot s[UG_DISKS_MAX];
 };
 
@@ -84,7 +92,10 @@ struct ungranted {
   uint64_t max_bytes_before;
   /* lending (nodePolicy.ungranted.lend) */
   uint64_t reclaims;
-  struct ioq_histogram reclaim_s; /* seconds, bounds ug_reclaim_bounds */
+  struct ioq_histogram reclaim_s;
+  /* the page cache bound: pods bounded now, memory.high writes */
+  size_t mem_bounded;
+  uint64_t mem_writes; /* seconds, bounds ug_reclaim_bounds */
   char last_err[IOQ_ERR_MSG_MAX];
   /* the notes of this pass and the one before (several can hold at once,
    * e.g. two QoS cgroups missing): each is said when it first appears */
@@ -116,6 +127,9 @@ struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq
 
 /* ungranted.c */
 void ug_failed(struct ungranted *u, const ioq_err *e);
+/* Says msg (info) when it first appears, not again while it holds. Not an
+ * error: e.g. no QoS cgroup yet. */
+void ug_note(struct ungranted *u, const char *msg);
 
 /* ungranted_bound.c */
 /* Reads the pod's io.stat once per pass and turns it into rates per disk. */
@@ -144,5 +158,11 @@ bool ug_lending(const struct ungranted *u);
 /* A sample between passes: lenders' io.stat; on a wake-up the pool of
  * that disk is cut at once. Takes the podtable writes lock itself. */
 void ug_lend_sample(struct ungranted *u);
+
+/* ungranted_memory.c */
+/* After the bounds of a pass: memory.high of each pod bounded on some disk
+ * and granted on none follows its pinned memory plus pageCacheBytes; ours is
+ * lifted from the others. */
+void ug_memory_pass(struct ungranted *u);
 
 #endif

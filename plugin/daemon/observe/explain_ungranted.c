@@ -23,6 +23,24 @@ json_object *explain_ungranted_pod(struct ungranted *u, const char *uid) {
   json_object_object_add(o, "podSeen", json_object_new_boolean(v.pod_seen));
   if (v.pod_seen)
     json_object_object_add(o, "cgroup", json_object_new_string(v.cgroup));
+  /* the page cache bound: memory.high of ours, and what the pod held at the
+   * last pass (pinned: what reclaim cannot free) */
+  json_object *pc = json_object_new_object();
+  if (pc) {
+    json_object_object_add(pc, "roomBytes", jint(v.page_cache_room));
+    json_object_object_add(pc, "bounded", json_object_new_boolean(v.memory_high != 0));
+    if (v.memory_high)
+      json_object_object_add(pc, "memoryHighBytes", jint(v.memory_high));
+    if (v.have_memory) {
+      json_object_object_add(pc, "pinnedBytes", jint(v.pinned));
+      json_object_object_add(pc, "pageCacheBytes", jint(v.page_cache));
+      json_object_object_add(pc, "dirtyBytes", jint(v.dirty));
+      json_object_object_add(pc, "writebackBytes", jint(v.writeback));
+    }
+    if (v.page_cache_note[0])
+      json_object_object_add(pc, "note", json_object_new_string(v.page_cache_note));
+    json_object_object_add(o, "pageCache", pc);
+  }
   for (size_t d = 0; disks && d < v.n; d++) {
     const struct ungranted_disk_view *dv = &v.disks[d];
     json_object *j = json_object_new_object();

@@ -319,6 +319,14 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
                "Times lent capacity was taken back between passes because a granted pod woke up.");
   open_s(f, "ioqos_ungranted_reclaims_total", p);
   val(f, t.reclaims);
+  metrics_head(f, "ioqos_ungranted_page_cache_bounded_pods", "gauge",
+               "Pods without a grant whose page cache is bounded now (memory.high, nodePolicy.ungranted.pageCacheBytes).");
+  open_s(f, "ioqos_ungranted_page_cache_bounded_pods", p);
+  val(f, t.page_cache_bounded);
+  metrics_head(f, "ioqos_ungranted_page_cache_writes_total", "counter",
+               "memory.high writes that placed, moved or removed the page cache bound of a pod without a grant.");
+  open_s(f, "ioqos_ungranted_page_cache_writes_total", p);
+  val(f, t.page_cache_writes);
   metrics_head(f, "ioqos_ungranted_reclaim_seconds", "histogram",
                "Time from a lender's last quiet sample to the pool's cuts in place.");
   size_t nb;
