@@ -912,6 +912,35 @@ class PageCache(UngrantedTest):
         self.assertEqual(self.high(web), 200 * MIB)
 
 
+class PageCachePreStart(UngrantedTest):
+    """A granted pod's PreStart waits for a pass: it bounds the others' io.max
+    at once but lowers no memory.high below a pod's usage (that write makes the
+    kernel reclaim before it returns); the thread's next pass does."""
+    interval_ms = 10000
+    env_args = {"extra_config": ug_config(10000, pageCacheBytes=32 * MIB)}
+
+    def test_prestart_does_not_wait_for_reclaim(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        # 500 MiB used, 400 of it page cache: its bound (132 MiB) is below its usage
+        big = self.ungranted("burstable", files=memory_files(500 * MIB, lru=400 * MIB))
+        small = self.ungranted("burstable", files=memory_files(20 * MIB, lru=10 * MIB))
+        uid, ids, _, _ = self.admit("db", bw=200, atomic=True)
+        # the db's new cgroup wakes the thread (inotify) for a pass of its own; let
+        # it end (the db holds nothing yet: no bound anywhere) before the PreStart
+        time.sleep(1.0)
+        self.assertEqual(PageCache.high(self, small), "max")
+        t0 = time.monotonic()
+        self.env.kubelet.prestart(BW, ids[BW])
+        # the PreStart's pass: both bounded in io.max, the small one's bound placed
+        # (above its usage), the big one's left to the thread
+        self.assertTrue(self.bounded(big) and self.bounded(small))
+        self.assertEqual(PageCache.high(self, small), 42 * MIB)
+        if time.monotonic() - t0 < 5:  # well before the thread's next pass (10 s)
+            self.assertEqual(PageCache.high(self, big), "max", "lowered below its usage within a PreStart")
+        wait_for(lambda: PageCache.high(self, big) == 132 * MIB, 15, "the thread's pass placed it")
+
+
 class PageCacheOff(UngrantedTest):
     env_args = {"extra_config": ug_config(300, pageCacheBytes=0)}
 

@@ -171,7 +171,10 @@ static int disk_index(struct ungranted *u, const struct cat_disk *cd) {
 
 /* ---- a pass ---- */
 
-static void pass_locked(struct ungranted *u) {
+/* from_thread: the thread's own pass; false: a granted pod's PreStart waits
+ * for it (no page cache bound is lowered then: that reclaims, see
+ * ungranted_memory.c) */
+static void pass_locked(struct ungranted *u, bool from_thread) {
   struct plugin *p = u->p;
   ioq_err e;
   u->c = plugin_cfg(p);
@@ -278,15 +281,18 @@ static void pass_locked(struct ungranted *u) {
   }
   podtable_writes_unlock(p->table);
   /* memory.high is not the grant writer's: outside its lock */
-  ug_memory_pass(u);
+  ug_memory_pass(u, from_thread);
+}
+
+static void pass_now(struct ungranted *u, bool from_thread) {
+  pthread_mutex_lock(&u->mu);
+  pass_locked(u, from_thread);
+  pthread_mutex_unlock(&u->mu);
 }
 
 void ungranted_sync(struct ungranted *u) {
-  if (!u)
-    return;
-  pthread_mutex_lock(&u->mu);
-  pass_locked(u);
-  pthread_mutex_unlock(&u->mu);
+  if (u)
+    pass_now(u, false);
 }
 
 size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, size_t max,
@@ -386,7 +392,7 @@ static void *ug_main(void *arg) {
     double sample = c->node_policy.ungranted_lend_sample_ms / 1000.0;
     double now = ioq_mono_s();
     if (now >= next) {
-      ungranted_sync(u);
+      pass_now(u, true);
       next = ioq_mono_s() + interval;
       next_sample = ioq_mono_s() + sample;
       continue;

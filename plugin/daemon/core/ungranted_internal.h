@@ -162,7 +162,9 @@ void ug_lend_sample(struct ungranted *u);
 /* ungranted_memory.c */
 /* After the bounds of a pass: memory.high of each pod bounded on some disk
  * and granted on none follows its pinned memory plus pageCacheBytes; ours is
- * lifted from the others. */
-void ug_memory_pass(struct ungranted *u);
+ * lifted from the others. may_reclaim false (a PreStart waits): a value
+ * below a pod's usage, which makes the kernel reclaim before the write
+ * returns, is left to the thread's next pass. */
+void ug_memory_pass(struct ungranted *u, bool may_reclaim);
 
 #endif

@@ -18,7 +18,12 @@
  * without a memory limit whose memory.high is a number is taken as ours.
  *
  * Called under ungranted.mu, after the io.max bounds of the pass (a new pod
- * gets both before its first container starts). */
+ * gets both before its first container starts). A pass a PreStart waits for
+ * lifts and raises but lowers nothing below a pod's usage: that write
+ * reclaims the pod's page cache before it returns (the first bound of a pod
+ * with a large cache, when the first grant of its disk arrives), and a
+ * granted pod's start should not wait for that; the thread's next pass
+ * writes it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,7 +91,7 @@ static void lift(struct ungranted *u, struct ug_pod *pp, const struct ioq_cg *cg
   }
 }
 
-static void one_pod(struct ungranted *u, struct ug_pod *pp, uint64_t room) {
+static void one_pod(struct ungranted *u, struct ug_pod *pp, uint64_t room, bool may_reclaim) {
   bool bounded = false, granted = false;
   for (size_t d = 0; d < u->n_disks; d++) {
     granted |= pp->s[d].granted;
@@ -150,7 +155,7 @@ static void one_pod(struct ungranted *u, struct ug_pod *pp, uint64_t room) {
   }
   uint64_t pinned = ioq_memory_pinned(&pp->mem);
   uint64_t want = ioq_ug_page_cache_high(pinned, room, cur);
-  if (!want)
+  if (!want || (!may_reclaim && want < pp->mem.current))
     return;
   bool first = !pp->mem_high;
   uint64_t held;
@@ -170,11 +175,11 @@ static void one_pod(struct ungranted *u, struct ug_pod *pp, uint64_t room) {
     ioq_debug("ungranted page cache bound moved cgroup=%s memory_high=%s pinned=%s", pp->cg.dir, h, p);
 }
 
-void ug_memory_pass(struct ungranted *u) {
+void ug_memory_pass(struct ungranted *u, bool may_reclaim) {
   uint64_t room = u->c->node_policy.ungranted_page_cache_bytes;
   u->mem_bounded = 0;
   for (size_t i = 0; i < u->n; i++) {
-    one_pod(u, &u->pods[i], room);
+    one_pod(u, &u->pods[i], room, may_reclaim);
     if (u->pods[i].mem_high)
       u->mem_bounded++;
   }
