@@ -292,6 +292,42 @@ def meminfo_dirty():
 LEND_HEADROOM_SEEN = 1.6
 
 
+WAKE_SAMPLE_S = 0.05  # io.stat sampling of the wake-up stage: the db's transient
+WAKE_WINDOW_S = 0.2   # the db's rate is judged over this sliding window
+
+
+def wake_transient(samp, key, t_end, level=0.9):
+    """The db's wake-up transient from the Sampler's io.stat samples of its
+    cgroup: its first I/O (the last sample before its I/O count moved), its
+    steady rate (I/Os per second over the second half of its run, when
+    nothing is lent any more: the ioqos+1u situation) and the time from its
+    first I/O until a WAKE_WINDOW_S window first runs at >= level x that rate.
+    None if it did too little to tell."""
+    ios = [(x[0], x[3] + x[4]) for x in samp.samples.get(key, [])]  # reads + writes
+    if len(ios) < 4:
+        return None
+    t0 = next((a[0] for a, b in zip(ios, ios[1:]) if b[1] > a[1]), None)
+    if t0 is None:
+        return None
+    t_mid = t0 + (t_end - t0) / 2.0
+    late = [(t, n) for t, n in ios if t_mid <= t <= t_end]
+    if len(late) < 2 or late[-1][0] <= late[0][0]:
+        return None
+    steady = (late[-1][1] - late[0][1]) / (late[-1][0] - late[0][0])
+    if steady <= 0:
+        return None
+    for i, (t, n) in enumerate(ios):
+        if t < t0:
+            continue
+        j = next((k for k in range(i + 1, len(ios)) if ios[k][0] - t >= WAKE_WINDOW_S), None)
+        if j is None:
+            break
+        if (ios[j][1] - n) / (ios[j][0] - t) >= level * steady:
+            return {"to_level_ms": max(0.0, (ios[j][0] - t0) * 1000.0), "steady_iops": steady,
+                    "first_io_s": t0, "level": level}
+    return {"to_level_ms": None, "steady_iops": steady, "first_io_s": t0, "level": level}
+
+
 def lent_beyond_rule(samp, lent_seen, lenders, t_start):
     """What the plugin lent while the db ran, against what the lending rule
     allows: each lender lends at most grant - headroom x its rate of the pass
@@ -1115,7 +1151,8 @@ class Scenario:
             cgs = {p.name: p.dir for p in pods + nbs}
             if host:
                 cgs["host"] = mkcg(HOST_CG)
-            samp = Sampler(cgs, disk.devno, caps=[nb.name for nb in nbs])
+            samp = Sampler(cgs, disk.devno, caps=[nb.name for nb in nbs],
+                           interval=WAKE_SAMPLE_S if stage == "wake-up" else 0.2)
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
             t_start = time.monotonic()
@@ -1175,6 +1212,7 @@ class Scenario:
             if stage == "wake-up":
                 res["lent_beyond_rule"] = lent_beyond_rule(samp, lent_seen, [
                     ("db", g["db_bw_units"] * BW_UNIT), ("backup", g["backup_bw_units"] * BW_UNIT)], t_start)
+                res["wake_transient"] = wake_transient(samp, "db", t_end)
                 # what the plugin says of taking the lent part back
                 res["reclaim_ms"] = [float(m) for m in re.findall(
                     r'ungranted pool cut"? disk=%s .*?reclaim_ms=(\d+)' % re.escape(disk.name),

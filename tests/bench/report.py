@@ -22,7 +22,11 @@ Pods without a grant (stages ioqos+1u, ioqos+4u, neighbours; issue 11):
                       ioqos_ungranted_pool_bytes_per_second beside it)
   neighbours / pool = the ungranted pods' aggregate / pool, target >= 0.9 (ioqos+4u)
   neighbours / disk = their aggregate / capacity with the granted pods idle
-                      (neighbours stage); >= 0.8 needs work conservation: not built
+                      (neighbours stage; the idle grants lent: nodePolicy.ungranted.lend),
+                      target >= 0.8
+  db wake-up ms     = from the db's first I/O until a 0.2 s window runs at >= 0.9
+                      of its steady rate (wake-up stage, one per round), target
+                      median <= 250, p90 <= 500
   bytes before bound  the plugin's bytes_before= of each bound it placed, target 0
 """
 import argparse
@@ -149,6 +153,14 @@ def summarize_neighbours(rs, case, meta):
     }
 
 
+def pct_nearest(xs, q):
+    """The q-quantile of xs by nearest rank (None for no values)."""
+    if not xs:
+        return None
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, max(0, int(-(-q * len(ys) // 1)) - 1))]
+
+
 def summarize_wake_up(rs, meta):
     """The wake-up stage: what the pod without a grant wrote while the idle
     grants were lent to it (against the disk), how long the plugin took to
@@ -160,7 +172,15 @@ def summarize_wake_up(rs, meta):
     lend = [r.get("lending", {}) for r in rs]
     idle = [l.get("nb_bytes_per_s") for l in lend if l.get("nb_bytes_per_s") is not None]
     rec = [x for r in rs for x in r.get("reclaim_ms", [])]
+    # the db's transient: from its first I/O until a 0.2 s window runs at >= 0.9 of
+    # its steady rate in the stage (isolation.wake_transient); one wake-up per round
+    wt = [r.get("wake_transient") or {} for r in rs]
+    wake = [w["to_level_ms"] for w in wt if w.get("to_level_ms") is not None]
     return {
+        "wake_ms": wake,
+        "wake_ms_median": med(wake),
+        "wake_ms_p90": pct_nearest(wake, 0.9),
+        "wake_unsettled": sum(1 for w in wt if w and w.get("to_level_ms") is None),
         "lent_bytes": med([l.get("lent_bytes") for l in lend]),
         "lent_after_s": med([l.get("lent_after_s") for l in lend]),
         "idle_grants_nb_bytes": med(idle),
@@ -392,18 +412,25 @@ def markdown_lending(summary):
          "db and backup granted but idle while one pod without a grant writes flat out: what it gets from "
          "the grants the plugin lends it (target ≥ 0.8 of the disk); then backup and db start and the plugin "
          "takes the lent part back (reclaim: from the lender's last quiet sample to the cuts in place, the "
-         "plugin's `reclaim_ms`); the db's IOPS over its window against ioqos+1u (the same pod, nothing lent).",
+         "plugin's `reclaim_ms`); the db's IOPS over its window against ioqos+1u (the same pod, nothing lent); "
+         "the db's wake-up: from its first I/O until a 0.2 s window first runs at ≥ 0.9 of its steady rate "
+         "in the stage (io.stat every 50 ms; one wake-up per round; target median ≤ 250 ms, p90 ≤ 500 ms).",
          "", "| device | db | backup | lent MiB/s | pod without a grant, grants idle | of the disk | "
-         "reclaims | reclaim ms median / max | lent beyond the rule | db IOPS wake-up | ioqos+1u |",
-         "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+         "reclaims | reclaim ms median / max | lent beyond the rule | db wake-up ms median / p90 (n) "
+         "| db IOPS wake-up | ioqos+1u |",
+         "|---|---|---|---:|---:|---:|---:|---|---:|---|---:|---:|"]
     for c in rows:
         w, st = c["stages"]["wake-up"], c["stages"]
-        L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s |" % (
+        wm = "%s / %s (%d%s)" % (
+            "%.0f" % w["wake_ms_median"] if w.get("wake_ms_median") is not None else "–",
+            "%.0f" % w["wake_ms_p90"] if w.get("wake_ms_p90") is not None else "–", len(w.get("wake_ms") or []),
+            ", %d never" % w["wake_unsettled"] if w.get("wake_unsettled") else "")
+        L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s | %s |" % (
             c["device"], c["db"], c["backup"], fmt_mib(w.get("lent_bytes")), fmt_mib(w.get("idle_grants_nb_bytes")),
             fmt_r(w.get("idle_grants_nb_vs_disk")), len(w.get("reclaim_ms") or []),
             "%.0f" % w["reclaim_ms_median"] if w.get("reclaim_ms_median") is not None else "–",
             "%.0f" % w["reclaim_ms_max"] if w.get("reclaim_ms_max") is not None else "–",
-            fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), fmt_iops(w.get("db_iops")),
+            fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), wm, fmt_iops(w.get("db_iops")),
             fmt_iops(st.get("ioqos+1u", {}).get("db_iops"))))
     return L
 

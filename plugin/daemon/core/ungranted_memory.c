@@ -114,7 +114,6 @@ static void one_pod(struct ungranted *u, struct ug_pod *pp, uint64_t room, bool 
   if (ioq_cg_read_memory(&cg, &pp->mem, &e) < 0) {
     if (e.code == IOQ_EUNSUPPORTED) {
       /* a node-wide fact (v1, memory controller off): said once for all pods */
-      pp->mem_note[0] = '\0';
       ioq_copy_trunc(pp->mem_note, sizeof pp->mem_note, e.msg);
       ug_note(u, u->p->layout.io_version == IOQ_CGV1
                      ? "page cache of pods without a grant not bounded: cgroup v1 has no memory.high "
