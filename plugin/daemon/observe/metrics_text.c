@@ -311,22 +311,27 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
       val(f, v);
     }
   }
-  metrics_head(f, "ioqos_ungranted_before_bound_max_bytes", "gauge",
-       "Most bytes a pod without a grant did on a disk before its bound was in place.");
-  open_s(f, "ioqos_ungranted_before_bound_max_bytes", p);
-  val(f, t.max_bytes_before);
-  metrics_head(f, "ioqos_ungranted_reclaims_total", "counter",
-               "Times lent capacity was taken back between passes because a granted pod woke up.");
-  open_s(f, "ioqos_ungranted_reclaims_total", p);
-  val(f, t.reclaims);
-  metrics_head(f, "ioqos_ungranted_page_cache_bounded_pods", "gauge",
-               "Pods without a grant whose page cache is bounded now (memory.high, nodePolicy.ungranted.pageCacheBytes).");
-  open_s(f, "ioqos_ungranted_page_cache_bounded_pods", p);
-  val(f, t.page_cache_bounded);
-  metrics_head(f, "ioqos_ungranted_page_cache_writes_total", "counter",
-               "memory.high writes that placed, moved or removed the page cache bound of a pod without a grant.");
-  open_s(f, "ioqos_ungranted_page_cache_writes_total", p);
-  val(f, t.page_cache_writes);
+  /* the node-wide ones: one value each */
+  const struct {
+    const char *name, *type, *help;
+    uint64_t v;
+  } one[] = {
+      {"ioqos_ungranted_before_bound_max_bytes", "gauge",
+       "Most bytes a pod without a grant did on a disk before its bound was in place.", t.max_bytes_before},
+      {"ioqos_ungranted_reclaims_total", "counter",
+       "Times lent capacity was taken back between passes because a granted pod woke up.", t.reclaims},
+      {"ioqos_ungranted_page_cache_bounded_pods", "gauge",
+       "Pods without a grant whose page cache is bounded now (memory.high, nodePolicy.ungranted.pageCacheBytes).",
+       t.page_cache_bounded},
+      {"ioqos_ungranted_page_cache_writes_total", "counter",
+       "memory.high writes that placed, moved or removed the page cache bound of a pod without a grant.",
+       t.page_cache_writes},
+  };
+  for (size_t k = 0; k < sizeof one / sizeof one[0]; k++) {
+    metrics_head(f, one[k].name, one[k].type, one[k].help);
+    open_s(f, one[k].name, p);
+    val(f, one[k].v);
+  }
   metrics_head(f, "ioqos_ungranted_reclaim_seconds", "histogram",
                "Time from a lender's last quiet sample to the pool's cuts in place.");
   size_t nb;
