@@ -31,6 +31,7 @@ Pods without a grant (stages ioqos+1u, ioqos+4u, neighbours; issue 11):
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -158,7 +159,7 @@ def pct_nearest(xs, q):
     if not xs:
         return None
     ys = sorted(xs)
-    return ys[min(len(ys) - 1, max(0, int(-(-q * len(ys) // 1)) - 1))]
+    return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))]
 
 
 def summarize_wake_up(rs, meta):
@@ -422,14 +423,12 @@ def markdown_lending(summary):
     for c in rows:
         w, st = c["stages"]["wake-up"], c["stages"]
         wm = "%s / %s (%d%s)" % (
-            "%.0f" % w["wake_ms_median"] if w.get("wake_ms_median") is not None else "–",
-            "%.0f" % w["wake_ms_p90"] if w.get("wake_ms_p90") is not None else "–", len(w.get("wake_ms") or []),
+            fmt_r(w.get("wake_ms_median"), 0), fmt_r(w.get("wake_ms_p90"), 0), len(w.get("wake_ms") or []),
             ", %d never" % w["wake_unsettled"] if w.get("wake_unsettled") else "")
         L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s | %s |" % (
             c["device"], c["db"], c["backup"], fmt_mib(w.get("lent_bytes")), fmt_mib(w.get("idle_grants_nb_bytes")),
             fmt_r(w.get("idle_grants_nb_vs_disk")), len(w.get("reclaim_ms") or []),
-            "%.0f" % w["reclaim_ms_median"] if w.get("reclaim_ms_median") is not None else "–",
-            "%.0f" % w["reclaim_ms_max"] if w.get("reclaim_ms_max") is not None else "–",
+            fmt_r(w.get("reclaim_ms_median"), 0), fmt_r(w.get("reclaim_ms_max"), 0),
             fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), wm, fmt_iops(w.get("db_iops")),
             fmt_iops(st.get("ioqos+1u", {}).get("db_iops"))))
     return L
