@@ -15,7 +15,8 @@ const char *const ctl_pods_headers[CTL_PODS_COLS] = {"NAMESPACE", "NAME",  "NODE
 
 #define SCALAR(k) {k, IOQ_JF_ICASE, NULL}
 static const struct ioq_jf_rule R_ANN[] = {
-    {IOQ_POD_CLASS_ANNOTATION, 0, NULL}, {IOQ_POD_DISK_ANNOTATION, 0, NULL}, {NULL, 0, NULL}};
+    {IOQ_POD_CLASS_ANNOTATION, 0, NULL}, {IOQ_POD_DISK_ANNOTATION, 0, NULL},
+    {IOQ_POD_BURST_ANNOTATION, 0, NULL},  {NULL, 0, NULL}};
 static const struct ioq_jf_rule R_META[] = {
     SCALAR("name"), SCALAR("namespace"), SCALAR("uid"), {"annotations", IOQ_JF_ICASE, R_ANN},
     {NULL, 0, NULL}};

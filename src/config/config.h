@@ -57,6 +57,11 @@ enum ioq_policy { IOQ_POLICY_LEAST_ALLOCATED = 0, IOQ_POLICY_MOST_ALLOCATED, IOQ
 const char *ioq_policy_name(enum ioq_policy p);
 int ioq_policy_parse(const char *s, enum ioq_policy *out);
 
+/* nodePolicy.ungranted.burst: off (default), annotated (pods annotated
+ * ioqos.io/burst: "true"), all (every granted pod) */
+enum ioq_ug_burst_mode { IOQ_UG_BURST_OFF = 0, IOQ_UG_BURST_ANNOTATED, IOQ_UG_BURST_ALL };
+const char *ioq_ug_burst_mode_name(enum ioq_ug_burst_mode m);
+
 struct ioq_device_config {
   char *select; /* disk name ("nvme0n1"), /dev path, mount point, or "MAJ:MIN" */
   char *class_name;
@@ -158,6 +163,11 @@ struct ioq_config {
      * dirty pages they can hold behind their cap (ioq_ug_page_cache_high in
      * grant/ungranted.h); 0 = not bounded */
     uint64_t ungranted_page_cache_bytes;
+    /* opt-in burst (grant/ungranted.h, "Burst"): which granted pods may use
+     * idle capacity above their grant, last in line after pods without a
+     * grant; needs ungranted_enable. IOQ_UG_BURST_OFF by default: grants
+     * stay limits. */
+    enum ioq_ug_burst_mode ungranted_burst;
   } node_policy;
 
   /* NVMe-oF target namespaces as QoS consumers (nvmetns.c in the plugin):

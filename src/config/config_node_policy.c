@@ -19,8 +19,9 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
         cfg_get_object(x, np, "ungranted", "nodePolicy.ungranted", &ug) < 0)
       return -1;
     if (ug) {
-      static const char *const ukeys[] = {"enable",      "intervalMs",   "headroomShare", "lend",
-                                          "lendReserve", "lendSampleMs", "pageCacheBytes", NULL};
+      static const char *const ukeys[] = {"enable",       "intervalMs",     "headroomShare",
+                                          "lend",         "lendReserve",    "lendSampleMs",
+                                          "pageCacheBytes", "burst",        NULL};
       uint64_t iv = c->node_policy.ungranted_interval_ms, sm = c->node_policy.ungranted_lend_sample_ms;
       if (cfg_check_keys(x, ug, "nodePolicy.ungranted", ukeys) < 0 ||
           cfg_get_bool(x, ug, "enable", "nodePolicy.ungranted.enable",
@@ -40,6 +41,19 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
         return cfg_bad(x, "nodePolicy.ungranted.pageCacheBytes",
                        "must be 0 (not bounded) or at least 8388608 (8 MiB): below that a pod's "
                        "own program files and the pages it is writing do not fit");
+      char *burst = NULL;
+      if (cfg_get_string(x, ug, "burst", "nodePolicy.ungranted.burst", &burst, false) < 0)
+        return -1;
+      if (burst) {
+        int m = -1;
+        for (int k = IOQ_UG_BURST_OFF; k <= IOQ_UG_BURST_ALL; k++)
+          if (strcmp(burst, ioq_ug_burst_mode_name((enum ioq_ug_burst_mode)k)) == 0)
+            m = k;
+        free(burst);
+        if (m < 0)
+          return cfg_bad(x, "nodePolicy.ungranted.burst", "must be off, annotated or all");
+        c->node_policy.ungranted_burst = (enum ioq_ug_burst_mode)m;
+      }
       c->node_policy.ungranted_interval_ms = (unsigned)iv;
       c->node_policy.ungranted_lend_sample_ms = (unsigned)sm;
       if (sm >= iv)
@@ -47,6 +61,10 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
                        "must be shorter than nodePolicy.ungranted.intervalMs: lent capacity is taken "
                        "back between passes");
     }
+    if (c->node_policy.ungranted_burst != IOQ_UG_BURST_OFF && !c->node_policy.ungranted_enable)
+      return cfg_bad(x, "nodePolicy.ungranted.burst",
+                     "needs nodePolicy.ungranted.enable true: the burst is what pods without a "
+                     "grant leave idle, decided by their bounds' pass");
     if (w) {
       static const char *const wkeys[] = {"burstable", "besteffort", NULL};
       uint64_t b = 0, be = 0;
@@ -110,4 +128,13 @@ int cfg_parse_node_policy(struct ctx *x, json_object *root, struct ioq_config *c
 
 bool ioq_config_paces(const struct ioq_config *c) {
   return c->node_policy.iocost_pace_auto || c->node_policy.iocost_pace > 0;
+}
+
+const char *ioq_ug_burst_mode_name(enum ioq_ug_burst_mode m) {
+  switch (m) {
+  case IOQ_UG_BURST_ANNOTATED: return "annotated";
+  case IOQ_UG_BURST_ALL: return "all";
+  case IOQ_UG_BURST_OFF: break;
+  }
+  return "off";
 }

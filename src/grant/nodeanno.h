@@ -46,6 +46,8 @@
 #define IOQ_NODE_ANNOTATION "ioqos.io/devices"
 #define IOQ_POD_DISK_ANNOTATION "ioqos.io/disk"
 #define IOQ_POD_CLASS_ANNOTATION "ioqos.io/class"
+/* "true": the pod asks for the opt-in burst (nodePolicy.ungranted.burst annotated) */
+#define IOQ_POD_BURST_ANNOTATION "ioqos.io/burst"
 #define IOQ_NODE_ANNO_VERSION 1
 #define IOQ_NODE_NAME_MAX 253
 #define IOQ_POD_UID_STR_MAX 64

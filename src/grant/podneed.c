@@ -221,6 +221,12 @@ static int annotations(json_object *meta, struct ioq_pod_need *out, ioq_err *e) 
                  "must be a disk name (1-48 characters of A-Z, a-z, 0-9, '.', '_', '!', '+', '-')");
     strcpy(out->disk, s);
   }
+  if (ann && json_object_object_get_ex(ann, IOQ_POD_BURST_ANNOTATION, &v) && v) {
+    const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    bool len_ok = s && strlen(s) == (size_t)json_object_get_string_len(v);
+    out->burst = len_ok && strcmp(s, "true") == 0;
+    out->burst_invalid = !len_ok || (strcmp(s, "true") != 0 && strcmp(s, "false") != 0);
+  }
   return 0;
 }
 

@@ -16,7 +16,8 @@
  * is an invalid pod (the API server rejects it too).
  *
  * Class: annotation `ioqos.io/class` (default "default"). The pod's chosen
- * disk, if any: annotation `ioqos.io/disk`.
+ * disk, if any: annotation `ioqos.io/disk`. The opt-in burst: annotation
+ * `ioqos.io/burst` ("true" or "false").
  *
  * Field lookup follows Go's encoding/json: an exact key match first, then a
  * case-insensitive one (kube-scheduler's Go decoder accepts any casing, so do
@@ -47,6 +48,10 @@ struct ioq_pod_need {
   uint64_t units[IOQ_RES_COUNT];              /* effective request, 0 = not requested */
   char class_name[IOQ_CLASS_NAME_MAX + 1];    /* never empty */
   char disk[IOQ_DISK_NAME_MAX + 1];           /* annotation ioqos.io/disk, "" = none */
+  /* annotation ioqos.io/burst "true"; a value other than "true" or "false"
+   * sets burst_invalid instead of failing the need: a typo in an opt-in must
+   * not cost the pod its grant (explain says why it does not burst) */
+  bool burst, burst_invalid;
 };
 
 /* Reads the needs of `pod` (a JSON object). Errors name the field:

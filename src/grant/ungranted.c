@@ -17,50 +17,93 @@ static int by_want(const void *a, const void *b) {
 
 #define BUSY 1e30
 
+/* Water-fills `left` over the wants w[0..n) (sorted ascending): the pods
+ * wanting least are served, the rest share what is left equally. Returns
+ * how many were served (n: all, with *left what is over). */
+static size_t water_fill(struct want *w, size_t n, double *left, uint64_t *out) {
+  size_t k = 0;
+  for (; k < n; k++) {
+    double level = *left / (double)(n - k);
+    if (w[k].w > level)
+      break;
+    out[w[k].i] = ioq_u64_from_double_sat(w[k].w);
+    *left -= (double)out[w[k].i];
+  }
+  if (k < n) {
+    uint64_t each = ioq_u64_from_double_sat(*left / (double)(n - k));
+    for (size_t j = k; j < n; j++)
+      out[w[j].i] = each;
+    *left = 0;
+  }
+  return k;
+}
+
+/* a burster's wanted extra above its grant (grant/ungranted.h, "Burst") */
+static double burst_want(const struct ioq_ug_burster *b) {
+  if (!b->grant || b->rate < 0)
+    return 0; /* nothing to burst from, or not measured yet */
+  double cap = (double)b->grant + (double)b->extra;
+  if (b->rate >= IOQ_UG_BUSY_FRACTION * cap)
+    return BUSY;
+  double x = b->rate * IOQ_UG_HEADROOM - (double)b->grant;
+  return x > 0 ? x : 0;
+}
+
 void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
                   uint64_t *out) {
-  if (!n)
+  ioq_ug_split_burst(pool, floor, in, n, NULL, 0, out, NULL);
+}
+
+void ioq_ug_split_burst(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                        const struct ioq_ug_burster *b, size_t nb, uint64_t *out, uint64_t *bout) {
+  for (size_t j = 0; j < nb; j++)
+    bout[j] = 0;
+  if (!n && !nb)
     return;
-  struct want stack[64], *w = n <= 64 ? stack : malloc(n * sizeof *w);
+  size_t tn = n > nb ? n : nb;
+  struct want stack[64], *w = tn <= 64 ? stack : malloc(tn * sizeof *w);
   if (!w) {
-    /* out of memory: the equal split needs no table */
+    /* out of memory: the equal split needs no table; nothing bursts */
     for (size_t i = 0; i < n; i++)
       out[i] = pool / n > floor ? pool / n : floor;
     return;
   }
-  double min_idle = (double)pool / (4.0 * (double)n);
-  if (min_idle < (double)floor)
-    min_idle = (double)floor; /* served inside the pool, not added on top */
-  for (size_t i = 0; i < n; i++) {
-    const struct ioq_ug_demand *d = &in[i];
-    double want;
-    if (d->rate < 0)
-      want = d->cap ? (double)d->cap : BUSY; /* not measured yet */
-    else if (d->cap && d->rate >= IOQ_UG_BUSY_FRACTION * (double)d->cap)
-      want = BUSY;
-    else
-      want = d->rate * IOQ_UG_HEADROOM;
-    if (want < min_idle)
-      want = min_idle;
-    w[i] = (struct want){want, i};
-  }
-  qsort(w, n, sizeof *w, by_want);
   double left = (double)pool;
-  size_t k = 0;
-  for (; k < n; k++) {
-    double level = left / (double)(n - k);
-    if (w[k].w > level)
-      break;
-    out[w[k].i] = ioq_u64_from_double_sat(w[k].w);
-    left -= (double)out[w[k].i];
+  bool busy = false;
+  if (n) {
+    double min_idle = (double)pool / (4.0 * (double)n);
+    if (min_idle < (double)floor)
+      min_idle = (double)floor; /* served inside the pool, not added on top */
+    for (size_t i = 0; i < n; i++) {
+      const struct ioq_ug_demand *d = &in[i];
+      double want;
+      if (d->rate < 0)
+        want = d->cap ? (double)d->cap : BUSY; /* not measured yet */
+      else if (d->cap && d->rate >= IOQ_UG_BUSY_FRACTION * (double)d->cap)
+        want = BUSY;
+      else
+        want = d->rate * IOQ_UG_HEADROOM;
+      if (want < min_idle)
+        want = min_idle;
+      w[i] = (struct want){want, i};
+    }
+    qsort(w, n, sizeof *w, by_want);
+    busy = water_fill(w, n, &left, out) < n;
   }
-  if (k < n) {
-    /* the rest share what is left equally */
-    uint64_t each = ioq_u64_from_double_sat(left / (double)(n - k));
-    for (; k < n; k++)
-      out[w[k].i] = each;
-  } else if (left >= (double)n) {
-    /* everyone is served: spread the rest over all */
+  /* bursters are last in line: only what every pod without a grant leaves */
+  size_t m = 0;
+  for (size_t j = 0; j < nb && !busy; j++) {
+    double x = burst_want(&b[j]);
+    if (x > 0)
+      w[m++] = (struct want){x, j};
+  }
+  bool bursters_busy = false;
+  if (m) {
+    qsort(w, m, sizeof *w, by_want);
+    bursters_busy = water_fill(w, m, &left, bout) < m;
+  }
+  if (n && !busy && !bursters_busy && left >= (double)n) {
+    /* everyone is served: spread the rest over the pods without a grant */
     uint64_t extra = ioq_u64_from_double_sat(left / (double)n);
     for (size_t i = 0; i < n; i++)
       out[i] += extra;

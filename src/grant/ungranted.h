@@ -80,6 +80,30 @@ struct ioq_ug_demand {
 void ioq_ug_split(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
                   uint64_t *out);
 
+/* Burst (nodePolicy.ungranted.burst, opt-in): a granted pod allowed to burst
+ * may use, above its grant, what the pods without a grant leave of the pool
+ * (base + lent): it is last in line, and never below its grant.
+ *  - The pods without a grant are split as above first. If one of them is
+ *    busy (it shares what is left), no burster gets anything.
+ *  - A burster wants nothing while not measured, without a grant in that
+ *    resource, or using less than its grant / IOQ_UG_HEADROOM; it is busy at
+ *    >= IOQ_UG_BUSY_FRACTION of grant + its extra now; else it wants
+ *    IOQ_UG_HEADROOM x its rate - grant.
+ *  - The bursters water-fill what the pods without a grant leave (the busy
+ *    ones share the rest equally); only what they leave is spread over the
+ *    pods without a grant.
+ * So a pod without a grant whose demand grows is busy at its cap on the
+ * next pass and takes the bursters' extra back; a waking lender cuts the
+ * pool, and the extra with it, before anything else. */
+struct ioq_ug_burster {
+  uint64_t grant; /* per direction; 0: none in this resource (no burst) */
+  uint64_t extra; /* above its grant now */
+  double rate;    /* measured over the last interval (max of read and write); < 0 = not yet */
+};
+/* bout[j] gets burster j's extra (0: none); out as ioq_ug_split. */
+void ioq_ug_split_burst(uint64_t pool, uint64_t floor, const struct ioq_ug_demand *in, size_t n,
+                        const struct ioq_ug_burster *b, size_t nb, uint64_t *out, uint64_t *bout);
+
 /* The pool of one disk per resource (0 = no pool: that resource is not
  * bounded, e.g. no IOPS capacity known). held: units pods hold on it;
  * headroom_share in (0, 1] (nodePolicy.ungranted.headroomShare). */

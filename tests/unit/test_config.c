@@ -71,7 +71,20 @@ Test(config, ungranted_lend) {
   cr_assert_float_eq(c.node_policy.ungranted_lend_reserve, IOQ_DEFAULT_UNGRANTED_LEND_RESERVE, 1e-12);
   cr_assert_eq(c.node_policy.ungranted_lend_sample_ms, IOQ_DEFAULT_UNGRANTED_LEND_SAMPLE_MS);
   cr_assert_eq(c.node_policy.ungranted_page_cache_bytes, 64ull << 20, "page cache bound on by default");
+  cr_assert_eq(c.node_policy.ungranted_burst, IOQ_UG_BURST_OFF, "grants stay limits unless asked");
   ioq_config_free(&c);
+  static const struct {
+    const char *v;
+    enum ioq_ug_burst_mode m;
+  } modes[] = {{"off", IOQ_UG_BURST_OFF}, {"annotated", IOQ_UG_BURST_ANNOTATED}, {"all", IOQ_UG_BURST_ALL}};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    char j[128];
+    snprintf(j, sizeof j, "{\"nodePolicy\": {\"ungranted\": {\"burst\": \"%s\"}}}", modes[i].v);
+    cr_assert_eq(ioq_config_parse(j, "c.json", &c, &e), 0, "%s: %s", j, e.msg);
+    cr_assert_eq(c.node_policy.ungranted_burst, modes[i].m, "%s", j);
+    cr_assert_str_eq(ioq_ug_burst_mode_name(c.node_policy.ungranted_burst), modes[i].v);
+    ioq_config_free(&c);
+  }
   cr_assert_eq(ioq_config_parse("{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": 0}}}", "c.json", &c, &e), 0,
                "%s", e.msg);
   cr_assert_eq(c.node_policy.ungranted_page_cache_bytes, 0, "0 turns it off");
@@ -103,6 +116,11 @@ Test(config, ungranted_lend) {
       {"{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": -1}}}", "c.json: line 1: nodePolicy.ungranted.pageCacheBytes:"},
       {"{\"nodePolicy\": {\"ungranted\": {\"pageCacheBytes\": \"64Mi\"}}}",
        "c.json: line 1: nodePolicy.ungranted.pageCacheBytes:"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"burst\": \"yes\"}}}",
+       "c.json: line 1: nodePolicy.ungranted.burst: must be off, annotated or all"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"burst\": true}}}", "c.json: line 1: nodePolicy.ungranted.burst:"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"enable\": false, \"burst\": \"all\"}}}",
+       "c.json: line 1: nodePolicy.ungranted.burst: needs nodePolicy.ungranted.enable true"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     cr_assert_eq(ioq_config_parse(bad[i].json, "c.json", &c, &e), -1, "accepted %s", bad[i].json);
@@ -245,7 +263,7 @@ static struct bad g_bad_cases[] = {
       {"{\"monitor\": {\"window\": 5}}", "c.json: monitor: unknown field 'window' (allowed: enable intervalSeconds starvedWindowSeconds eventIntervalSeconds)"},
       {"{\"monitor\": {\"enable\": \"yes\"}}", "c.json: monitor.enable: must be true or false"},
       {"{\"nodePolicy\": {\"ungranted\": {\"intervalMs\": 50}}}", "c.json: nodePolicy.ungranted.intervalMs: must be an integer in [100, 60000]"},
-      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare lend lendReserve lendSampleMs pageCacheBytes)"},
+      {"{\"nodePolicy\": {\"ungranted\": {\"pool\": 5}}}", "c.json: nodePolicy.ungranted: unknown field 'pool' (allowed: enable intervalMs headroomShare lend lendReserve lendSampleMs pageCacheBytes burst)"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 0}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"nodePolicy\": {\"ungranted\": {\"headroomShare\": 1.5}}}", "c.json: nodePolicy.ungranted.headroomShare: must be a number in (0, 1]"},
       {"{\"devices\": [{\"select\": \"sda\", \"ungrantedPool\": {\"bandwidthBytesPerSec\": 1}}]}", "c.json: devices[0].ungrantedPool.bandwidthBytesPerSec: must be an integer in [2, "},

@@ -16,7 +16,8 @@ static const char *const RICH_POD =
     "\"metadata\":{\"name\":\"db-0\",\"namespace\":\"prod\",\"uid\":\"8b1c\","
     "\"resourceVersion\":\"42\",\"creationTimestamp\":\"2026-01-02T03:04:05Z\","
     "\"deletionTimestamp\":\"2026-01-02T04:00:00Z\",\"labels\":{\"a\":\"b\"},"
-    "\"annotations\":{\"ioqos.io/class\":\"fast\",\"ioqos.io/disk\":\"nvme0n1\",\"other\":\"x\"},"
+    "\"annotations\":{\"ioqos.io/class\":\"fast\",\"ioqos.io/disk\":\"nvme0n1\",\"ioqos.io/burst\":\"true\","
+    "\"other\":\"x\"},"
     "\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:spec\":{}}}]},"
     "\"spec\":{\"nodeName\":\"n1\",\"volumes\":[{\"name\":\"v\"}],"
     "\"initContainers\":["
@@ -58,6 +59,7 @@ Test(podcache, filtered_pod_reads_the_same_as_the_whole_object) {
   cr_assert(a.need_ok && !a.oversized && a.terminating && a.has_qos);
   cr_assert_eq(a.n_ctrs, 4);
   cr_assert_str_eq(a.need.disk, "nvme0n1");
+  cr_assert(a.need.burst, "the burst annotation survives the filter");
   cr_assert_eq(a.ctrs[0].state, PCS_TERMINATED, "init-a: %d", a.ctrs[0].state);
   cr_assert_eq(a.ctrs[1].state, PCS_RUNNING, "side: %d", a.ctrs[1].state);
   cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "the filtered pod reads differently");

@@ -172,6 +172,33 @@ Test(podneed, annotations_class_and_disk) {
   cr_assert_eq(pl.units[IOQ_RES_BANDWIDTH], 5);
 }
 
+Test(podneed, burst_annotation) {
+  static const struct {
+    const char *ann;
+    bool burst, invalid;
+  } cases[] = {
+      {"", false, false},
+      {",\"ioqos.io/burst\":\"true\"", true, false},
+      {",\"ioqos.io/burst\":\"false\"", false, false},
+      /* a typo must not cost the pod its grant: not bursting, said invalid */
+      {",\"ioqos.io/burst\":\"True\"", false, true},
+      {",\"ioqos.io/burst\":\"yes\"", false, true},
+      {",\"ioqos.io/burst\":true", false, true},
+      {",\"ioqos.io/burst\":\"true\\u0000x\"", false, true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char j[512];
+    snprintf(j, sizeof j,
+             "{\"metadata\":{\"annotations\":{\"other\":\"x\"%s}},\"spec\":{\"containers\":[{"
+             "\"resources\":{\"limits\":{\"ioqos/bandwidth\":\"5\"}}}]}}",
+             cases[i].ann);
+    struct ioq_pod_need n = parse_ok(j);
+    cr_assert_eq(n.burst, cases[i].burst, "%s", j);
+    cr_assert_eq(n.burst_invalid, cases[i].invalid, "%s", j);
+    cr_assert_eq(n.units[IOQ_RES_BANDWIDTH], 5, "the need stands whatever the annotation: %s", j);
+  }
+}
+
 Test(podneed, bad_annotations) {
   parse_bad("{\"metadata\":{\"annotations\":{\"ioqos.io/class\":\"Fast!\"}}}", "annotation ioqos.io/class");
   parse_bad("{\"metadata\":{\"annotations\":{\"ioqos.io/class\":\"\"}}}", "annotation ioqos.io/class");

@@ -110,6 +110,106 @@ Test(ug_split, many_pods_sum_within_pool) {
   free(out);
 }
 
+/* ---- burst (ioq_ug_split_burst) ---- */
+
+#define G (50 * MiB) /* a burster's grant */
+
+Test(ug_burst, idle_pods_without_a_grant_leave_the_rest_to_a_busy_burster) {
+  /* two pods without a grant, measured idle at 20 MiB/s caps; the burster
+   * ran at its grant (busy): it takes what their wants leave */
+  struct ioq_ug_demand in[2] = {{20 * MiB, 0}, {20 * MiB, 0}};
+  struct ioq_ug_burster b[1] = {{G, 0, 49.0 * MiB}};
+  uint64_t out[2], bout[1];
+  ioq_ug_split_burst(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, b, 1, out, bout);
+  /* each keeps a quarter of an equal share: 40/(4x2) = 5 MiB/s */
+  cr_assert_eq(out[0], 5 * MiB);
+  cr_assert_eq(out[1], 5 * MiB);
+  cr_assert_eq(bout[0], 30 * MiB);
+  cr_assert_leq(sum(out, 2) + bout[0], 40 * MiB, "the pool holds caps and extra together");
+}
+
+Test(ug_burst, a_busy_pod_without_a_grant_comes_first) {
+  /* one pod without a grant at its cap: no burster gets anything, however busy */
+  struct ioq_ug_demand in[2] = {{10 * MiB, 9.5 * MiB}, {20 * MiB, 0}};
+  struct ioq_ug_burster b[2] = {{G, 20 * MiB, 69.0 * MiB}, {G, 0, 49.0 * MiB}};
+  uint64_t out[2], bout[2] = {7, 7};
+  ioq_ug_split_burst(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, b, 2, out, bout);
+  cr_assert_eq(bout[0], 0, "extra taken back");
+  cr_assert_eq(bout[1], 0);
+  uint64_t plain[2];
+  ioq_ug_split(40 * MiB, IOQ_UG_FLOOR_BPS, in, 2, plain);
+  cr_assert_eq(memcmp(out, plain, sizeof out), 0, "the pods without a grant split as without bursters");
+}
+
+Test(ug_burst, wants_follow_the_rate) {
+  struct ioq_ug_demand in[1] = {{20 * MiB, 0}};
+  static const struct {
+    struct ioq_ug_burster b;
+    uint64_t want;
+    const char *why;
+  } cases[] = {
+      {{G, 0, -1}, 0, "not measured yet: nothing"},
+      {{0, 0, 90.0 * MiB}, 0, "no grant in this resource: nothing"},
+      {{G, 0, 20.0 * MiB}, 0, "well below its grant: nothing"},
+      {{G, 0, 40.0 * MiB}, 10 * MiB, "1.5 x 40 - 50 = 10"},
+      {{G, 40 * MiB, 60.0 * MiB}, 40 * MiB, "1.5 x 60 - 50 = 40 (60 < 0.85 x 90)"},
+      {{G, 10 * MiB, 55.0 * MiB}, 225 * MiB, "busy at 55 of 60: what the pod's want (300/4) leaves"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t out[1], bout[1];
+    ioq_ug_split_burst(300 * MiB, IOQ_UG_FLOOR_BPS, in, 1, &cases[i].b, 1, out, bout);
+    cr_assert_eq(bout[0], cases[i].want, "%s: got %llu", cases[i].why, (unsigned long long)bout[0]);
+    cr_assert_eq(out[0] + bout[0], 300 * MiB, "%s: what the burster leaves goes to the pod", cases[i].why);
+  }
+}
+
+Test(ug_burst, busy_bursters_share_evenly_and_a_small_want_is_served) {
+  struct ioq_ug_demand in[1] = {{20 * MiB, 0}}; /* wants 100/4 = 25 */
+  struct ioq_ug_burster b[3] = {{G, 0, 49.0 * MiB}, {G, 0, 40.0 * MiB}, {G, 0, 49.5 * MiB}};
+  uint64_t out[1], bout[3];
+  ioq_ug_split_burst(100 * MiB, IOQ_UG_FLOOR_BPS, in, 1, b, 3, out, bout);
+  cr_assert_eq(out[0], 25 * MiB);
+  cr_assert_eq(bout[1], 10 * MiB, "its want");
+  cr_assert_eq(bout[0], 65 * MiB / 2, "the busy ones share 75 - 10 equally");
+  cr_assert_eq(bout[2], 65 * MiB / 2);
+}
+
+Test(ug_burst, no_pods_without_a_grant) {
+  struct ioq_ug_burster b[1] = {{G, 0, 49.0 * MiB}};
+  uint64_t bout[1];
+  ioq_ug_split_burst(30 * MiB, IOQ_UG_FLOOR_BPS, NULL, 0, b, 1, NULL, bout);
+  cr_assert_eq(bout[0], 30 * MiB);
+}
+
+Test(ug_burst, never_more_than_the_pool) {
+  /* random pods and bursters: caps plus extra stay within the pool (the
+   * floors aside), and nothing bursts while a pod without a grant is busy */
+  enum { N = 40, NB = 12 };
+  struct ioq_ug_demand in[N];
+  struct ioq_ug_burster b[NB];
+  uint64_t out[N], bout[NB];
+  srand(11);
+  for (int round = 0; round < 200; round++) {
+    for (int i = 0; i < N; i++) {
+      in[i].cap = (uint64_t)(1 + rand() % 8) * MiB;
+      in[i].rate = (double)(rand() % (int)(in[i].cap / 2));
+    }
+    for (int j = 0; j < NB; j++)
+      b[j] = (struct ioq_ug_burster){(uint64_t)(rand() % 3) * 20 * MiB, (uint64_t)(rand() % 30) * MiB,
+                                     rand() % 6 == 0 ? -1 : (double)(rand() % (90 * (int)MiB))};
+    bool one_busy = round % 2;
+    if (one_busy)
+      in[round % N].rate = (double)in[round % N].cap;
+    uint64_t pool = 200 * MiB + (uint64_t)(rand() % 300) * MiB;
+    ioq_ug_split_burst(pool, IOQ_UG_FLOOR_BPS, in, N, b, NB, out, bout);
+    cr_assert_leq(sum(out, N) + sum(bout, NB), pool, "round %d", round);
+    for (int j = 0; j < NB; j++) {
+      if (one_busy || !b[j].grant || b[j].rate < 0)
+        cr_assert_eq(bout[j], 0, "round %d burster %d", round, j);
+    }
+  }
+}
+
 /* ---- pool ---- */
 
 /* a disk as the inventory leaves it: capacity and advertised units */

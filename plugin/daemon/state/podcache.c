@@ -25,7 +25,8 @@
  * tests/unit/test_plugin_podcache.c's RICH_POD, which checks the two agree). */
 #define SCALAR(k) {k, IOQ_JF_ICASE, NULL}
 static const struct ioq_jf_rule R_ANNOTATIONS[] = {
-    {IOQ_POD_CLASS_ANNOTATION, 0, NULL}, {IOQ_POD_DISK_ANNOTATION, 0, NULL}, {NULL, 0, NULL}};
+    {IOQ_POD_CLASS_ANNOTATION, 0, NULL}, {IOQ_POD_DISK_ANNOTATION, 0, NULL},
+    {IOQ_POD_BURST_ANNOTATION, 0, NULL},  {NULL, 0, NULL}};
 static const struct ioq_jf_rule R_META[] = {
     SCALAR("name"), SCALAR("namespace"), SCALAR("uid"), SCALAR("resourceVersion"),
     SCALAR("creationTimestamp"), SCALAR("deletionTimestamp"),
