@@ -299,6 +299,21 @@ static void section_policy(FILE *out, json_object *doc) {
       fprintf(out, "  idle grants: lent to the pool, taken back when used (lenders sampled every %" PRId64
                    " ms)\n",
               i64(ug, "lendSampleMs"));
+    const char *burst = str(ug, "burst"), *ann = str(ug, "burstAnnotation");
+    if (!strcmp(burst, "all"))
+      fprintf(out, "  burst: every granted pod may use idle capacity above its grant, after the pods "
+                   "without a grant (nodePolicy.ungranted.burst: all)\n");
+    else if (!strcmp(burst, "annotated"))
+      fprintf(out, "  burst: granted pods annotated %s: \"true\" may use idle capacity above their grant "
+                   "(nodePolicy.ungranted.burst: annotated); this pod %s\n",
+              "ioqos.io/burst",
+              !strcmp(ann, "true")      ? "is annotated"
+              : !strcmp(ann, "invalid") ? "has the annotation with a value other than \"true\" or "
+                                          "\"false\": it does not burst"
+                                        : "is not annotated");
+    else if (!strcmp(ann, "true") || !strcmp(ann, "invalid"))
+      fprintf(out, "  burst: off on this node (nodePolicy.ungranted.burst: off): the pod's ioqos.io/burst "
+                   "annotation has no effect\n");
     json_object *disks = get(pod, "disks");
     for (size_t i = 0; i < alen(disks); i++) {
       json_object *d = at(disks, i);
@@ -328,8 +343,15 @@ static void section_policy(FILE *out, json_object *doc) {
         fprintf(out, "this pod holds a grant here and lends %s, %" PRId64
                      " IOPS of it while idle (taken back when it is used)\n",
                 lb, i64(d, "lendsIops"));
+      } else if (boolean(d, "granted") && (num(d, "burstBytesPerSec") > 0 || i64(d, "burstIops") > 0)) {
+        char xb[32];
+        explain_fmt_rate(xb, sizeof xb, num(d, "burstBytesPerSec"));
+        fprintf(out, "this pod holds a grant here and bursts %s, %" PRId64
+                     " IOPS above it (idle capacity, taken back first)\n",
+                xb, i64(d, "burstIops"));
       } else if (boolean(d, "granted"))
-        fprintf(out, "this pod holds a grant here\n");
+        fprintf(out, "this pod holds a grant here%s\n",
+                boolean(d, "mayBurst") ? " (may burst above it; not bursting now)" : "");
       else if (boolean(d, "bounded"))
         fprintf(out, "this pod's bound %s, %" PRId64 " IOPS%s%s\n", cb, i64(d, "capIops"),
                 has_num(d, "measuredBytesPerSec") ? "; measured " : "",

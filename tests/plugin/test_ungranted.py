@@ -11,10 +11,12 @@ hold. Pod cgroups are made aside and renamed into place (as a real mkdir
 shows a cgroup with all its files at once); io.stat is replaced at once too.
 Plain files are not cgroup files: a truncating write is briefly empty to a
 reader, so readers below retry or ask for two empty reads in a row."""
+import json
 import os
 import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 import unittest
@@ -957,3 +959,130 @@ class PageCacheOff(UngrantedTest):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+class Burst(UngrantedTest):
+    """The opt-in burst (nodePolicy.ungranted.burst annotated): a granted pod
+    annotated ioqos.io/burst "true" and busy at its grant gets, above it, what
+    the pods without a grant leave of the pool; a pod without a grant that
+    becomes busy takes it back at the next pass, down to the grant exactly.
+    A pod whose annotation is not "true" never bursts, nor does a pod without
+    the annotation. Lending is off: the pool is the units nobody holds."""
+    interval_ms = 400
+    env_args = {"extra_config": ug_config(400, burst="annotated")}
+
+    def feed(self, cg, mib_s):
+        """io.stat of cg moving at mib_s MiB/s (writes) until the test ends"""
+        stop = threading.Event()
+
+        def run():
+            t0 = time.monotonic()
+            while not stop.is_set():
+                dt = time.monotonic() - t0
+                set_io_stat(cg, DEV, wbytes=int(dt * mib_s * MIB), wios=int(dt * 100))
+                time.sleep(0.01)
+        threading.Thread(target=run, daemon=True).start()
+        self.addCleanup(stop.set)
+        return stop
+
+    def wbps(self, cg):
+        return (self.limits([cg])[0] or {}).get("wbps") or 0
+
+    def explain(self, pod):
+        if not os.environ.get("IOQOS_CTL_BIN"):
+            return None
+        r = subprocess.run([os.environ["IOQOS_CTL_BIN"], "explain", "--socket",
+                            os.path.join(self.env.state_dir, "plugin.sock"), "--json", pod],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        disks = json.loads(r.stdout)["nodePolicy"]["ungranted"]["pod"]["disks"]
+        return json.loads(r.stdout)["nodePolicy"]["ungranted"], [x for x in disks if x["disk"] == DISK][0]
+
+    def test_burst_above_the_grant_last_in_line(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids, _, db = self.admit("db", bw=200, annotations={"ioqos.io/burst": "true"}, atomic=True)
+        self.env.kubelet.prestart(BW, ids[BW])
+        uid2, ids2, _, bk = self.admit("bk", bw=100, annotations={"ioqos.io/burst": "yes"}, atomic=True)
+        self.env.kubelet.prestart(BW, ids2[BW])
+        uid3, ids3, _, plain = self.admit("plain", bw=100, atomic=True)
+        self.env.kubelet.prestart(BW, ids3[BW])
+        ug = self.ungranted("burstable")
+        set_io_stat(ug, DEV)
+        self.wait_bounded([ug])
+        pool = pool_bw(400)
+        # all three granted pods busy at their grants: only the annotated one bursts
+        self.feed(db, 200)
+        self.feed(bk, 100)
+        self.feed(plain, 100)
+        wait_for(lambda: self.wbps(db) > 200 * MIB * 1.05, 10, "the annotated pod bursts")
+        d.wait_log(r'granted pod bursting cgroup=\S*%s disk=%s extra_bps=\d+ extra_iops=\d+ reason="it uses its '
+                   r'grant and the pool has idle capacity"' % (re.escape(os.path.basename(db)), DISK), timeout=5)
+        lim_db, lim_ug = self.limits([db, ug])
+        extra = lim_db["wbps"] - 200 * MIB
+        self.assertEqual(lim_db["rbps"], lim_db["wbps"], lim_db)
+        self.assertLessEqual(extra + lim_ug["wbps"], pool, "burst and the bounds together within the pool")
+        self.assertGreaterEqual(lim_ug["wbps"], pool / 4 * 0.99, "the pod without a grant keeps its share")
+        for cg, g in ((bk, 100), (plain, 100)):
+            self.assertEqual(read(os.path.join(cg, "io.max")).strip(),
+                             "250:0 rbps=%d wbps=%d riops=max wiops=max" % (g * MIB, g * MIB),
+                             "not annotated \"true\": held at its grant")
+        wait_for(lambda: d.metric("ioqos_ungranted_bursting_pods", disk=DISK) == 1, 5, "bursting gauge")
+        self.assertGreater(d.metric("ioqos_ungranted_burst_bytes_per_second", disk=DISK), 0)
+        doc = self.explain("default/db")
+        if doc:
+            ugdoc, dv = doc
+            self.assertEqual(ugdoc["burst"], "annotated")
+            self.assertEqual(ugdoc["burstAnnotation"], "true")
+            self.assertTrue(dv["mayBurst"])
+            self.assertGreater(dv["burstBytesPerSec"], 0)
+            ugdoc, dv = self.explain("default/bk")
+            self.assertEqual(ugdoc["burstAnnotation"], "invalid")
+            self.assertFalse(dv["mayBurst"])
+            self.assertEqual(dv["burstBytesPerSec"], 0)
+        # reconcile keeps the burst: it is the desired state, not drift
+        n = d.text().count("reconcile pass")
+        d.wait_log(r"(?s)(reconcile pass.*){%d}" % (n + 2))
+        self.assertGreater(self.wbps(db), 200 * MIB)
+        self.assertNotIn("limit drift", d.text())
+        # the pod without a grant wants the disk: busy at its cap, it takes the
+        # burst back at the next pass, and the db is at its grant exactly
+        self.feed(ug, 1000)
+        t0 = time.monotonic()
+        wait_for(lambda: self.wbps(db) == 200 * MIB, 5, "the burst taken back", step=0.01)
+        print("burst taken back %.0f ms after the pod without a grant got busy (pass interval %d ms)" % (
+            (time.monotonic() - t0) * 1e3, self.interval_ms))
+        self.assertEqual(read(os.path.join(db, "io.max")).strip(),
+                         "250:0 rbps=209715200 wbps=209715200 riops=max wiops=max", "never below its grant")
+        d.wait_log(r'granted pod burst ended cgroup=\S*%s disk=%s reason="pods without a grant or the lenders use '
+                   r'the idle capacity"' % (re.escape(os.path.basename(db)), DISK), timeout=5)
+        wait_for(lambda: self.wbps(ug) > pool / 2, 5, "the pod without a grant gets the rest")
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.wbps(db), 200 * MIB, "no burst while a pod without a grant is busy")
+        self.assertEqual(d.metric("ioqos_ungranted_bursting_pods", disk=DISK), 0)
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+
+    def test_restart_while_bursting_keeps_the_grant(self):
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids, _, db = self.admit("db", bw=200, annotations={"ioqos.io/burst": "true"}, atomic=True)
+        self.env.kubelet.prestart(BW, ids[BW])
+        ug = self.ungranted("burstable")
+        set_io_stat(ug, DEV)
+        self.feed(db, 200)
+        wait_for(lambda: self.wbps(db) > 200 * MIB * 1.05, 10, "bursting")
+        self.assertEqual(d.terminate(), 0)
+        self.assertGreater(self.wbps(db), 200 * MIB, "the burst in place when the plugin stopped")
+        # the new process knows no burst: it writes the grant (never less),
+        # then bursts again once it has measured the pod
+        d2 = self.start()
+        seen = []
+
+        def watch():
+            v = self.wbps(db)
+            if v:
+                seen.append(v)
+            return len(seen) > 3 and v > 200 * MIB * 1.05 and min(seen) == 200 * MIB
+        wait_for(watch, 15, "the grant written, then the burst again", step=0.01)
+        self.assertGreaterEqual(min(seen), 200 * MIB, "never below the grant: %s" % sorted(set(seen))[:5])
+        self.assertEqual(d2.metric("ioqos_ungranted_failures_total"), 0)

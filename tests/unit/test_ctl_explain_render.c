@@ -186,6 +186,46 @@ Test(explain_render, lent_pool) {
   free(out);
 }
 
+/* the opt-in burst (docs/ungranted.md): the policy, the pod's annotation,
+ * and the extra in place or allowed */
+static char *render_burst(const char *mode, const char *ann, const char *disk, int *rc) {
+  char doc[1024];
+  snprintf(doc, sizeof doc,
+           "{\"pod\":{\"namespace\":\"default\",\"name\":\"db\"},\"granted\":true,"
+           "\"nodePolicy\":{\"ungranted\":{\"enable\":true,\"intervalMs\":1000,\"burst\":\"%s\","
+           "\"burstAnnotation\":\"%s\",\"pod\":{\"podSeen\":true,\"disks\":[{\"disk\":\"vda\","
+           "\"active\":true,\"poolBytesPerSec\":209715200,\"poolIops\":1000,\"podsBounded\":1,"
+           "\"granted\":true,%s}]}}}}",
+           mode, ann, disk);
+  return render(doc, rc);
+}
+
+Test(explain_render, burst) {
+  int rc;
+  char *out = render_burst("annotated", "true",
+                           "\"mayBurst\":true,\"burstBytesPerSec\":52428800,\"burstIops\":0", &rc);
+  cr_assert_eq(rc, 0, "%s", out);
+  HAS(out, "burst: granted pods annotated ioqos.io/burst: \"true\" may use idle capacity above their grant "
+           "(nodePolicy.ungranted.burst: annotated); this pod is annotated");
+  HAS(out, "this pod holds a grant here and bursts 50 MiB/s, 0 IOPS above it (idle capacity, taken back first)");
+  free(out);
+  out = render_burst("annotated", "invalid", "\"mayBurst\":false,\"burstBytesPerSec\":0,\"burstIops\":0", &rc);
+  HAS(out, "this pod has the annotation with a value other than \"true\" or \"false\": it does not burst");
+  HAS(out, "this pod holds a grant here\n");
+  free(out);
+  out = render_burst("all", "", "\"mayBurst\":true,\"burstBytesPerSec\":0,\"burstIops\":0", &rc);
+  HAS(out, "burst: every granted pod may use idle capacity above its grant");
+  HAS(out, "this pod holds a grant here (may burst above it; not bursting now)");
+  free(out);
+  out = render_burst("off", "true", "\"mayBurst\":false,\"burstBytesPerSec\":0,\"burstIops\":0", &rc);
+  HAS(out, "burst: off on this node (nodePolicy.ungranted.burst: off): the pod's ioqos.io/burst annotation has "
+           "no effect");
+  free(out);
+  out = render_burst("off", "", "\"mayBurst\":false", &rc);
+  HASNT(out, "burst");
+  free(out);
+}
+
 /* the page cache bound of a pod without a grant, and why one is not bounded */
 Test(explain_render, page_cache_bound) {
   int rc;

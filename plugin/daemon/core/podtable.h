@@ -107,6 +107,14 @@ struct applied_pod {
   /* the full-grant split each grant disk was written with
    * (ioq_grant_limits_on_disk: an IOPS-only grant's bandwidth cap included) */
   struct ioq_io_limits full[IOQ_POD_DISKS_MAX];
+  /* the opt-in burst (nodePolicy.ungranted.burst, set by ungranted.c through
+   * podtable_set_burst): per grant disk and resource, what is added above
+   * the grant to each direction its limits hold; reset when that disk's
+   * grant changes, not kept across restarts (the grant alone is written
+   * then). burst_asked/burst_invalid: the pod's ioqos.io/burst annotation
+   * at the last apply. */
+  uint64_t burst[IOQ_POD_DISKS_MAX][IOQ_RES_COUNT];
+  bool burst_asked, burst_invalid;
   /* units of the running regular init container (from its PreStart; kubelet
    * does not list it), per resource; kept while the pod is Pending. Not
    * copied by podtable_snapshot. */
@@ -221,6 +229,16 @@ bool podtable_get_split(struct podtable *f, const char *uid, const char *disk,
 int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
                        const struct ioq_io_limits *grant, const struct ioq_io_limits *split,
                        ioq_err *e);
+/* The opt-in burst (nodePolicy.ungranted.burst): writes the pod's limits on
+ * grant disk `disk` as its grant (its read/write split when one is kept)
+ * plus extra[r] on each direction that limits resource r, through the
+ * enforcement writer, read back, and keeps extra so that reconcile holds it
+ * (a rewrite of the grant alone would be drift). The caller holds
+ * podtable_writes_lock (ungranted.c's pass or sample). Returns 1 written, 0
+ * nothing to do (the pod or disk is not applied, or the extra is in place
+ * already), -1 + *e when the write failed. */
+int podtable_set_burst(struct podtable *f, const char *uid, const char *disk,
+                       const uint64_t extra[IOQ_RES_COUNT], ioq_err *e);
 /* The files the pod with this UID's grant was written to and read back
  * from at the last apply (malloc'd copy in *out, NULL when none). Returns
  * how many; -1 when the pod table does not remember the pod. */

@@ -183,18 +183,23 @@ static void reset_locked(struct applied_pod *ap, const struct pt_file_log *log) 
   }
 }
 
-/* Combined directions: each disk of `now` whose grant is the same as in
- * `before` (same cgroup) keeps the read/write split in place. */
-static void carry_splits(const struct applied_pod *before, const struct ioq_pod_grant *now,
-                         struct ioq_io_limits splits[IOQ_POD_DISKS_MAX],
-                         bool has_split[IOQ_POD_DISKS_MAX]) {
+/* Each disk of `now` whose grant is the same as in `before` (same cgroup)
+ * keeps what is in place beside the grant: the read/write split (combined
+ * directions) and the burst. */
+static void carry_kept(const struct applied_pod *before, const struct ioq_pod_grant *now,
+                       struct ioq_io_limits splits[IOQ_POD_DISKS_MAX],
+                       bool has_split[IOQ_POD_DISKS_MAX],
+                       uint64_t burst[IOQ_POD_DISKS_MAX][IOQ_RES_COUNT]) {
   for (size_t i = 0; i < now->n; i++)
     for (size_t j = 0; j < before->grant.n; j++)
-      if (before->has_split[j] && strcmp(before->grant.disks[j].disk, now->disks[i].disk) == 0 &&
+      if (strcmp(before->grant.disks[j].disk, now->disks[i].disk) == 0 &&
           memcmp(before->grant.disks[j].units, now->disks[i].units,
                  sizeof before->grant.disks[j].units) == 0) {
-        splits[i] = before->split[j];
-        has_split[i] = true;
+        if (before->has_split[j]) {
+          splits[i] = before->split[j];
+          has_split[i] = true;
+        }
+        memcpy(burst[i], before->burst[j], sizeof burst[i]);
       }
 }
 
@@ -253,11 +258,12 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ioq_warn("init containers of the pod unknown (state file lost): its limits are left as they "
              "are while it is Pending pod=%s/%s uid=%s cgroup=%s",
              pr->ns, pr->name, pi->uid, cg.dir);
-  /* combined directions: a disk whose grant is unchanged keeps its split */
+  /* a disk whose grant is unchanged keeps its split and its burst */
   struct ioq_io_limits splits[IOQ_POD_DISKS_MAX] = {{0}};
   bool has_split[IOQ_POD_DISKS_MAX] = {false};
+  uint64_t burst[IOQ_POD_DISKS_MAX][IOQ_RES_COUNT] = {{0}};
   if (ap && strcmp(before.cgroup, cg.dir) == 0)
-    carry_splits(&before, &res->grant, splits, has_split);
+    carry_kept(&before, &res->grant, splits, has_split, burst);
   /* what each file holds now, for `ioqosctl explain` (NULL on OOM: not kept) */
   log = calloc(1, sizeof *log);
   if (log)
@@ -265,7 +271,7 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
   struct ioq_io_limits full[IOQ_POD_DISKS_MAX] = {{0}};
   for (size_t i = 0; i < res->grant.n && !hold; i++) {
     if (pt_apply_disk(f, &cg, &res->grant.disks[i], &cds[i], has_split[i] ? &splits[i] : NULL,
-                      &full[i], res, log, e) < 0) {
+                      burst[i], &full[i], res, log, e) < 0) {
       res->fail = pt_classify(e);
       ioq_err_prefix(e, "pod %s/%s", pr->ns, pr->name);
       goto out;
@@ -311,7 +317,11 @@ static int apply_locked(struct podtable *f, const struct podres_pod *pr, const s
     ap->split[i] = splits[i];
     ap->has_split[i] = has_split[i] && !hold;
     ap->full[i] = full[i];
+    if (!hold)
+      memcpy(ap->burst[i], burst[i], sizeof ap->burst[i]);
   }
+  ap->burst_asked = pi->need.burst;
+  ap->burst_invalid = pi->need.burst_invalid;
   /* nothing granted and no init units to keep (an init-only pod whose init
    * containers are done): nothing to remember either */
   bool has_init_now = pt_holds_init(ap);

@@ -63,10 +63,38 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
  * when `split` is a valid one of the grant, else the full-grant split).
  * Stacked devices (dm, md) get the limit on the device itself and the
  * weights on their leaf disks, where the proportional schedulers work. */
+static uint64_t plus(uint64_t v, uint64_t x) {
+  if (!v)
+    return 0; /* no limit: nothing to add to */
+  return v > UINT64_MAX - x ? UINT64_MAX : v + x;
+}
+
+struct ioq_io_limits pt_with_burst(struct ioq_io_limits lim, const uint64_t *extra) {
+  if (!extra)
+    return lim;
+  lim.rbps = plus(lim.rbps, extra[IOQ_RES_BANDWIDTH]);
+  lim.wbps = plus(lim.wbps, extra[IOQ_RES_BANDWIDTH]);
+  lim.riops = plus(lim.riops, extra[IOQ_RES_IOPS]);
+  lim.wiops = plus(lim.wiops, extra[IOQ_RES_IOPS]);
+  return lim;
+}
+
+void pt_note_written_locked(struct applied_pod *w, const char *disk, const struct ioq_apply_report *rep) {
+  double now = pt_realtime_now();
+  for (size_t i = 0; i < rep->n; i++)
+    for (size_t k = 0; rep->steps[i].changed && k < w->n_files; k++)
+      if (strcmp(w->files[k].file, rep->steps[i].file) == 0 && strcmp(w->files[k].disk, disk) == 0) {
+        struct podtable_file *wf = &w->files[k];
+        ioq_copy_trunc(wf->written, sizeof wf->written, rep->steps[i].written);
+        ioq_copy_trunc(wf->readback, sizeof wf->readback, rep->steps[i].readback);
+        wf->written_at = wf->verified_at = now;
+      }
+}
+
 int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                   const struct cat_disk *cd, const struct ioq_io_limits *split,
-                  struct ioq_io_limits *full, struct podtable_result *res, struct pt_file_log *log,
-                  ioq_err *e) {
+                  const uint64_t *burst, struct ioq_io_limits *full, struct podtable_result *res,
+                  struct pt_file_log *log, ioq_err *e) {
   struct ioq_disk_setting s = {0};
   s.dev = cd->dev;
   /* the share of everything granted on the disk, NVMe-oF namespaces included */
@@ -78,6 +106,7 @@ int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_
   *full = s.max;
   if (split && ioq_dirsplit_valid(&s.max, split)) /* combined directions: the split kept */
     s.max = *split;
+  s.max = pt_with_burst(s.max, burst); /* the opt-in burst kept: not drift */
   unsigned w = 0, bw = 0;
   if (ioq_grant_weights(dg, granted, &w, &bw, e) < 0)
     return -1;

@@ -62,11 +62,19 @@ void pt_take_locked(struct podtable *f, size_t i, struct applied_pod *out);
 /* the kernel writes (podtable_cgroup.c) */
 enum fail_reason pt_classify(const ioq_err *e);
 /* Writes one disk's grant into the cgroup (its limits: the read/write split
- * when `split` is a valid one of the grant, else the full-grant split). */
+ * when `split` is a valid one of the grant, else the full-grant split; plus
+ * the burst, when not NULL). */
 int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                   const struct cat_disk *cd, const struct ioq_io_limits *split,
-                  struct ioq_io_limits *full, struct podtable_result *res, struct pt_file_log *log,
-                  ioq_err *e);
+                  const uint64_t *burst, struct ioq_io_limits *full, struct podtable_result *res,
+                  struct pt_file_log *log, ioq_err *e);
+/* lim with the burst extra[r] (may be NULL: none) added to each direction
+ * that limits resource r (0 = no limit stays 0) */
+struct ioq_io_limits pt_with_burst(struct ioq_io_limits lim, const uint64_t *extra);
+/* After a write of the pod's limits on `disk` outside an apply (a split, a
+ * burst): the file records `ioqosctl explain` shows take what was written;
+ * with `lock` held. */
+void pt_note_written_locked(struct applied_pod *w, const char *disk, const struct ioq_apply_report *rep);
 /* Clears the limits of pods taken out of the table (`lock` not held) and
  * frees them. */
 void pt_clear_taken(struct podtable *f, struct applied_pod *taken, size_t n, const char *why);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Combined-direction grants: the read/write split of a pod's grant on a
- * disk that the pod table keeps in place (podtable_get_split, podtable_set_split). */
+/* What the pod table keeps in place on a grant disk beside the grant
+ * itself: the read/write split of combined-direction grants
+ * (podtable_get_split, podtable_set_split) and the opt-in burst above it
+ * (podtable_set_burst). */
 #include "podtable.h"
 
 #include <pthread.h>
@@ -56,7 +58,8 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
   if (same) {
     /* the table changes only under apply_lock, held: the copy stays true */
     struct ioq_cg cg;
-    struct ioq_disk_setting s = {.dev = copy.devs[d], .max = *split}; /* weights left as they are */
+    /* weights left as they are; a burst in place stays on top of the split */
+    struct ioq_disk_setting s = {.dev = copy.devs[d], .max = pt_with_burst(*split, copy.burst[d])};
     struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
     struct ioq_apply_report rep;
     if (ioq_cg_open(copy.cgroup, copy.version, &cg, e) < 0 ||
@@ -69,17 +72,7 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
       if (w) {
         w->split[d] = *split;
         w->has_split[d] = true;
-        /* what `ioqosctl explain` shows for the files: the split written */
-        double now = pt_realtime_now();
-        for (size_t i = 0; i < rep.n; i++)
-          for (size_t k = 0; rep.steps[i].changed && k < w->n_files; k++)
-            if (strcmp(w->files[k].file, rep.steps[i].file) == 0 &&
-                strcmp(w->files[k].disk, disk) == 0) {
-              struct podtable_file *wf = &w->files[k];
-              ioq_copy_trunc(wf->written, sizeof wf->written, rep.steps[i].written);
-              ioq_copy_trunc(wf->readback, sizeof wf->readback, rep.steps[i].readback);
-              w->files[k].written_at = w->files[k].verified_at = now;
-            }
+        pt_note_written_locked(w, disk, &rep); /* what `ioqosctl explain` shows: the split written */
       }
       pthread_mutex_unlock(&f->lock);
       rc = 1;
@@ -87,4 +80,43 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
   }
   pthread_mutex_unlock(&f->apply_lock);
   return rc;
+}
+
+int podtable_set_burst(struct podtable *f, const char *uid, const char *disk,
+                       const uint64_t extra[IOQ_RES_COUNT], ioq_err *e) {
+  /* the caller holds apply_lock (podtable_writes_lock): the table changes
+   * only under it, so the copy taken here stays true across the write */
+  pthread_mutex_lock(&f->lock);
+  const struct applied_pod *ap = pt_find_locked(f, uid);
+  size_t d = 0;
+  bool found = false;
+  for (size_t i = 0; ap && !ap->init_unknown && i < ap->grant.n && !found; i++)
+    if (strcmp(ap->grant.disks[i].disk, disk) == 0 && ap->full[i].rbps + ap->full[i].riops) {
+      d = i;
+      found = true;
+    }
+  struct applied_pod copy;
+  if (found)
+    copy = *ap; /* its init_ids and files stay owned by the table; not used here */
+  pthread_mutex_unlock(&f->lock);
+  if (!found || memcmp(copy.burst[d], extra, sizeof copy.burst[d]) == 0)
+    return 0;
+  struct ioq_io_limits base = copy.has_split[d] ? copy.split[d] : copy.full[d];
+  struct ioq_cg cg;
+  struct ioq_disk_setting s = {.dev = copy.devs[d], .max = pt_with_burst(base, extra)};
+  struct ioq_apply_opts ao = {.sysfs_root = f->sysfs_root};
+  struct ioq_apply_report rep;
+  if (ioq_cg_open(copy.cgroup, copy.version, &cg, e) < 0 ||
+      ioq_cg_apply_disk(&cg, &s, &ao, &rep, e) < 0) {
+    ioq_err_prefix(e, "pod %s/%s disk %s: burst", copy.ns, copy.name, disk);
+    return -1;
+  }
+  pthread_mutex_lock(&f->lock);
+  struct applied_pod *w = pt_find_locked(f, uid);
+  if (w) {
+    memcpy(w->burst[d], extra, sizeof w->burst[d]);
+    pt_note_written_locked(w, disk, &rep);
+  }
+  pthread_mutex_unlock(&f->lock);
+  return 1;
 }

@@ -240,11 +240,13 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
     ug_failed(u, &e);
     return;
   }
+  enum ioq_ug_burst_mode burst = u->c->node_policy.ungranted_burst;
   for (size_t i = 0; i < u->n; i++) {
     struct ug_pod *pp = &u->pods[i];
     for (size_t d = 0; d < u->n_disks; d++) {
-      bool g = false;
+      bool g = false, may_burst = false;
       const struct ioq_disk_grant *dg = NULL;
+      const uint64_t *extra = NULL;
       for (size_t j = 0; j < nap && !g; j++) {
         if (strcmp(ap[j].uid, pp->cg.uid) != 0)
           continue;
@@ -253,6 +255,11 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
          * nothing: its grant is not known) */
         dg = ap[j].init_unknown ? NULL : ioq_grant_find(&ap[j].grant, u->disks[d].name);
         g = ap[j].init_unknown || dg;
+        if (dg) {
+          extra = ap[j].burst[dg - ap[j].grant.disks];
+          may_burst = burst == IOQ_UG_BURST_ALL ||
+                      (burst == IOQ_UG_BURST_ANNOTATED && ap[j].burst_asked);
+        }
       }
       /* the grant writer owns the line while there is a grant (it replaced
        * our bound), and cleared it when the grant went: start afresh */
@@ -262,6 +269,9 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
       }
       pp->s[d].granted = g;
       ug_grant_of(u, dg, pp->s[d].grant);
+      pp->s[d].may_burst = may_burst;
+      for (int r = 0; r < IOQ_RES_COUNT; r++)
+        pp->s[d].burst[r] = extra ? extra[r] : 0;
     }
     if (!pp->adopted)
       ug_adopt(u, pp);
@@ -275,6 +285,7 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
       ug_balance_disk(u, d);
     } else {
       memset(u->disks[d].lent, 0, sizeof u->disks[d].lent);
+      ug_end_bursts(u, d, "no pool on the disk to burst into");
       ug_lift_all(u, d, "no pod holds units of the disk");
       u->disks[d].bounded = 0;
     }
@@ -309,6 +320,9 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
     out[n].pods = u->disks[i].bounded;
     out[n].lent_bps = u->disks[i].active ? u->disks[i].lent[IOQ_RES_BANDWIDTH] : 0;
     out[n].lent_iops = u->disks[i].active ? u->disks[i].lent[IOQ_RES_IOPS] : 0;
+    out[n].burst_bps = u->disks[i].burst[IOQ_RES_BANDWIDTH];
+    out[n].burst_iops = u->disks[i].burst[IOQ_RES_IOPS];
+    out[n].bursting = u->disks[i].bursting;
   }
   t->max_bytes_before = u->max_bytes_before;
   t->reclaims = u->reclaims;
@@ -368,7 +382,9 @@ int ungranted_pod_view(struct ungranted *u, const char *uid, struct ungranted_po
       v->cap[r] = sl->bounded ? sl->cap[r] : 0;
       v->rate[r] = sl->rate[r];
       v->lends[r] = sl->granted && ud->active ? sl->lend[r].grant - sl->lend[r].keep : 0;
+      v->burst[r] = sl->granted ? sl->burst[r] : 0;
     }
+    v->may_burst = sl->granted && sl->may_burst;
   }
   pthread_mutex_unlock(&u->mu);
   return 0;

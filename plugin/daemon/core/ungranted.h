@@ -29,6 +29,8 @@ struct ungranted_disk_stat {
   uint64_t pool_bps, pool_iops; /* 0 while nothing is bounded on the disk; lent included */
   uint64_t lent_bps, lent_iops; /* the idle part of grants in the pool now */
   size_t pods;                  /* pods bounded now */
+  uint64_t burst_bps, burst_iops; /* granted pods' extra above their grants now (opt-in burst) */
+  size_t bursting;              /* granted pods bursting now */
 };
 struct ungranted_totals {
   uint64_t max_bytes_before;  /* most bytes a pod did before its bound */
@@ -59,6 +61,10 @@ struct ungranted_disk_view {
   uint64_t cap[IOQ_RES_COUNT];           /* 0 while not bounded */
   double rate[IOQ_RES_COUNT];            /* measured; < 0 = not measured yet */
   uint64_t lends[IOQ_RES_COUNT];         /* granted and active: lent of its grant now */
+  /* granted: the opt-in burst (nodePolicy.ungranted.burst) allowed, and
+   * the extra above its grant in place */
+  bool may_burst;
+  uint64_t burst[IOQ_RES_COUNT];
 };
 struct ungranted_pod_view {
   bool pod_seen;

@@ -12,7 +12,9 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "support/metrics.h"
+#include "grant/nodeanno.h"
 #include "plugin.h"
+#include "podtable.h"
 #include "ungranted_internal.h"
 
 /* ---- one pod's cgroup ---- */
@@ -192,63 +194,140 @@ void ug_lift_all(struct ungranted *u, size_t d, const char *why) {
     ioq_info("ungranted bounds removed disk=%s pods=%zu reason=\"%s\"", u->disks[d].name, lifted, why);
 }
 
+/* ---- the opt-in burst of granted pods ---- */
+
+/* Writes a granted slot's burst (extra above its grant per resource) through
+ * the pod table; logs its start and end. */
+static void write_burst(struct ungranted *u, struct ug_pod *pp, size_t d, const uint64_t extra[IOQ_RES_COUNT],
+                        const char *why) {
+  struct ug_slot *s = &pp->s[d];
+  ioq_err e;
+  int rc = podtable_set_burst(u->p->table, pp->cg.uid, u->disks[d].name, extra, &e);
+  if (rc < 0) {
+    if (ioq_is_dir(pp->cg.dir))
+      ug_failed(u, &e);
+    return;
+  }
+  bool was = s->burst[0] || s->burst[1], is = extra[0] || extra[1];
+  memcpy(s->burst, extra, sizeof s->burst);
+  if (!rc)
+    return;
+  metrics_inc(u->p->metrics, C_UG_WRITES);
+  if (is && !was)
+    ioq_info("granted pod bursting cgroup=%s disk=%s extra_bps=%llu extra_iops=%llu reason=\"%s\"",
+             pp->cg.dir, u->disks[d].name, (unsigned long long)extra[0], (unsigned long long)extra[1], why);
+  else if (!is && was)
+    ioq_info("granted pod burst ended cgroup=%s disk=%s reason=\"%s\"", pp->cg.dir, u->disks[d].name, why);
+  else
+    ioq_debug("granted pod burst written cgroup=%s disk=%s extra_bps=%llu extra_iops=%llu", pp->cg.dir,
+              u->disks[d].name, (unsigned long long)extra[0], (unsigned long long)extra[1]);
+}
+
+void ug_end_bursts(struct ungranted *u, size_t d, const char *why) {
+  static const uint64_t none[IOQ_RES_COUNT] = {0};
+  for (size_t i = 0; i < u->n; i++) {
+    struct ug_slot *s = &u->pods[i].s[d];
+    if (s->granted && (s->burst[0] || s->burst[1]))
+      write_burst(u, &u->pods[i], d, none, why);
+  }
+  memset(u->disks[d].burst, 0, sizeof u->disks[d].burst);
+  u->disks[d].bursting = 0;
+}
+
+/* whether a change of a cap or extra (0 = none) from cur to want is worth a
+ * write: on and off, or more than UG_HYSTERESIS of base + cur */
+static bool big_change(double cur, double want, double base) {
+  if ((cur == 0) != (want == 0))
+    return true;
+  double band = UG_HYSTERESIS * (base + cur);
+  return want > cur + band || want < cur - band;
+}
+
 void ug_balance_disk(struct ungranted *u, size_t d) {
   struct ug_disk *dk = &u->disks[d];
-  size_t n = 0;
-  for (size_t i = 0; i < u->n; i++)
-    if (!u->pods[i].s[d].granted)
+  size_t n = 0, nb = 0;
+  for (size_t i = 0; i < u->n; i++) {
+    const struct ug_slot *s = &u->pods[i].s[d];
+    if (!s->granted)
       n++;
+    else if (s->may_burst || s->burst[0] || s->burst[1]) /* may burst, or holds a burst to take back */
+      nb++;
+  }
   dk->bounded = 0;
-  if (!n)
+  if (!n && !nb) {
+    memset(dk->burst, 0, sizeof dk->burst);
+    dk->bursting = 0;
     return;
-  struct ug_pod **pp = malloc(n * sizeof *pp);
-  struct ioq_ug_demand *in = malloc(n * sizeof *in);
-  uint64_t *out[IOQ_RES_COUNT] = {calloc(n, sizeof(uint64_t)), calloc(n, sizeof(uint64_t))};
-  bool *todo = calloc(n, sizeof *todo);
-  if (!pp || !in || !out[0] || !out[1] || !todo) {
+  }
+  size_t nn = n ? n : 1, nnb = nb ? nb : 1;
+  struct ug_pod **pp = malloc(nn * sizeof *pp), **bp = malloc(nnb * sizeof *bp);
+  struct ioq_ug_demand *in = malloc(nn * sizeof *in);
+  struct ioq_ug_burster *bin = malloc(nnb * sizeof *bin);
+  uint64_t *out[IOQ_RES_COUNT] = {calloc(nn, sizeof(uint64_t)), calloc(nn, sizeof(uint64_t))};
+  uint64_t *bout[IOQ_RES_COUNT] = {calloc(nnb, sizeof(uint64_t)), calloc(nnb, sizeof(uint64_t))};
+  bool *todo = calloc(nn, sizeof *todo), *btodo = calloc(nnb, sizeof *btodo);
+  if (!pp || !bp || !in || !bin || !out[0] || !out[1] || !bout[0] || !bout[1] || !todo || !btodo) {
     ioq_err e;
     ioq_fail(&e, ENOMEM, "ungranted: out of memory splitting the pool of %s", dk->name);
     ug_failed(u, &e);
     goto done;
   }
-  n = 0;
-  for (size_t i = 0; i < u->n; i++)
-    if (!u->pods[i].s[d].granted)
+  n = nb = 0;
+  for (size_t i = 0; i < u->n; i++) {
+    const struct ug_slot *s = &u->pods[i].s[d];
+    if (!s->granted)
       pp[n++] = &u->pods[i];
+    else if (s->may_burst || s->burst[0] || s->burst[1])
+      bp[nb++] = &u->pods[i];
+  }
   static const uint64_t floors[IOQ_RES_COUNT] = {IOQ_UG_FLOOR_BPS, IOQ_UG_FLOOR_IOPS};
   for (int r = 0; r < IOQ_RES_COUNT; r++) {
     if (!dk->pool[r])
-      continue; /* not bounded in this resource: out stays 0 (max) */
+      continue; /* not bounded in this resource: out stays 0 (max), nothing bursts */
     for (size_t i = 0; i < n; i++) {
       const struct ug_slot *s = &pp[i]->s[d];
       in[i].cap = s->bounded ? s->cap[r] : 0;
       in[i].rate = s->bounded ? s->rate[r] : -1; /* unbounded: its rate says nothing of its demand */
     }
-    ioq_ug_split(dk->pool[r], floors[r], in, n, out[r]);
+    for (size_t j = 0; j < nb; j++) {
+      const struct ug_slot *s = &bp[j]->s[d];
+      /* one not allowed any more has only its burst to give back */
+      bin[j] = (struct ioq_ug_burster){s->may_burst ? s->grant[r] : 0, s->burst[r], s->rate[r]};
+    }
+    ioq_ug_split_burst(dk->pool[r], floors[r], in, n, bin, nb, out[r], bout[r]);
   }
   /* which to write: new bounds and big changes; small cuts too when the
-   * caps would not fit the pool without them */
+   * caps and bursts would not fit the pool without them */
   uint64_t sum[IOQ_RES_COUNT] = {0}, floor_sum[IOQ_RES_COUNT] = {0};
   for (size_t i = 0; i < n; i++) {
     const struct ug_slot *s = &pp[i]->s[d];
     bool big = !s->bounded;
-    for (int r = 0; r < IOQ_RES_COUNT; r++) {
-      double cur = (double)s->cap[r], want = (double)out[r][i];
-      if ((cur == 0) != (want == 0) || (cur > 0 && (want > cur * (1 + UG_HYSTERESIS) ||
-                                                    want < cur * (1 - UG_HYSTERESIS))))
-        big = true;
-    }
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      big |= big_change((double)s->cap[r], (double)out[r][i], 0);
     todo[i] = big;
     for (int r = 0; r < IOQ_RES_COUNT; r++) {
       sum[r] += big ? out[r][i] : s->cap[r];
       floor_sum[r] += floors[r];
     }
   }
+  for (size_t j = 0; j < nb; j++) {
+    const struct ug_slot *s = &bp[j]->s[d];
+    bool big = false;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      big |= big_change((double)s->burst[r], (double)bout[r][j], (double)s->grant[r]);
+    btodo[j] = big;
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      sum[r] += big ? bout[r][j] : s->burst[r];
+  }
   for (int r = 0; r < IOQ_RES_COUNT; r++)
-    if (dk->pool[r] && sum[r] > dk->pool[r] && sum[r] > floor_sum[r])
+    if (dk->pool[r] && sum[r] > dk->pool[r] && sum[r] > floor_sum[r]) {
       for (size_t i = 0; i < n; i++)
         if (out[r][i] < pp[i]->s[d].cap[r])
           todo[i] = true;
+      for (size_t j = 0; j < nb; j++)
+        if (bout[r][j] < bp[j]->s[d].burst[r])
+          btodo[j] = true;
+    }
   /* the caps that stay: rewritten only if someone changed them (the writer
    * reads first and writes nothing when they are in place) */
   for (size_t i = 0; i < n; i++) {
@@ -259,6 +338,21 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
     bool changed = false;
     if (write_caps(u, pp[i], d, keep, &changed) && changed)
       ioq_warn("ungranted bound drift corrected cgroup=%s disk=%s", pp[i]->cg.dir, dk->name);
+  }
+  /* bursts cut before anything else: the extra above a grant is the last
+   * in line, and a smaller pool (a lender woke) starts with it */
+  for (size_t j = 0; j < nb; j++) {
+    const struct ug_slot *s = &bp[j]->s[d];
+    if (!btodo[j])
+      continue;
+    uint64_t lo[IOQ_RES_COUNT];
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      lo[r] = bout[r][j] < s->burst[r] ? bout[r][j] : s->burst[r];
+    if (memcmp(lo, s->burst, sizeof lo) != 0)
+      write_burst(u, bp[j], d, lo,
+                  s->may_burst ? "pods without a grant or the lenders use the idle capacity"
+                               : "bursting is not allowed for the pod any more (nodePolicy.ungranted.burst, "
+                                 "annotation " IOQ_POD_BURST_ANNOTATION ")");
   }
   /* cuts before new bounds before raises, so that from the moment every
    * pod is bounded the caps together never exceed the pool: first every
@@ -289,13 +383,33 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
     if (todo[i] && s->bounded && memcmp(cap, s->cap, sizeof cap) != 0)
       write_caps(u, pp[i], d, cap, NULL);
   }
+  /* bursts raised last, into what the others left */
+  for (size_t j = 0; j < nb; j++) {
+    const struct ug_slot *s = &bp[j]->s[d];
+    uint64_t extra[IOQ_RES_COUNT] = {bout[0][j], bout[1][j]};
+    if (btodo[j] && memcmp(extra, s->burst, sizeof extra) != 0)
+      write_burst(u, bp[j], d, extra, "it uses its grant and the pool has idle capacity");
+  }
   for (size_t i = 0; i < n; i++)
     if (pp[i]->s[d].bounded)
       dk->bounded++;
+  memset(dk->burst, 0, sizeof dk->burst);
+  dk->bursting = 0;
+  for (size_t j = 0; j < nb; j++) {
+    const struct ug_slot *s = &bp[j]->s[d];
+    for (int r = 0; r < IOQ_RES_COUNT; r++)
+      dk->burst[r] += s->burst[r];
+    dk->bursting += s->burst[0] || s->burst[1];
+  }
 done:
   free(pp);
+  free(bp);
   free(in);
+  free(bin);
   free(out[0]);
   free(out[1]);
+  free(bout[0]);
+  free(bout[1]);
   free(todo);
+  free(btodo);
 }

@@ -46,6 +46,12 @@ struct ug_slot { /* one pod on one disk */
   struct ioq_iostat lend_base;
   double lend_t;
   bool have_lend_base;
+  /* a granted slot's opt-in burst (nodePolicy.ungranted.burst): allowed
+   * now (policy, and the pod's annotation in "annotated" mode), and the
+   * extra above its grant in place per resource (the pod table's, read at
+   * every pass; podtable_set_burst writes it) */
+  bool may_burst;
+  uint64_t burst[IOQ_RES_COUNT];
 };
 
 struct ug_pod {
@@ -76,7 +82,8 @@ struct ug_disk {
   uint64_t pool[IOQ_RES_COUNT];      /* split now: base_pool + lent */
   uint64_t base_pool[IOQ_RES_COUNT]; /* ioq_ug_pool's */
   uint64_t lent[IOQ_RES_COUNT];      /* the idle part of grants added to it */
-  size_t bounded;
+  uint64_t burst[IOQ_RES_COUNT];     /* the extra of granted pods bursting now, summed */
+  size_t bounded, bursting;
 };
 
 struct ungranted {
@@ -141,9 +148,12 @@ void ug_grant_of(struct ungranted *u, const struct ioq_disk_grant *dg,
 void ug_adopt(struct ungranted *u, struct ug_pod *pp);
 /* Lifts every bound of ours on disk d (its last grant went: why). */
 void ug_lift_all(struct ungranted *u, size_t d, const char *why);
-/* Re-splits disk d's pool among the pods without a grant there and writes
- * the caps: cuts first, then new bounds, then raises. */
+/* Re-splits disk d's pool among the pods without a grant there and the
+ * granted pods that may burst, and writes the caps: bursts cut first, then
+ * cuts, then new bounds, then raises, bursts raised last. */
 void ug_balance_disk(struct ungranted *u, size_t d);
+/* Takes every burst on disk d back (bounds no longer apply there: why). */
+void ug_end_bursts(struct ungranted *u, size_t d, const char *why);
 
 /* ungranted_lend.c */
 /* At a pass, before ug_lend_pass: for each pod with a grant, whether it

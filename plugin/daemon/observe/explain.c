@@ -398,7 +398,8 @@ static json_object *explain_monitor_json(struct plugin *p, const char *uid) {
   return o;
 }
 
-static json_object *node_policy_section(struct plugin *p, const char *uid) {
+static json_object *node_policy_section(struct plugin *p, const struct pod_info *pi) {
+  const char *uid = pi->uid;
   const struct ioq_config *c = plugin_cfg(p); /* the node pool's in force: one for the section */
   json_object *o = json_object_new_object();
   json_object *w = json_object_new_object();
@@ -420,6 +421,10 @@ static json_object *node_policy_section(struct plugin *p, const char *uid) {
   put_u64(ug, "intervalMs", c->node_policy.ungranted_interval_ms);
   put_bool(ug, "lend", c->node_policy.ungranted_lend);
   put_u64(ug, "lendSampleMs", c->node_policy.ungranted_lend_sample_ms);
+  /* the opt-in burst: the policy, and what the pod's annotation says
+   * ("invalid": neither true nor false, so it does not count) */
+  put_str(ug, "burst", ioq_ug_burst_mode_name(c->node_policy.ungranted_burst));
+  put_str(ug, "burstAnnotation", pi->need.burst_invalid ? "invalid" : pi->need.burst ? "true" : "");
   if (p->ug) {
     json_object *pod = explain_ungranted_pod(p->ug, uid);
     if (pod)
@@ -522,7 +527,7 @@ unsigned explain_handle(struct plugin *p, const char *pod, const char *uid, char
   json_object *ev = events_recent_json(p->events, pi->ns, pi->name, EXPLAIN_EVENTS_MAX);
   if (ev)
     add(doc, "events", ev);
-  add(doc, "nodePolicy", node_policy_section(p, pi->uid));
+  add(doc, "nodePolicy", node_policy_section(p, pi));
   int rc = render(doc, body);
   if (rc == -2)
     status = explain_error_body(500, body, "explanation of %s larger than %d bytes", what, EXPLAIN_BODY_MAX);

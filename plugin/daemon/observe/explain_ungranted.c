@@ -70,6 +70,11 @@ json_object *explain_ungranted_pod(struct ungranted *u, const char *uid) {
         json_object_object_add(j, "lendsBytesPerSec", jint(dv->lends[IOQ_RES_BANDWIDTH]));
         json_object_object_add(j, "lendsIops", jint(dv->lends[IOQ_RES_IOPS]));
       }
+      if (dv->granted) { /* the opt-in burst: allowed, and the extra above its grant now */
+        json_object_object_add(j, "mayBurst", json_object_new_boolean(dv->may_burst));
+        json_object_object_add(j, "burstBytesPerSec", jint(dv->burst[IOQ_RES_BANDWIDTH]));
+        json_object_object_add(j, "burstIops", jint(dv->burst[IOQ_RES_IOPS]));
+      }
     }
     json_object_array_add(disks, j);
   }

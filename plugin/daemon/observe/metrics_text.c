@@ -292,6 +292,10 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
       {"ioqos_ungranted_lent_bytes_per_second",
        "Bandwidth of grants their pods do not use, lent to the pods without a grant on a disk now (part of the pool)."},
       {"ioqos_ungranted_lent_iops", "IOPS of grants lent to the pods without a grant on a disk now (part of the pool)."},
+      {"ioqos_ungranted_burst_bytes_per_second",
+       "Bandwidth granted pods may use above their grants on a disk now (opt-in burst, out of the pool)."},
+      {"ioqos_ungranted_burst_iops", "IOPS granted pods may use above their grants on a disk now (opt-in burst, out of the pool)."},
+      {"ioqos_ungranted_bursting_pods", "Granted pods bursting above their grant on a disk now (opt-in burst)."},
   };
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
     metrics_head(f, g[k].name, "gauge", g[k].help);
@@ -302,8 +306,8 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
           cls = cd[c].disk.class_name;
       if (!cls) /* the disk left the catalog between the two snapshots */
         continue;
-      const uint64_t vals[] = {st[i].pool_bps, st[i].pool_iops, st[i].pods, st[i].lent_bps,
-                               st[i].lent_iops};
+      const uint64_t vals[] = {st[i].pool_bps,  st[i].pool_iops,  st[i].pods,    st[i].lent_bps,
+                               st[i].lent_iops, st[i].burst_bps, st[i].burst_iops, st[i].bursting};
       uint64_t v = vals[k];
       open_s(f, g[k].name, p);
       lbl(f, "disk", st[i].disk);
