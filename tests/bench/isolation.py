@@ -38,9 +38,15 @@ backup workload) it runs rounds of stages in rotated order:
                 + unheld units, + what the idle grants lend: nodePolicy.ungranted.lend)
   wake-up       the pod of ioqos+1u starts while db and backup are granted but idle and
                 writes until the plugin lends it their grants (ioqos_ungranted_lent_* > 0;
-                its rate then is the idle-grants figure); then backup and db start: the
-                plugin's "ungranted pool cut ... reclaim_ms=N" lines say how fast the lent
-                part came back, and the db's window is measured as in ioqos+1u
+                its rate then is the idle-grants figure); then the backup starts, and 2 s
+                after its first write the db: the plugin's "ungranted pool cut ...
+                reclaim_ms=N" lines say how fast the lent part came back, the db's start
+                is timed (wake_transient), and its window is measured as in ioqos+1u
+  ioqos+burst   ioqos with the backup annotated ioqos.io/burst "true" (the plugin's
+                nodePolicy.ungranted.burst annotated): it starts first, with the db
+                granted but idle, and bursts above its grant into what the db lends
+                and the pool; then the db starts and the plugin takes the burst back
+                (the db's start timed as in wake-up)
   control+1u, control+4u  (optional) the control stage plus the pods of
                 ioqos+1u / ioqos+4u, each held at pool/N by `ioqosctl apply`:
                 the harness ceiling with those writers' CPU cost under TCG
@@ -92,11 +98,17 @@ DB_WORKLOADS = {
 }
 BACKUP_MODES = ("direct", "buffered")
 ALL_STAGES = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-              "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "control+1u", "control+4u", "ioqos+host")
+              "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+burst", "control+1u", "control+4u",
+              "ioqos+host")
 CONTROL_STAGES = ("control", "control+1u", "control+4u")
 BACKUP_JOBS = 4
 # stages whose db and backup are granted through the plugin
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+host")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+burst",
+                  "ioqos+host")
+# the opt-in burst (nodePolicy.ungranted.burst annotated): the backup annotated
+# ioqos.io/burst "true" starts first with the db granted but idle, and bursts
+# into its lent grant and the pool; then the db starts and takes it back
+BURST_STAGE = "ioqos+burst"
 # the stage built to break the grants: the ioqos stage plus a direct writer in
 # a cgroup outside kubepods (a host process: no pod, so no bound of the
 # plugin's node policy holds it); the grant monitor must say so
@@ -294,6 +306,9 @@ LEND_HEADROOM_SEEN = 1.6
 
 WAKE_SAMPLE_S = 0.05  # io.stat sampling of the wake-up stage: the db's transient
 WAKE_WINDOW_S = 0.2   # the db's rate is judged over this sliding window
+# stages whose db start is timed (wake_transient): wake-up, and ioqos+1u, the
+# same pods with nothing lent, as its reference
+WAKE_STAGES = ("wake-up", "ioqos+1u", BURST_STAGE)
 
 
 def wake_transient(samp, key, t_end, level=0.9):
@@ -570,6 +585,10 @@ class Cluster:
             # the page cache bound of pods without a grant (memory.high)
             ug = extra.setdefault("nodePolicy", {}).setdefault("ungranted", {})
             ug["pageCacheBytes"] = args.page_cache_bytes
+        if BURST_STAGE in args.stage_list and args.ungranted != "off":
+            # only the burst stage annotates a pod: the other stages are as before
+            ug = extra.setdefault("nodePolicy", {}).setdefault("ungranted", {})
+            ug["burst"] = "annotated"
         if args.ungranted_pool:
             # a fixed pool for the pods without a grant (devices[].ungrantedPool)
             extra["devices"] = [{"select": disk.dev,
@@ -616,13 +635,13 @@ class Cluster:
     def allocatable(self, res):
         return len(self.units[res])
 
-    def admit(self, pod, bw, iops):
+    def admit(self, pod, bw, iops, annotations=None):
         """Admission as kubelet does it, up to (not including) the pod cgroup:
         the pod object, then per resource GetPreferredAllocation + Allocate,
         then the pod resources entry. Returns ({res: ids}, allocate envs)."""
         h, k = self.h, self.kubelet
         self.api.put_pod(h.pod_object(pod.name, pod.uid, bw=bw, iops=iops, ns=NS,
-                                      qos="Burstable"))
+                                      qos="Burstable", annotations=annotations))
         ids, envs = {}, {}
         for res, n in ((h.BW, bw), (h.IOPS, iops)):
             if not n:
@@ -882,21 +901,61 @@ UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_p
                      "ioqos_ungranted_lent_bytes_per_second", "ioqos_ungranted_lent_iops",
                      "ioqos_ungranted_reclaims_total")
 LENT = "ioqos_ungranted_lent_bytes_per_second"
+BURST = "ioqos_ungranted_burst_bytes_per_second"
+
+
+def burst_phase(cl, backup, disk, grant, wait_s=30.0, measure_s=3.0):
+    """The burst stage before the db starts: waits until the plugin lets the
+    backup burst (its burst gauge > 0), then measures what the backup writes
+    (io.stat slope over measure_s) and its io.max."""
+    out = {"grant_bytes": grant}
+    out["burst_bytes"], out["burst_after_s"] = wait_gauge(cl, BURST, wait_s)
+    if not out["burst_bytes"]:
+        log("warning: %s: the backup did not burst within %.0f s" % (BURST_STAGE, wait_s))
+        return out
+    time.sleep(1.0)  # the burst written at the pass
+    x = iostat(backup.dir, disk.devno)
+    t1 = time.monotonic()
+    time.sleep(measure_s)
+    y = iostat(backup.dir, disk.devno)
+    out["backup_bytes_per_s"] = (y[1] - x[1]) / (time.monotonic() - t1)
+    out["burst_bytes"] = cl.metrics((BURST,)).get(BURST) or 0
+    out["iomax"] = iomax_line(backup.dir, disk.devno)
+    return out
+
+
+def head_start(pod, disk, wait_s=60.0, settle_s=2.0):
+    """Waits until `pod` writes (io.stat), then settle_s more: seconds from
+    the call to its first write, or None if it wrote nothing within wait_s."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s:
+        if iostat(pod.dir, disk.devno)[1] > 0:
+            first = time.monotonic() - t0
+            time.sleep(settle_s)
+            return first
+        time.sleep(0.05)
+    log("warning: %s wrote nothing within %.0f s" % (pod.name, wait_s))
+    return None
+
+
+def wait_gauge(cl, name, wait_s):
+    """Waits up to wait_s for the plugin's gauge `name` (our disk) to be > 0:
+    (its value, seconds waited), or (0, None)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s:
+        v = cl.metrics((name,)).get(name) or 0
+        if v > 0:
+            return v, time.monotonic() - t0
+        time.sleep(0.2)
+    return 0, None
 
 
 def lending_phase(cl, nbs, disk, wait_s=30.0, measure_s=3.0):
     """The wake-up stage before the granted pods start: waits until the plugin
     lends the idle grants (its lent gauge > 0), then measures what the pods
     without a grant write with the lent part (io.stat slope over measure_s)."""
-    out = {"lent_bytes": 0, "lent_after_s": None}
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < wait_s:
-        v = cl.metrics((LENT,)).get(LENT) or 0
-        if v > 0:
-            out["lent_bytes"] = v
-            out["lent_after_s"] = time.monotonic() - t0
-            break
-        time.sleep(0.2)
+    out = {}
+    out["lent_bytes"], out["lent_after_s"] = wait_gauge(cl, LENT, wait_s)
     if not out["lent_bytes"]:
         log("warning: wake-up: nothing lent within %.0f s" % wait_s)
         return out
@@ -1065,7 +1124,9 @@ class Scenario:
                 t_adm = time.monotonic()
                 ids = {}
                 ids[db.name], env_db = cl.admit(db, g["db_bw_units"], g["db_iops_units"])
-                ids[backup.name], env_bk = cl.admit(backup, g["backup_bw_units"], 0)
+                ids[backup.name], env_bk = cl.admit(
+                    backup, g["backup_bw_units"], 0,
+                    annotations={"ioqos.io/burst": "true"} if stage == BURST_STAGE else None)
                 res["allocate_env"] = {"db": env_db, "backup": env_bk}
                 for p in pods:  # kubelet: pod cgroup (EnsureExists) before the containers
                     p.create()
@@ -1151,8 +1212,10 @@ class Scenario:
             cgs = {p.name: p.dir for p in pods + nbs}
             if host:
                 cgs["host"] = mkcg(HOST_CG)
+            # the db's start is timed the same way in ioqos+1u (nothing lent): the
+            # wake-up's reference, which holds what fio's start-up and the disk add
             samp = Sampler(cgs, disk.devno, caps=[nb.name for nb in nbs],
-                           interval=WAKE_SAMPLE_S if stage == "wake-up" else 0.2)
+                           interval=WAKE_SAMPLE_S if stage in WAKE_STAGES else 0.2)
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
             t_start = time.monotonic()
@@ -1164,6 +1227,14 @@ class Scenario:
                 procs.append(spawn_in(cgs["host"], fio_writers(
                     disk, "direct", range(BACKUP_JOBS), a.ramp + runtime + 60, "/dev/null", name="host",
                     target=lambda k: disk.neighbour_file(0, k)), open(os.path.join(self.tmp, "host.log"), "w")))
+            if stage == "wake-up":
+                # the db wakes alone: the backup first takes its own lent part back
+                # (and fio's start-up under TCG, seconds of CPU, is over before the
+                # db's clock starts: started together, the two made the db's start
+                # look 0.8 s long with nothing lent at all, in ioqos+1u)
+                res["backup_head_start_s"] = head_start(backup, disk)
+            if stage == BURST_STAGE:
+                res["burst"] = burst_phase(cl, backup, disk, g["backup_bw_units"] * BW_UNIT)
             if idle:
                 time.sleep(a.ramp + a.runtime)
                 rc = 0
@@ -1184,6 +1255,9 @@ class Scenario:
                             [round(time.monotonic() - t_start, 1)] + [cl.daemon.metric(n, disk=disk.name) for n in (
                                 "ioqos_disk_io_bytes_per_second", "ioqos_disk_granted_io_bytes_per_second",
                                 "ioqos_disk_busy_ratio", "ioqos_disk_inflight_requests")])
+                        if stage == BURST_STAGE:
+                            res.setdefault("burst_seen", []).append(
+                                [round(time.monotonic() - t_start, 1), cl.daemon.metric(BURST, disk=disk.name)])
                         if stage == "wake-up":
                             # what is lent while the db runs, held against the
                             # lending rule after the stage (lent_beyond_rule)
@@ -1209,10 +1283,11 @@ class Scenario:
                                   "verdict_seconds": {v: x - vs0[v] for v, x in cl.verdict_seconds().items()}}
             if nbs:  # while they still write
                 res["metrics"] = cl.metrics(UNGRANTED_METRICS)
+            if stage in WAKE_STAGES and not idle:
+                res["wake_transient"] = wake_transient(samp, "db", t_end)
             if stage == "wake-up":
                 res["lent_beyond_rule"] = lent_beyond_rule(samp, lent_seen, [
                     ("db", g["db_bw_units"] * BW_UNIT), ("backup", g["backup_bw_units"] * BW_UNIT)], t_start)
-                res["wake_transient"] = wake_transient(samp, "db", t_end)
                 # what the plugin says of taking the lent part back
                 res["reclaim_ms"] = [float(m) for m in re.findall(
                     r'ungranted pool cut"? disk=%s .*?reclaim_ms=(\d+)' % re.escape(disk.name),

@@ -41,9 +41,11 @@ import time
 
 MIB = 1024 * 1024
 STAGE_ORDER = ("solo", "contended", "weight", "weight-plain", "ioqos", "ioqos+pace", "control",
-               "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "control+1u", "control+4u", "ioqos+host")
+               "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+burst", "control+1u", "control+4u",
+               "ioqos+host")
 NB_CONTROL = {"ioqos+1u": "control+1u", "ioqos+4u": "control+4u", "wake-up": "control+1u"}
-GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+host")
+GRANTED_STAGES = ("ioqos", "ioqos+pace", "ioqos+1u", "ioqos+4u", "neighbours", "wake-up", "ioqos+burst",
+                  "ioqos+host")
 NEIGHBOUR_STAGES = ("ioqos+1u", "ioqos+4u", "neighbours", "wake-up")
 TARGET_CEILING = 0.95
 TARGET_CEILING_UNGRANTED = 0.9
@@ -162,6 +164,38 @@ def pct_nearest(xs, q):
     return ys[min(len(ys) - 1, max(0, math.ceil(q * len(ys)) - 1))]
 
 
+def summarize_db_start(rs):
+    """The db's start in a stage timed by isolation.wake_transient (wake-up,
+    and ioqos+1u as its reference): from its first I/O until a 0.2 s window
+    runs at >= 0.9 of its steady rate in the stage; one per round."""
+    wt = [r.get("wake_transient") or {} for r in rs]
+    wake = [w["to_level_ms"] for w in wt if w.get("to_level_ms") is not None]
+    return {
+        "wake_ms": wake,
+        "wake_ms_median": med(wake),
+        "wake_ms_p90": pct_nearest(wake, 0.9),
+        "wake_unsettled": sum(1 for w in wt if w and w.get("to_level_ms") is None),
+    }
+
+
+def summarize_burst(rs, meta):
+    """The ioqos+burst stage before the db starts: what the backup (annotated
+    ioqos.io/burst) wrote with the db granted but idle, against its grant and
+    the disk, and the plugin's burst gauge then."""
+    cap = meta.get("capacity_bw_bytes")
+    b = [r.get("burst") or {} for r in rs]
+    before = [x["backup_bytes_per_s"] / x["grant_bytes"] for x in b
+              if x.get("backup_bytes_per_s") is not None and x.get("grant_bytes")]
+    return {
+        "burst_bytes": med([x.get("burst_bytes") for x in b]),
+        "burst_after_s": med([x.get("burst_after_s") for x in b]),
+        "burst_never": sum(1 for x in b if not x.get("burst_bytes")),
+        "backup_alone_vs_grant": med(before),
+        "backup_alone_vs_disk": med([x["backup_bytes_per_s"] / cap for x in b
+                                     if x.get("backup_bytes_per_s") is not None]) if cap else None,
+    }
+
+
 def summarize_wake_up(rs, meta):
     """The wake-up stage: what the pod without a grant wrote while the idle
     grants were lent to it (against the disk), how long the plugin took to
@@ -173,15 +207,8 @@ def summarize_wake_up(rs, meta):
     lend = [r.get("lending", {}) for r in rs]
     idle = [l.get("nb_bytes_per_s") for l in lend if l.get("nb_bytes_per_s") is not None]
     rec = [x for r in rs for x in r.get("reclaim_ms", [])]
-    # the db's transient: from its first I/O until a 0.2 s window runs at >= 0.9 of
-    # its steady rate in the stage (isolation.wake_transient); one wake-up per round
-    wt = [r.get("wake_transient") or {} for r in rs]
-    wake = [w["to_level_ms"] for w in wt if w.get("to_level_ms") is not None]
     return {
-        "wake_ms": wake,
-        "wake_ms_median": med(wake),
-        "wake_ms_p90": pct_nearest(wake, 0.9),
-        "wake_unsettled": sum(1 for w in wt if w and w.get("to_level_ms") is None),
+        **summarize_db_start(rs),
         "lent_bytes": med([l.get("lent_bytes") for l in lend]),
         "lent_after_s": med([l.get("lent_after_s") for l in lend]),
         "idle_grants_nb_bytes": med(idle),
@@ -226,6 +253,11 @@ def summarize_case(case, meta=None):
             st[s].update(summarize_neighbours(rs, case, meta or {}))
         if s == "wake-up":
             st[s].update(summarize_wake_up(rs, meta or {}))
+        if s == "ioqos+burst":
+            st[s].update(summarize_burst(rs, meta or {}))
+            st[s].update(summarize_db_start(rs))
+        elif any(r.get("wake_transient") for r in rs):  # ioqos+1u: the wake-up's reference
+            st[s].update(summarize_db_start(rs))
         mons = [r["monitor"] for r in rs if "monitor" in r]
         if mons:  # the grant monitor's Events during the stage (the most of any round)
             notmet = [[e for e in m["events"] if e["reason"] == "IoqosGrantNotMet"] for m in mons]
@@ -403,6 +435,15 @@ def nb_short(key):
                       "buf" if mode == "buffered" else "dir")
 
 
+def start_ms(w):
+    """A stage's db start (summarize_db_start): "median / p90 (n, k never)"."""
+    if not w or not (w.get("wake_ms") or w.get("wake_unsettled")):
+        return "–"
+    return "%s / %s (%d%s)" % (
+        fmt_r(w.get("wake_ms_median"), 0), fmt_r(w.get("wake_ms_p90"), 0), len(w.get("wake_ms") or []),
+        ", %d never" % w["wake_unsettled"] if w.get("wake_unsettled") else "")
+
+
 def markdown_lending(summary):
     """The wake-up stage: what the idle grants gave the pod without a grant,
     and how fast the plugin took them back (docs/ungranted.md, "Lending")."""
@@ -415,22 +456,53 @@ def markdown_lending(summary):
          "takes the lent part back (reclaim: from the lender's last quiet sample to the cuts in place, the "
          "plugin's `reclaim_ms`); the db's IOPS over its window against ioqos+1u (the same pod, nothing lent); "
          "the db's wake-up: from its first I/O until a 0.2 s window first runs at ≥ 0.9 of its steady rate "
-         "in the stage (io.stat every 50 ms; one wake-up per round; target median ≤ 250 ms, p90 ≤ 500 ms).",
+         "in the stage (io.stat every 50 ms; one wake-up per round; target median ≤ 250 ms, p90 ≤ 500 ms); "
+         "beside it the same figure for the db's start in ioqos+1u (the same pods, nothing lent): what fio's "
+         "start-up and the disk take without any lending.",
          "", "| device | db | backup | lent MiB/s | pod without a grant, grants idle | of the disk | "
          "reclaims | reclaim ms median / max | lent beyond the rule | db wake-up ms median / p90 (n) "
-         "| db IOPS wake-up | ioqos+1u |",
-         "|---|---|---|---:|---:|---:|---:|---|---:|---|---:|---:|"]
+         "| db start ms in ioqos+1u | db IOPS wake-up | ioqos+1u |",
+         "|---|---|---|---:|---:|---:|---:|---|---:|---|---|---:|---:|"]
     for c in rows:
         w, st = c["stages"]["wake-up"], c["stages"]
-        wm = "%s / %s (%d%s)" % (
-            fmt_r(w.get("wake_ms_median"), 0), fmt_r(w.get("wake_ms_p90"), 0), len(w.get("wake_ms") or []),
-            ", %d never" % w["wake_unsettled"] if w.get("wake_unsettled") else "")
-        L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s | %s |" % (
+        wm = start_ms(w)
+        L.append("| %s | %s | %s | %s | %s | %s | %d | %s / %s | %s | %s | %s | %s | %s |" % (
             c["device"], c["db"], c["backup"], fmt_mib(w.get("lent_bytes")), fmt_mib(w.get("idle_grants_nb_bytes")),
             fmt_r(w.get("idle_grants_nb_vs_disk")), len(w.get("reclaim_ms") or []),
             fmt_r(w.get("reclaim_ms_median"), 0), fmt_r(w.get("reclaim_ms_max"), 0),
-            fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), wm, fmt_iops(w.get("db_iops")),
+            fmt_mib(max(0.0, (w.get("lent_beyond_rule") or {}).get("bytes", 0.0))), wm,
+            start_ms(st.get("ioqos+1u")), fmt_iops(w.get("db_iops")),
             fmt_iops(st.get("ioqos+1u", {}).get("db_iops"))))
+    return L
+
+
+def markdown_burst(summary):
+    """The ioqos+burst stage (docs/ungranted.md, "Burst"): the backup above its
+    grant while the db is idle, and both once the db runs."""
+    rows = [c for c in summary["cases"] if "ioqos+burst" in c["stages"]]
+    if not rows:
+        return []
+    L = ["", "## Burst above a grant (stage ioqos+burst)", "",
+         "The backup annotated `ioqos.io/burst: \"true\"` (plugin `nodePolicy.ungranted.burst: annotated`) starts "
+         "with the db granted but idle: what it writes then, against its grant and the disk, and the burst the "
+         "plugin gave it (its gauge); then the db starts and the burst is taken back: the db's start (as in "
+         "wake-up), its IOPS and the backup against its grant over the db's window, beside the ioqos stage "
+         "(no burst).",
+         "", "| device | db | backup | backup alone × grant | of the disk | burst MiB/s | db start ms median / p90 (n) "
+         "| db IOPS burst | ioqos | backup × grant burst | ioqos |",
+         "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+    for c in rows:
+        b, st = c["stages"]["ioqos+burst"], c["stages"]
+
+        def bk(x):
+            v, g = (x or {}).get("backup_bw_bytes"), c["grants"]["backup_bw_units"] * MIB
+            return fmt_r(v / g) if v is not None and g else "–"
+        start = start_ms(b)
+        L.append("| %s | %s | %s | %s | %s | %s%s | %s | %s | %s | %s | %s |" % (
+            c["device"], c["db"], c["backup"], fmt_r(b.get("backup_alone_vs_grant")),
+            fmt_r(b.get("backup_alone_vs_disk")), fmt_mib(b.get("burst_bytes")),
+            " (%d never)" % b["burst_never"] if b.get("burst_never") else "", start,
+            fmt_iops(b.get("db_iops")), fmt_iops(st.get("ioqos", {}).get("db_iops")), bk(b), bk(st.get("ioqos"))))
     return L
 
 
@@ -725,6 +797,7 @@ def markdown(summary):
     if any(s in c["stages"] for c in summary["cases"] for s in NEIGHBOUR_STAGES):
         L += markdown_ungranted(summary)
     L += markdown_lending(summary)
+    L += markdown_burst(summary)
     L += markdown_dirty(summary)
     if summary["accuracy"]:
         L.append("")

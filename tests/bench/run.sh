@@ -20,7 +20,7 @@
 #
 #   (default)  the full run: three device kinds, every db workload with a direct backup,
 #              two with a buffered one and a wal db (fdatasync per commit) with both (virtio),
-#              12 stages, 3 rounds, accuracy and
+#              13 stages, 3 rounds, accuracy and
 #              overhead; nullb-closed (the db closed-loop on the token-bucket disk,
 #              granted its need + 30 %) with the 6 stages without ungranted pods and no
 #              accuracy/overhead (same disk as nullb) (about 1.5 h on 2 cores)
@@ -45,7 +45,7 @@ devices=nullb,nullb-closed,virtio
 rounds=3
 runtime=8
 ramp=2
-stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,wake-up,control+1u,control+4u
+stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,wake-up,ioqos+burst,control+1u,control+4u
 stages_nullb_closed=solo,contended,weight,weight-plain,ioqos,ioqos+pace,control
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
