@@ -59,10 +59,6 @@ static void note_changes(struct podtable_result *res, const char *disk, struct i
   }
 }
 
-/* Writes one disk's grant into the cgroup (its limits: the read/write split
- * when `split` is a valid one of the grant, else the full-grant split).
- * Stacked devices (dm, md) get the limit on the device itself and the
- * weights on their leaf disks, where the proportional schedulers work. */
 static uint64_t plus(uint64_t v, uint64_t x) {
   if (!v)
     return 0; /* no limit: nothing to add to */
@@ -91,6 +87,10 @@ void pt_note_written_locked(struct applied_pod *w, const char *disk, const struc
       }
 }
 
+/* Writes one disk's grant into the cgroup (its limits: the read/write split
+ * when `split` is a valid one of the grant, else the full-grant split).
+ * Stacked devices (dm, md) get the limit on the device itself and the
+ * weights on their leaf disks, where the proportional schedulers work. */
 int pt_apply_disk(struct podtable *f, const struct ioq_cg *cg, const struct ioq_disk_grant *dg,
                   const struct cat_disk *cd, const struct ioq_io_limits *split,
                   const uint64_t *burst, struct ioq_io_limits *full, struct podtable_result *res,

@@ -320,9 +320,16 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
     out[n].pods = u->disks[i].bounded;
     out[n].lent_bps = u->disks[i].active ? u->disks[i].lent[IOQ_RES_BANDWIDTH] : 0;
     out[n].lent_iops = u->disks[i].active ? u->disks[i].lent[IOQ_RES_IOPS] : 0;
-    out[n].burst_bps = u->disks[i].burst[IOQ_RES_BANDWIDTH];
-    out[n].burst_iops = u->disks[i].burst[IOQ_RES_IOPS];
-    out[n].bursting = u->disks[i].bursting;
+    /* the bursts in place: the granted slots' own (kept by every write) */
+    out[n].burst_bps = out[n].burst_iops = out[n].bursting = 0;
+    for (size_t k = 0; k < u->n; k++) {
+      const struct ug_slot *s = &u->pods[k].s[i];
+      if (!s->granted)
+        continue;
+      out[n].burst_bps += s->burst[IOQ_RES_BANDWIDTH];
+      out[n].burst_iops += s->burst[IOQ_RES_IOPS];
+      out[n].bursting += s->burst[IOQ_RES_BANDWIDTH] || s->burst[IOQ_RES_IOPS];
+    }
   }
   t->max_bytes_before = u->max_bytes_before;
   t->reclaims = u->reclaims;

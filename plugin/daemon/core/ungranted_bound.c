@@ -230,8 +230,6 @@ void ug_end_bursts(struct ungranted *u, size_t d, const char *why) {
     if (s->granted && (s->burst[0] || s->burst[1]))
       write_burst(u, &u->pods[i], d, none, why);
   }
-  memset(u->disks[d].burst, 0, sizeof u->disks[d].burst);
-  u->disks[d].bursting = 0;
 }
 
 /* whether a change of a cap or extra (0 = none) from cur to want is worth a
@@ -254,11 +252,8 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
       nb++;
   }
   dk->bounded = 0;
-  if (!n && !nb) {
-    memset(dk->burst, 0, sizeof dk->burst);
-    dk->bursting = 0;
+  if (!n && !nb)
     return;
-  }
   size_t nn = n ? n : 1, nnb = nb ? nb : 1;
   struct ug_pod **pp = malloc(nn * sizeof *pp), **bp = malloc(nnb * sizeof *bp);
   struct ioq_ug_demand *in = malloc(nn * sizeof *in);
@@ -393,14 +388,6 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
   for (size_t i = 0; i < n; i++)
     if (pp[i]->s[d].bounded)
       dk->bounded++;
-  memset(dk->burst, 0, sizeof dk->burst);
-  dk->bursting = 0;
-  for (size_t j = 0; j < nb; j++) {
-    const struct ug_slot *s = &bp[j]->s[d];
-    for (int r = 0; r < IOQ_RES_COUNT; r++)
-      dk->burst[r] += s->burst[r];
-    dk->bursting += s->burst[0] || s->burst[1];
-  }
 done:
   free(pp);
   free(bp);

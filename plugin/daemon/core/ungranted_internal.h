@@ -82,8 +82,7 @@ struct ug_disk {
   uint64_t pool[IOQ_RES_COUNT];      /* split now: base_pool + lent */
   uint64_t base_pool[IOQ_RES_COUNT]; /* ioq_ug_pool's */
   uint64_t lent[IOQ_RES_COUNT];      /* the idle part of grants added to it */
-  uint64_t burst[IOQ_RES_COUNT];     /* the extra of granted pods bursting now, summed */
-  size_t bounded, bursting;
+  size_t bounded;
 };
 
 struct ungranted {
