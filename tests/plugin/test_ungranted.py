@@ -21,8 +21,8 @@ import threading
 import time
 import unittest
 
-from harness import (BW, IOPS, MIB, PluginTest, iomax_of, new_uid, pod_object, read,
-                     rm_pod_cgroup, set_io_stat, unbounded, v2_pod_cgroup)
+from harness import (BW, IOPS, MIB, PluginTest, fake_disk, iomax_of, new_uid, pod_object, read,
+                     remove_fake_disk, rm_pod_cgroup, set_io_stat, unbounded, v2_pod_cgroup, write)
 from harness import wait_for as harness_wait_for
 
 DEV = "250:0"
@@ -1061,6 +1061,91 @@ class Burst(UngrantedTest):
         self.assertEqual(self.wbps(db), 200 * MIB, "no burst while a pod without a grant is busy")
         self.assertEqual(d.metric("ioqos_ungranted_bursting_pods", disk=DISK), 0)
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+
+    def test_iops_grant_bursts_above_its_bandwidth_cap(self):
+        # a grant of IOPS units alone is capped in bandwidth at the same share
+        # of the disk (200 of 1000 IOPS units: 200 MiB/s); busy at that cap,
+        # it bursts above it like a bandwidth grant; its IOPS, far from its
+        # grant, get no extra
+        d = self.start()
+        self.env.kubelet.wait_list(IOPS, lambda l: len(l) == 1000)
+        uid, ids, _, db = self.admit("db", iops=200, annotations={"ioqos.io/burst": "true"}, atomic=True)
+        self.env.kubelet.prestart(IOPS, ids[IOPS])
+        cap = 200 * MIB
+        self.assertEqual(read(os.path.join(db, "io.max")).strip(),
+                         "250:0 rbps=%d wbps=%d riops=20000 wiops=20000" % (cap, cap))
+        ug = self.ungranted("burstable")
+        set_io_stat(ug, DEV)
+        self.wait_bounded([ug])
+        self.feed(db, 200)
+        wait_for(lambda: self.wbps(db) > cap * 1.05, 10, "the IOPS-only grant bursts in bandwidth")
+        lim_db, lim_ug = self.limits([db, ug])
+        self.assertEqual(lim_db["rbps"], lim_db["wbps"], lim_db)
+        self.assertEqual((lim_db["riops"], lim_db["wiops"]), (20000, 20000), "no IOPS extra: it uses 100 IOPS")
+        # no bandwidth units are held: the pool is the whole bandwidth
+        self.assertLessEqual(lim_db["wbps"] - cap + lim_ug["wbps"], pool_bw(0), "within the pool")
+        self.feed(ug, 2000)
+        wait_for(lambda: self.wbps(db) == cap, 5, "the burst taken back")
+        self.assertEqual(read(os.path.join(db, "io.max")).strip(),
+                         "250:0 rbps=%d wbps=%d riops=20000 wiops=20000" % (cap, cap), "back to its cap exactly")
+        self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+
+    def bursting_db(self):
+        """A granted pod annotated to burst, busy at its 200 MiB/s grant, and
+        bursting beside an idle pod without a grant; returns (daemon, cgroup)."""
+        d = self.start()
+        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
+        uid, ids, _, db = self.admit("db", bw=200, annotations={"ioqos.io/burst": "true"}, atomic=True)
+        self.env.kubelet.prestart(BW, ids[BW])
+        ug = self.ungranted("burstable")
+        set_io_stat(ug, DEV)
+        self.feed(db, 200)
+        wait_for(lambda: self.wbps(db) > 200 * MIB * 1.05, 10, "bursting")
+        return d, db
+
+    def test_burst_ends_when_the_disk_is_not_served(self):
+        # the disk cannot be enforced any more (the io controller left the
+        # root: its units turn Unhealthy): no pool to burst into, so the burst
+        # goes at the next pass, not when the grant changes; served again,
+        # the pod bursts again
+        d, db = self.bursting_db()
+        ctl = os.path.join(self.env.cgroup_root, "cgroup.controllers")
+        before = read(ctl)
+        write(ctl, "cpuset cpu memory pids\n")
+        d.wait_log(r"disk health changed disk=%s healthy=false" % DISK, timeout=10)
+        wait_for(lambda: self.wbps(db) == 200 * MIB, 5, "the burst ended")
+        d.wait_log(r'granted pod burst ended cgroup=\S*%s disk=%s reason="the disk is not served now' % (
+            re.escape(os.path.basename(db)), DISK), timeout=5)
+        self.assertEqual(read(os.path.join(db, "io.max")).strip(),
+                         "250:0 rbps=209715200 wbps=209715200 riops=max wiops=max")
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(self.wbps(db), 200 * MIB, "no burst while the disk is not served")
+        self.assertEqual(d.metric("ioqos_ungranted_bursting_pods", disk=DISK), 0)
+        write(ctl, before)
+        d.wait_log(r"disk health changed disk=%s healthy=true" % DISK, timeout=10)
+        wait_for(lambda: self.wbps(db) > 200 * MIB * 1.05, 10, "bursting again")
+
+    def test_burst_cut_on_a_gone_disk_is_kept(self):
+        # the device is gone: nothing can be written for it (the kernel drops
+        # its lines anyway); the cut is kept as the pod's desired state, said
+        # once, and when the device is back the grant alone is written first
+        d, db = self.bursting_db()
+        remove_fake_disk(self.env.sysfs_root, DISK, DEV)
+        d.wait_log(r"disk health changed disk=%s healthy=false" % DISK, timeout=10)
+        d.wait_log(r"ungranted bound not in place.*burst: no block device %s" % DEV, timeout=5)
+        time.sleep(3 * self.interval_ms / 1000)
+        n = len(re.findall(r"burst: no block device", d.text()))
+        time.sleep(3 * self.interval_ms / 1000)
+        self.assertEqual(len(re.findall(r"burst: no block device", d.text())), n, "the failed cut is not retried")
+        seen = []
+
+        def grant_then_burst():
+            v = self.wbps(db)
+            seen.append(v)
+            return 200 * MIB in seen and v > 200 * MIB * 1.05
+        fake_disk(self.env.sysfs_root, DISK, DEV)
+        wait_for(grant_then_burst, 15, "the grant written when the disk is back, then the burst again", step=0.01)
+        self.assertGreaterEqual(min(seen), 200 * MIB, "never below the grant")
 
     def test_restart_while_bursting_keeps_the_grant(self):
         d = self.start()

@@ -236,7 +236,8 @@ int podtable_set_split(struct podtable *f, const char *uid, const char *disk,
  * (a rewrite of the grant alone would be drift). The caller holds
  * podtable_writes_lock (ungranted.c's pass or sample). Returns 1 written, 0
  * nothing to do (the pod or disk is not applied, or the extra is in place
- * already), -1 + *e when the write failed. */
+ * already), -1 + *e when the write failed (a failed cut is still kept as
+ * the pod's extra: reconcile writes it once it can). */
 int podtable_set_burst(struct podtable *f, const char *uid, const char *disk,
                        const uint64_t extra[IOQ_RES_COUNT], ioq_err *e);
 /* The files the pod with this UID's grant was written to and read back

@@ -109,6 +109,16 @@ int podtable_set_burst(struct podtable *f, const char *uid, const char *disk,
   if (ioq_cg_open(copy.cgroup, copy.version, &cg, e) < 0 ||
       ioq_cg_apply_disk(&cg, &s, &ao, &rep, e) < 0) {
     ioq_err_prefix(e, "pod %s/%s disk %s: burst", copy.ns, copy.name, disk);
+    /* a cut stays what is wanted when it cannot be written (the disk is
+     * gone): the table says so, the reconcile loop writes it once it can,
+     * and the pass does not retry (and report) it every interval */
+    bool cut = extra[IOQ_RES_BANDWIDTH] <= copy.burst[d][IOQ_RES_BANDWIDTH] &&
+               extra[IOQ_RES_IOPS] <= copy.burst[d][IOQ_RES_IOPS];
+    pthread_mutex_lock(&f->lock);
+    struct applied_pod *w = cut ? pt_find_locked(f, uid) : NULL;
+    if (w)
+      memcpy(w->burst[d], extra, sizeof w->burst[d]);
+    pthread_mutex_unlock(&f->lock);
     return -1;
   }
   pthread_mutex_lock(&f->lock);

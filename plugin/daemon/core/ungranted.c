@@ -247,6 +247,7 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
       bool g = false, may_burst = false;
       const struct ioq_disk_grant *dg = NULL;
       const uint64_t *extra = NULL;
+      const struct ioq_io_limits *full = NULL;
       for (size_t j = 0; j < nap && !g; j++) {
         if (strcmp(ap[j].uid, pp->cg.uid) != 0)
           continue;
@@ -257,6 +258,7 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
         g = ap[j].init_unknown || dg;
         if (dg) {
           extra = ap[j].burst[dg - ap[j].grant.disks];
+          full = &ap[j].full[dg - ap[j].grant.disks];
           may_burst = burst == IOQ_UG_BURST_ALL ||
                       (burst == IOQ_UG_BURST_ANNOTATED && ap[j].burst_asked);
         }
@@ -272,11 +274,23 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
       pp->s[d].may_burst = may_burst;
       for (int r = 0; r < IOQ_RES_COUNT; r++)
         pp->s[d].burst[r] = extra ? extra[r] : 0;
+      /* both directions carry the grant alike in the full split */
+      pp->s[d].burst_base[IOQ_RES_BANDWIDTH] = full ? full->rbps : 0;
+      pp->s[d].burst_base[IOQ_RES_IOPS] = full ? full->riops : 0;
     }
     if (!pp->adopted)
       ug_adopt(u, pp);
   }
   free(ap);
+  /* a disk not served now (gone from the catalog, or not healthy) has no
+   * pool to burst into: its bursts go at once, not when the grant changes */
+  for (size_t d = 0; d < u->n_disks; d++) {
+    bool served = false;
+    for (size_t k = 0; k < nidx && !served; k++)
+      served = (size_t)idx[k] == d;
+    if (!served)
+      ug_end_bursts(u, d, "the disk is not served now (not in the catalog, or not healthy)");
+  }
   ug_lend_pods(u, now);
   for (size_t k = 0; k < nidx; k++) {
     size_t d = (size_t)idx[k];

@@ -287,7 +287,7 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
     for (size_t j = 0; j < nb; j++) {
       const struct ug_slot *s = &bp[j]->s[d];
       /* one not allowed any more has only its burst to give back */
-      bin[j] = (struct ioq_ug_burster){s->may_burst ? s->grant[r] : 0, s->burst[r], s->rate[r]};
+      bin[j] = (struct ioq_ug_burster){s->may_burst ? s->burst_base[r] : 0, s->burst[r], s->rate[r]};
     }
     ioq_ug_split_burst(dk->pool[r], floors[r], in, n, bin, nb, out[r], bout[r]);
   }
@@ -309,7 +309,7 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
     const struct ug_slot *s = &bp[j]->s[d];
     bool big = false;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
-      big |= big_change((double)s->burst[r], (double)bout[r][j], (double)s->grant[r]);
+      big |= big_change((double)s->burst[r], (double)bout[r][j], (double)s->burst_base[r]);
     btodo[j] = big;
     for (int r = 0; r < IOQ_RES_COUNT; r++)
       sum[r] += big ? bout[r][j] : s->burst[r];

@@ -49,9 +49,12 @@ struct ug_slot { /* one pod on one disk */
   /* a granted slot's opt-in burst (nodePolicy.ungranted.burst): allowed
    * now (policy, and the pod's annotation in "annotated" mode), and the
    * extra above its grant in place per resource (the pod table's, read at
-   * every pass; podtable_set_burst writes it) */
+   * every pass; podtable_set_burst writes it). burst_base: the limit the
+   * extra goes on top of, the grant's io.max per resource as written (a
+   * grant of IOPS units alone is capped in bandwidth too: that cap) */
   bool may_burst;
   uint64_t burst[IOQ_RES_COUNT];
+  uint64_t burst_base[IOQ_RES_COUNT];
 };
 
 struct ug_pod {
