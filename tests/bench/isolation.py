@@ -589,6 +589,12 @@ class Cluster:
             # only the burst stage annotates a pod: the other stages are as before
             ug = extra.setdefault("nodePolicy", {}).setdefault("ungranted", {})
             ug["burst"] = "annotated"
+        if args.plugin_pace:
+            # the token-bucket recipe as deployed (docs/enforcement.md): the plugin
+            # itself writes iocost's model at the pace, for every stage of this VM
+            extra.setdefault("nodePolicy", {})["iocost"] = {"enable": True, "ctrl": "user",
+                                                            "pace": (args.plugin_pace if args.plugin_pace == "auto"
+                                                                     else float(args.plugin_pace))}
         if args.ungranted_pool:
             # a fixed pool for the pods without a grant (devices[].ungrantedPool)
             extra["devices"] = [{"select": disk.dev,
@@ -1081,6 +1087,7 @@ class Scenario:
             "db_demand_fraction": a.db_demand, "db_demand_iops": a.db_demand_iops,
             "iocost_qos": IOCOST_QOS, "weights": [WEIGHT_DB, WEIGHT_BACKUP],
             "pace": a.pace_value, "pace_setting": a.pace, "pace_lat_us": a.pace_lat_us,
+            "plugin_pace": a.plugin_pace or None,
             "device_latency_us": a.device_latency_us,
             "ungranted": {"config": self.cluster.config_extra.get("nodePolicy"),
                           "sandbox_delay_s": a.sandbox_delay,
@@ -1591,6 +1598,10 @@ def main():
                     help="ioqos+pace: iocost's model at this fraction of the disk's capacity; auto (the "
                     "default, as nodePolicy.iocost.pace: auto) = the allocatable fraction + the pool of "
                     "pods without a grant (headroomShare x the rest; none with --ungranted off)")
+    ap.add_argument("--plugin-pace", default="",
+                    help="the plugin paces the managed disk itself in every stage (nodePolicy.iocost: enable, "
+                    "ctrl user, pace: this value, auto or a number in (0, 1]): the token-bucket recipe as "
+                    "deployed; not with the stages that write iocost themselves (weight, weight-plain, ioqos+pace)")
     ap.add_argument("--device-latency-us", type=int, default=0,
                     help="(recorded) the disks' completion latency (null_blk timer mode), 0 = none")
     ap.add_argument("--pace-lat-us", type=int, default=2000,
@@ -1634,6 +1645,16 @@ def main():
     for s in stages:
         if s not in ALL_STAGES:
             sys.exit("unknown stage " + s)
+    if a.plugin_pace:
+        if a.plugin_pace != "auto":
+            try:
+                if not 0 < float(a.plugin_pace) <= 1:
+                    raise ValueError
+            except ValueError:
+                sys.exit("--plugin-pace: auto or a number in (0, 1], not %r" % a.plugin_pace)
+        clash = [s for s in stages if s in ("weight", "weight-plain", "ioqos+pace")]
+        if clash:
+            sys.exit("--plugin-pace: the plugin owns iocost on the disk; stages %s write it too" % ",".join(clash))
     if a.ungranted == "auto":
         a.ungranted = "on" if any(s in NEIGHBOUR_STAGES for s in stages) else "default"
     # auto, as the plugin's nodePolicy.iocost.pace: auto (ioq_ug_bounded_fraction):

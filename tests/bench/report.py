@@ -275,6 +275,12 @@ def summarize_case(case, meta=None):
             })
     iops = {s: v["db_iops"] for s, v in st.items() if v["db_iops"] is not None}
     solo, cont = iops.get("solo"), iops.get("contended")
+    # the plugin paced the disk in every stage (isolation.py --plugin-pace):
+    # "contended" ran under that pacing too, so it is no baseline; the ratios
+    # are then plain stage / solo and stage / control (a contended of 0)
+    paced_all = bool((meta or {}).get("plugin_pace"))
+    if paced_all and cont is not None:
+        cont = 0.0
     prot = {s: ratio(iops.get(s), cont, solo) for s in ("weight", "weight-plain", "ioqos", "ioqos+pace", "control",
                                                         "ioqos+1u", "ioqos+4u", "control+1u", "control+4u")
             if s in iops}
@@ -285,6 +291,8 @@ def summarize_case(case, meta=None):
     per_round_nb_ceiling = {}
     for rd in rounds:
         ri = {r["stage"]: r["db"]["iops"] for r in runs if r["round"] == rd and "db" in r}
+        if paced_all and "contended" in ri:
+            ri["contended"] = 0.0
         for s in prot:
             per_round[s].append(ratio(ri.get(s), ri.get("contended"), ri.get("solo")))
         if "ioqos" in ri and "control" in ri:
@@ -298,7 +306,7 @@ def summarize_case(case, meta=None):
         "name": case["name"], "device": case["device"], "db": case["db"], "backup": case["backup"],
         "grants": g, "stages": st, "protection": prot,
         "protection_spread": {s: spread(v) for s, v in per_round.items()},
-        "rounds": len(rounds),
+        "rounds": len(rounds), "paced_all": paced_all,
         "failed_runs": [{"stage": r["stage"], "round": r["round"], "error": r["error"]} for r in failed],
     }
     if "ioqos" in iops and "control" in iops:
@@ -623,8 +631,8 @@ def markdown_ungranted(summary):
             if x4 else "–", yes_no(t.get("neighbours_pool_4u"))))
     L.append("")
     L.append("The neighbours stage (db and backup granted, idle) and the ungranted pods' starts in all three "
-             "stages. Work conservation (ungranted pods using what idle grants leave, target ≥ %.1f of the "
-             "disk) is not built: the figure is reported, not judged. Bytes before bound = the largest "
+             "stages. Work conservation: the ungranted pods use what the idle grants lend them "
+             "(`nodePolicy.ungranted.lend`), target ≥ %.1f of the disk together. Bytes before bound = the largest "
              "`bytes_before=` of the plugin's `ungranted bound placed` lines for these pods (I/O done before "
              "their bound was in place; target 0)." % TARGET_WORK_CONSERVING)
     L.append("")
@@ -644,7 +652,8 @@ def markdown_ungranted(summary):
             or "–", fmt_mib(n.get("nb_aggregate_bytes")),
             fmt_r(n.get("nb_vs_pool")) + fmt_sp(n.get("nb_vs_pool_spread"), fmt_r),
             fmt_r(n.get("nb_vs_disk")) + fmt_sp(n.get("nb_vs_disk_spread"), fmt_r),
-            "not built" if n else "–", starts, at_start, starts,
+            yes_no(n["nb_vs_disk"] >= TARGET_WORK_CONSERVING) if n.get("nb_vs_disk") is not None else "–",
+            starts, at_start, starts,
             "–" if bb is None else "%d" % bb, " (%d not logged)" % nl if nl else "",
             yes_no(t.get("bytes_before_bound"))))
     notes = []
@@ -662,8 +671,9 @@ def markdown_ungranted(summary):
                 notes.append("%s %s + %s, %s: ioqos_ungranted_failures_total = %d." % (
                     c["device"], c["db"], c["backup"], s, x["nb_failures_total_max"]))
             if x.get("nb_caps_sum_vs_pool_max") is not None and x["nb_caps_sum_vs_pool_max"] > 1.001:
-                notes.append("%s %s + %s, %s: the sampled bounds summed to %.2f × the pool at one instant "
-                             "(sampled one cgroup after another, so a re-split between two reads can show "
+                notes.append("%s %s + %s, %s: the sampled bounds summed to %.2f × the pool nobody holds at one "
+                             "instant (what idle grants lend comes on top of it while they are idle; and the "
+                             "cgroups are sampled one after another, so a re-split between two reads can show "
                              "here)." % (c["device"], c["db"], c["backup"], s, x["nb_caps_sum_vs_pool_max"]))
         for s, o in sorted(c.get("ungranted_in_other_stages", {}).items()):
             notes.append("%s %s + %s, %s (no ungranted pod): %d ungranted bound(s) placed over %d run(s), on %s, "
@@ -699,6 +709,12 @@ def markdown(summary):
              "ceiling = protection of the control stage (ioqos limits, disk throttle doubled); "
              "ioqos / ceiling = (ioqos − contended) / (control − contended). Target: ioqos / ceiling ≥ 0.95 "
              "and ioqos above weight-only.")
+    paced = sorted({c["device"] for c in summary["cases"] if c.get("paced_all")})
+    if paced:
+        L.append("")
+        L.append("On %s the plugin paced the disk in every stage (`nodePolicy.iocost.pace`, the token-bucket "
+                 "recipe as deployed): its contended stage ran paced too and is no baseline there, so its "
+                 "ratios are plain stage / solo and stage / control (a contended of 0)." % ", ".join(paced))
     L.append("")
     L.append("| device | db | backup | solo | contended | weight-only | ioqos | control | weight-only protection "
              "| ioqos protection | ceiling | ioqos / ceiling | ≥ 0.95 | > weight-only |")

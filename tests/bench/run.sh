@@ -13,7 +13,7 @@
 #   isolation.png               the plot (gnuplot)
 #
 # usage: tests/bench/run.sh [--demo | --ctest] [--build DIR] [--out DIR]
-#            [--devices nullb,nullb-closed,virtio] [--rounds N] [--runtime S] [--cases LIST]
+#            [--devices nullb,nullb-closed,nullb-recipe,virtio] [--rounds N] [--runtime S] [--cases LIST]
 #            [--stages LIST] [--no-accuracy] [--no-overhead] [--report-only]
 #            [--vm-arg ARG]...   (extra vm-run options, also env BENCH_VM_ARGS)
 #            [--arg ARG]...      (extra isolation.py options, also env BENCH_SCENARIO_ARGS)
@@ -23,15 +23,19 @@
 #              13 stages, 3 rounds, accuracy and
 #              overhead; nullb-closed (the db closed-loop on the token-bucket disk,
 #              granted its need + 30 %) with the 6 stages without ungranted pods and no
-#              accuracy/overhead (same disk as nullb) (about 1.5 h on 2 cores)
+#              accuracy/overhead (same disk as nullb); nullb-recipe (the same disk and db
+#              with the token-bucket recipe as deployed: allocatable fraction 0.7, the
+#              plugin pacing the disk in every stage, nodePolicy.iocost.pace auto) with
+#              the stages of pods without a grant and lending, two QD cases
+#              (about 1 h 50 min on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
 #              grant (ioqos+1u) and the same pod first using the idle grants (wake-up)
 #              (a few minutes)
 #   --ctest    the demo's virtio case only, stages solo, contended, ioqos, ioqos+1u, wake-up, ioqos+host
 #              (what tests/bench/CMakeLists.txt runs)
 #
-# Env: NULLB_LATENCY_US (500): nullb-closed's completion latency per request;
-#      NULLB_CLOSED_HEADROOM_SHARE (0.05): nullb-closed's plugin headroomShare (the
+# Env: NULLB_LATENCY_US (500): nullb-closed's and nullb-recipe's completion latency per request;
+#      NULLB_CLOSED_HEADROOM_SHARE (0.05): their plugin headroomShare (the
 #      token-bucket recipe of docs/enforcement.md; ioqos+pace's auto pace follows it)
 set -euo pipefail
 
@@ -41,18 +45,21 @@ MiB=1048576
 
 build=$REPO/build
 out=
-devices=nullb,nullb-closed,virtio
+devices=nullb,nullb-closed,nullb-recipe,virtio
 rounds=3
 runtime=8
 ramp=2
 stages=solo,contended,weight,weight-plain,ioqos,control,ioqos+1u,ioqos+4u,neighbours,wake-up,ioqos+burst,control+1u,control+4u
 stages_nullb_closed=solo,contended,weight,weight-plain,ioqos,ioqos+pace,control
+# the plugin owns iocost there (it paces the disk): no weight or ioqos+pace stage
+stages_nullb_recipe=solo,contended,ioqos,ioqos+1u,ioqos+4u,neighbours,wake-up,control,control+1u,control+4u
 direct_cases="randread-qd1+direct,randread-qd16+direct,randwrite-qd1+direct,randwrite-qd16+direct"
 # buffered backups only on the filesystem disk: null_blk (not memory-backed) discards
 # data, so it holds no filesystem, and buffered writes to its raw device share one
 # inode across every stage (see settle() in isolation.py)
 cases_nullb=$direct_cases
 cases_nullb_closed=$direct_cases
+cases_nullb_recipe="randread-qd1+direct,randread-qd16+direct"
 # the wal db (fdatasync after each 4k write) needs the filesystem too
 cases_virtio="$direct_cases,randread-qd16+buffered,randwrite-qd1+buffered,wal-fsync+direct,wal-fsync+buffered"
 read -r -a vm_extra <<< "${BENCH_VM_ARGS:-}"
@@ -87,7 +94,7 @@ while [ $# -gt 0 ]; do
         --rounds) rounds=$2; shift ;;
         --runtime) runtime=$2; shift ;;
         --cases) cases_override=$2; shift ;;
-        --stages) stages=$2; stages_nullb_closed=$2; shift ;;
+        --stages) stages=$2; stages_nullb_closed=$2; stages_nullb_recipe=$2; shift ;;
         --no-accuracy) extra=("${extra[@]/--accuracy}") ;;
         --no-overhead) extra=("${extra[@]/--overhead}") ;;
         --report-only) report_only=1 ;;
@@ -103,7 +110,8 @@ done
 [ -n "$out" ] || { [ "$mode" = demo ] && out=$REPO/bench-results/demo || out=$REPO/bench-results; }
 # shellcheck disable=SC2034  # read through ${!c} below
 if [ -n "$cases_override" ]; then
-    cases_nullb=$cases_override; cases_nullb_closed=$cases_override; cases_virtio=$cases_override
+    cases_nullb=$cases_override; cases_nullb_closed=$cases_override; cases_nullb_recipe=$cases_override
+    cases_virtio=$cases_override
 fi
 mapfile -t extra < <(printf '%s\n' "${extra[@]}" | grep . || true)
 
@@ -125,7 +133,7 @@ case $NULLB_LATENCY_US in ''|*[!0-9]*) echo "run.sh: NULLB_LATENCY_US must be a 
 run_kind() {
     local kind=$1 cases=$2 vmargs inargs rc=0 kstages=$stages kextra=("${extra[@]}")
     case $kind in
-        nullb|nullb-closed)
+        nullb|nullb-closed|nullb-recipe)
             vmargs=(--nullb "nb0:mbps=$((CAP_BW / MiB)):size_gb=8"
                     --nullb "nb1:mbps=$((2 * CAP_BW / MiB)):size_gb=8")
             inargs=(--disk /dev/e2e/nb0 --control-disk /dev/e2e/nb1)
@@ -137,7 +145,7 @@ run_kind() {
             # by the device's latency as on a real volume, not by how fast TCG runs
             # fio: without it a fast host let the db fill the disk alone (47k of
             # 51k IOPS), its grant took every unit and the backup got 1 MiB/s
-            if [ "$kind" = nullb-closed ]; then
+            if [ "$kind" != nullb ]; then
                 local lat=":irqmode=2:completion_nsec=$((NULLB_LATENCY_US * 1000))"
                 vmargs=(--nullb "nb0:mbps=$((CAP_BW / MiB)):size_gb=8$lat"
                         --nullb "nb1:mbps=$((2 * CAP_BW / MiB)):size_gb=8$lat")
@@ -147,6 +155,12 @@ run_kind() {
                 inargs+=(--db-demand 0 --db-grant-factor 1.3 --device-latency-us "$NULLB_LATENCY_US"
                          --ungranted on --headroom-share "$NULLB_CLOSED_HEADROOM_SHARE")
                 kstages=$stages_nullb_closed; kextra=()
+                if [ "$kind" = nullb-recipe ]; then
+                    # the recipe as an operator deploys it (docs/enforcement.md): the plugin
+                    # paces the disk itself in every stage, grants from 0.7 of it
+                    inargs+=(--fraction 0.7 --plugin-pace auto)
+                    kstages=$stages_nullb_recipe
+                fi
             fi ;;
         virtio)
             # the pods without a grant (stages ioqos+Nu, neighbours) write files of
