@@ -1148,14 +1148,7 @@ class Burst(UngrantedTest):
         self.assertGreaterEqual(min(seen), 200 * MIB, "never below the grant")
 
     def test_restart_while_bursting_keeps_the_grant(self):
-        d = self.start()
-        self.env.kubelet.wait_list(BW, lambda l: len(l) == 1000)
-        uid, ids, _, db = self.admit("db", bw=200, annotations={"ioqos.io/burst": "true"}, atomic=True)
-        self.env.kubelet.prestart(BW, ids[BW])
-        ug = self.ungranted("burstable")
-        set_io_stat(ug, DEV)
-        self.feed(db, 200)
-        wait_for(lambda: self.wbps(db) > 200 * MIB * 1.05, 10, "bursting")
+        d, db = self.bursting_db()
         self.assertEqual(d.terminate(), 0)
         self.assertGreater(self.wbps(db), 200 * MIB, "the burst in place when the plugin stopped")
         # the new process knows no burst: it writes the grant (never less),
