@@ -18,7 +18,7 @@
 #            [--vm-arg ARG]...   (extra vm-run options, also env BENCH_VM_ARGS)
 #            [--arg ARG]...      (extra isolation.py options, also env BENCH_SCENARIO_ARGS)
 #
-#   (default)  the full run: three device kinds, every db workload with a direct backup,
+#   (default)  the full run: four device kinds, every db workload with a direct backup,
 #              two with a buffered one and a wal db (fdatasync per commit) with both (virtio),
 #              13 stages, 3 rounds, accuracy and
 #              overhead; nullb-closed (the db closed-loop on the token-bucket disk,
@@ -27,7 +27,7 @@
 #              with the token-bucket recipe as deployed: allocatable fraction 0.7, the
 #              plugin pacing the disk in every stage, nodePolicy.iocost.pace auto) with
 #              the stages of pods without a grant and lending, two QD cases
-#              (about 1 h 50 min on 2 cores)
+#              (about 2 h on 2 cores)
 #   --demo     one short round of the most telling cases, with one pod without a
 #              grant (ioqos+1u) and the same pod first using the idle grants (wake-up)
 #              (a few minutes)

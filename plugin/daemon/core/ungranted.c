@@ -194,6 +194,7 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
   size_t ncd = catalog_snapshot(p->catalog, &cd);
   double now = ioq_mono_s();
   int idx[UG_DISKS_MAX];
+  bool served[UG_DISKS_MAX] = {false};
   size_t nidx = 0;
   for (size_t i = 0; i < ncd && nidx < UG_DISKS_MAX; i++) {
     int k = disk_index(u, &cd[i]);
@@ -225,6 +226,7 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
                dk->name, (unsigned long long)dk->pool[0], (unsigned long long)dk->pool[1],
                (unsigned long long)held[0], (unsigned long long)held[1]);
     idx[nidx++] = k;
+    served[k] = true;
   }
   free(cd);
   for (size_t i = 0; i < u->n; i++)
@@ -284,13 +286,9 @@ static void pass_locked(struct ungranted *u, bool from_thread) {
   free(ap);
   /* a disk not served now (gone from the catalog, or not healthy) has no
    * pool to burst into: its bursts go at once, not when the grant changes */
-  for (size_t d = 0; d < u->n_disks; d++) {
-    bool served = false;
-    for (size_t k = 0; k < nidx && !served; k++)
-      served = (size_t)idx[k] == d;
-    if (!served)
+  for (size_t d = 0; d < u->n_disks; d++)
+    if (!served[d])
       ug_end_bursts(u, d, "the disk is not served now (not in the catalog, or not healthy)");
-  }
   ug_lend_pods(u, now);
   for (size_t k = 0; k < nidx; k++) {
     size_t d = (size_t)idx[k];
