@@ -178,6 +178,20 @@ bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction) {
   return seconds > 0 && (double)stall_us >= fraction * seconds * 1e6;
 }
 
+static bool over(uint64_t cap, double done, double dt, double slack_s, double slack) {
+  return cap && done > (double)cap * (dt + slack_s) + slack;
+}
+
+bool ioq_ug_owes(uint64_t cap_bps, uint64_t cap_iops, double bytes, double ios, double dt, bool owed) {
+  if (dt < 0)
+    dt = 0;
+  if (owed)
+    return over(cap_bps, bytes, dt, IOQ_UG_OWE_LEAVE_S, (double)IOQ_UG_OWE_LEAVE_BYTES) ||
+           over(cap_iops, ios, dt, IOQ_UG_OWE_LEAVE_S, IOQ_UG_OWE_LEAVE_IOS);
+  return over(cap_bps, bytes, dt, IOQ_UG_OWE_ENTER_S, (double)IOQ_UG_OWE_ENTER_BYTES) ||
+         over(cap_iops, ios, dt, IOQ_UG_OWE_ENTER_S, IOQ_UG_OWE_ENTER_IOS);
+}
+
 bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l) {
   bool was = l->keep < l->grant;
   if (was)

@@ -161,6 +161,35 @@ bool ioq_ug_backlogged(uint64_t queued_bytes, uint64_t grant_bps);
 #define IOQ_UG_STALL_SAMPLE 0.25
 bool ioq_ug_stalled(uint64_t stall_us, double seconds, double fraction);
 
+/* A pod that owes the kernel (docs/ungranted.md "io.max after a cut").
+ * blk-throttle in Debian's 6.1 kernel (6.1.192) carries what a group got
+ * ahead of its limit across an io.max write (tg_update_carryover, when bios
+ * are queued) in an unsigned field. A cut while the group is ahead by more
+ * than one slice (100 ms at HZ=250) of the new limit makes the sum "allowed
+ * + carried" wrap to a huge number: the group's I/O passes unthrottled until
+ * the first trim of the new slice, which books what it got through as bytes
+ * dispatched. It then owes that and is held until it is paid; but every
+ * further write while it owes carries the whole debt the same way, and
+ * releases it again for a slice, with a larger debt each time. Measured
+ * (tests/bench/iomax_escape.sh): a direct writer cut from 40 to 5 MiB/s and
+ * rewritten every second between 1.25 and 5 MiB/s ran at 44-56 MiB/s in 4 of
+ * 10 trials. So a pod's io.max is not written while it owes: what it did
+ * since the last write (bytes, IOs: max of read and write) against what its
+ * caps in place allowed over dt seconds. It owes at more than
+ * IOQ_UG_OWE_ENTER_S of its cap and IOQ_UG_OWE_ENTER_BYTES / _IOS (a slice
+ * ahead, a raise's credit of about one bio and the time between the io.stat
+ * read and the write are legitimate); once it owes, it owes until within
+ * IOQ_UG_OWE_LEAVE_S and _BYTES / _IOS (about the normal slice ahead and a
+ * bio: a write then finds the kernel where any cut does). A cap of 0 (none)
+ * allows anything. */
+#define IOQ_UG_OWE_ENTER_S 0.25
+#define IOQ_UG_OWE_ENTER_BYTES (4ull * 1024 * 1024)
+#define IOQ_UG_OWE_ENTER_IOS 16.0
+#define IOQ_UG_OWE_LEAVE_S 0.1
+#define IOQ_UG_OWE_LEAVE_BYTES (1024ull * 1024)
+#define IOQ_UG_OWE_LEAVE_IOS 4.0
+bool ioq_ug_owes(uint64_t cap_bps, uint64_t cap_iops, double bytes, double ios, double dt, bool owed);
+
 /* At a sample between passes: true when the lender was lending and its rate
  * over the sample exceeds what it keeps; it then keeps its whole grant (the
  * caller cuts the pool now). */

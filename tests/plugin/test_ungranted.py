@@ -323,6 +323,8 @@ class Demand(UngrantedTest):
         self.assertGreaterEqual(i["wbps"], pool / 8 * 0.99, seen)
         self.assertGreaterEqual(d.metric("ioqos_ungranted_writes_total"), 3)
         self.assertEqual(d.metric("ioqos_ungranted_failures_total"), 0)
+        # at its caps all the time, as a throttled pod is: it never owes
+        self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 0)
 
 
 class NewPodBesideFullPool(UngrantedTest):
@@ -352,6 +354,40 @@ class NewPodBesideFullPool(UngrantedTest):
         cuts = [bps for who, bps in order[:at] if who == "first" and bps != "max" and int(bps) < pool]
         self.assertTrue(cuts, "the pod at the whole pool was not cut before the new pod's bound: %s"
                         % order)
+
+
+class Owes(UngrantedTest):
+    def test_a_pod_that_got_through_is_not_written_until_it_paid(self):
+        """blk-throttle on 6.1 can let a pod through after a cut (a debt
+        carried across the write wraps); every write while it owes lets it
+        through again. So a pod that did more since our last write than the
+        limits in place allow keeps its io.max until it paid (ioq_ug_owes)."""
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = pool_bw(200)
+        first = self.ungranted("burstable", "first")
+        wait_for(lambda: self.bounded(first) and self.limits([first])[0]["wbps"] == pool, 5,
+                 "the only pod without a grant at the whole pool")
+        t0 = time.monotonic()
+        # six seconds of its cap at once: it owes for about six seconds
+        set_io_stat(first, DEV, wbytes=6 * pool)
+        second = self.ungranted("besteffort", "second")
+        self.wait_bounded([second])
+        d.wait_log(r"pod owes the kernel, its io\.max is left as it is cgroup=\S*%s disk=\S+ "
+                   r"bytes=%d " % (re.escape(os.path.basename(first)), 6 * pool))
+        self.assertEqual(self.limits([first])[0]["wbps"], pool, "written while it owes")
+        self.wait_metric(d, 1, "ioqos_ungranted_owing_pods")
+        self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)
+        # paid once its cap over the time since the write covers it: then cut
+        d.wait_log(r"pod paid what it owed, its io\.max is written again cgroup=\S*%s "
+                   % re.escape(os.path.basename(first)), timeout=12)
+        self.assertGreater(time.monotonic() - t0, 5.0, "released before it paid")
+        wait_for(lambda: self.limits([first])[0]["wbps"] < pool, 3, "the cut written after the hold")
+        self.assert_split([first, second], pool)
+        self.wait_metric(d, 0, "ioqos_ungranted_owing_pods")
+        self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)
 
 
 class Restart(UngrantedTest):

@@ -35,6 +35,8 @@ struct ungranted_disk_stat {
 struct ungranted_totals {
   uint64_t max_bytes_before;  /* most bytes a pod did before its bound */
   uint64_t reclaims;          /* lent capacity taken back between passes */
+  uint64_t owe_holds;         /* pods found owing the kernel: their io.max held (ungranted_owe.c) */
+  size_t owing;               /* pods held now */
   struct ioq_histogram reclaim_s; /* their latency, bounds ungranted_reclaim_bounds() */
   size_t page_cache_bounded;  /* pods whose memory.high is ours now */
   uint64_t page_cache_writes; /* memory.high writes */
@@ -65,6 +67,9 @@ struct ungranted_disk_view {
    * the extra above its grant in place */
   bool may_burst;
   uint64_t burst[IOQ_RES_COUNT];
+  /* it owes the kernel: its io.max is held since owes_s seconds */
+  bool owes;
+  double owes_s;
 };
 struct ungranted_pod_view {
   bool pod_seen;

@@ -11,6 +11,7 @@
 
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/monoclock.h"
 #include "support/metrics.h"
 #include "grant/nodeanno.h"
 #include "plugin.h"
@@ -121,13 +122,22 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
   }
   bool first = !s->bounded && (cap[0] || cap[1]);
   struct ioq_iostat before = {0};
+  bool have_before = false;
+  double now = ioq_mono_s();
   if (first) {
     /* what the pod did before its bound: read just before the write */
     struct ioq_iostat st[UG_DISKS_MAX * 4];
     size_t n = 0;
     ioq_err se;
-    if (ioq_cg_read_iostat(&cg, st, sizeof st / sizeof st[0], &n, &se) == 0)
+    if (ioq_cg_read_iostat(&cg, st, sizeof st / sizeof st[0], &n, &se) == 0) {
       before = ug_iostat_of(st, n, dk->dev);
+      have_before = true;
+    }
+  } else if ((cap[0] || cap[1]) && s->bounded && memcmp(cap, s->cap, sizeof s->cap) != 0 &&
+             ug_owe_hold(u, pp, d, &cg, now, &before, &have_before)) {
+    if (changed)
+      *changed = false;
+    return false; /* held: it owes the kernel (logged when the hold began) */
   }
   struct ioq_disk_setting set = {.dev = dk->dev};
   set.max.rbps = set.max.wbps = cap[IOQ_RES_BANDWIDTH];
@@ -152,6 +162,7 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     *changed = wrote;
   if (wrote) {
     char b[24], i[24];
+    ug_owe_wrote(s, now, have_before ? &before : NULL, cap);
     metrics_inc(u->p->metrics, C_UG_WRITES);
     ioq_debug("ungranted cap written cgroup=%s disk=%s bps=%s iops=%s", pp->cg.dir, dk->name,
               num(cap[0], b, sizeof b), num(cap[1], i, sizeof i));
@@ -202,6 +213,12 @@ static void write_burst(struct ungranted *u, struct ug_pod *pp, size_t d, const 
                         const char *why) {
   struct ug_slot *s = &pp->s[d];
   ioq_err e;
+  struct ioq_cg cg;
+  struct ioq_iostat before = {0};
+  bool have_before = false;
+  double now = ioq_mono_s();
+  if (cg_of(u, pp, &cg, &e) == 0 && ug_owe_hold(u, pp, d, &cg, now, &before, &have_before))
+    return; /* held: it owes the kernel (logged when the hold began) */
   int rc = podtable_set_burst(u->p->table, pp->cg.uid, u->disks[d].name, extra, &e);
   if (rc < 0) {
     if (ioq_is_dir(pp->cg.dir))
@@ -212,6 +229,10 @@ static void write_burst(struct ungranted *u, struct ug_pod *pp, size_t d, const 
   memcpy(s->burst, extra, sizeof s->burst);
   if (!rc)
     return;
+  uint64_t lim[IOQ_RES_COUNT]; /* in place now: the grant's limit and the extra on it */
+  for (int r = 0; r < IOQ_RES_COUNT; r++)
+    lim[r] = s->burst_base[r] ? s->burst_base[r] + extra[r] : 0;
+  ug_owe_wrote(s, now, have_before ? &before : NULL, lim);
   metrics_inc(u->p->metrics, C_UG_WRITES);
   if (is && !was)
     ioq_info("granted pod bursting cgroup=%s disk=%s extra_bps=%llu extra_iops=%llu reason=\"%s\"",

@@ -55,6 +55,16 @@ struct ug_slot { /* one pod on one disk */
   bool may_burst;
   uint64_t burst[IOQ_RES_COUNT];
   uint64_t burst_base[IOQ_RES_COUNT];
+  /* the last io.max write of ours (a bound, or a burst on a grant): the
+   * limits it put in place per resource, io.stat just before it and when.
+   * A pod that did more since than they allow owes the kernel and is not
+   * written again until it paid (ioq_ug_owes; owes_t: since when) */
+  bool have_wr;
+  double wr_t;
+  struct ioq_iostat wr_stat;
+  uint64_t wr_lim[IOQ_RES_COUNT];
+  bool owes;
+  double owes_t;
 };
 
 struct ug_pod {
@@ -101,6 +111,8 @@ struct ungranted {
   uint64_t max_bytes_before;
   /* lending (nodePolicy.ungranted.lend) */
   uint64_t reclaims;
+  /* pods found owing the kernel (ungranted_owe.c): times a hold began */
+  uint64_t owe_holds;
   struct ioq_histogram reclaim_s;
   /* the page cache bound: pods bounded now, memory.high writes */
   size_t mem_bounded;
@@ -133,6 +145,17 @@ struct ug_delta ug_iostat_delta(const struct ioq_iostat *from, const struct ioq_
 /* The entry of io.stat (st, n entries) for dev; zeros when the cgroup did no
  * I/O there (io.stat has no line for it yet). */
 struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq_devno dev);
+
+/* ungranted_owe.c: the guard before a write of a bound or a burst. Reads
+ * the pod's io.stat into *cur (*have_cur: it was read) and says whether the
+ * pod owes the kernel (ioq_ug_owes against our last write): then the write
+ * is held. Logs when a hold begins and ends. */
+bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct ioq_cg *cg, double now,
+                 struct ioq_iostat *cur, bool *have_cur);
+/* After a write: the limits now in place per resource (0: none) and io.stat
+ * just before it (NULL: not read; the next write is not judged). */
+void ug_owe_wrote(struct ug_slot *s, double now, const struct ioq_iostat *before,
+                  const uint64_t lim[IOQ_RES_COUNT]);
 
 /* ungranted.c */
 void ug_failed(struct ungranted *u, const ioq_err *e);

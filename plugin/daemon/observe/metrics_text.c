@@ -324,6 +324,12 @@ static void ungranted(FILE *f, struct plugin *p, const struct cat_disk *cd, size
        "Most bytes a pod without a grant did on a disk before its bound was in place.", t.max_bytes_before},
       {"ioqos_ungranted_reclaims_total", "counter",
        "Times lent capacity was taken back between passes because a granted pod woke up.", t.reclaims},
+      {"ioqos_ungranted_owe_holds_total", "counter",
+       "Times a pod was found to owe the kernel (it got through more than its io.max after a cut, blk-throttle "
+       "on Debian's 6.1) and its io.max was held until it paid.",
+       t.owe_holds},
+      {"ioqos_ungranted_owing_pods", "gauge", "Pods whose io.max is held now because they owe the kernel.",
+       (uint64_t)t.owing},
       {"ioqos_ungranted_page_cache_bounded_pods", "gauge",
        "Pods without a grant whose page cache is bounded now (memory.high, nodePolicy.ungranted.pageCacheBytes).",
        t.page_cache_bounded},
