@@ -358,6 +358,11 @@ static void section_policy(FILE *out, json_object *doc) {
                 has_num(d, "measuredBytesPerSec") ? mb : "");
       else
         fprintf(out, "this pod's bound: none yet\n");
+      if (has_num(d, "owesKernelSeconds"))
+        fprintf(out, "    its io.max is held (%.1f s so far): after a cut it got through more than its "
+                     "limits allow (blk-throttle, Debian's 6.1 kernel), and a write before that is paid "
+                     "would let it through again\n",
+                num(d, "owesKernelSeconds"));
     }
     if (!granted && pod && !boolean(pod, "podSeen"))
       fprintf(out, "  this pod's cgroup has not been seen by the bounding pass yet\n");

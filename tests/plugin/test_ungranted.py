@@ -148,6 +148,18 @@ class UngrantedTest(PluginTest):
                                d.text()))
             self.assertEqual(n, 1, "%d bound placed lines for %s" % (n, cg))
 
+    def explain(self, pod):
+        """`ioqosctl explain --json` of the pod: (nodePolicy.ungranted, its view of DISK);
+        None without IOQOS_CTL_BIN."""
+        if not os.environ.get("IOQOS_CTL_BIN"):
+            return None
+        r = subprocess.run([os.environ["IOQOS_CTL_BIN"], "explain", "--socket",
+                            os.path.join(self.env.state_dir, "plugin.sock"), "--json", pod],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        disks = json.loads(r.stdout)["nodePolicy"]["ungranted"]["pod"]["disks"]
+        return json.loads(r.stdout)["nodePolicy"]["ungranted"], [x for x in disks if x["disk"] == DISK][0]
+
     def wait_metric(self, d, value, name, timeout=5.0, **labels):
         got = []
 
@@ -379,6 +391,9 @@ class Owes(UngrantedTest):
                    r"bytes=%d " % (re.escape(os.path.basename(first)), 6 * pool))
         self.assertEqual(self.limits([first])[0]["wbps"], pool, "written while it owes")
         self.wait_metric(d, 1, "ioqos_ungranted_owing_pods")
+        ex = self.explain("default/first")
+        if ex:
+            self.assertGreaterEqual(ex[1].get("owesKernelSeconds", -1), 0, ex[1])
         self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)
         # paid once its cap over the time since the write covers it: then cut
         d.wait_log(r"pod paid what it owed, its io\.max is written again cgroup=\S*%s "
@@ -388,6 +403,9 @@ class Owes(UngrantedTest):
         self.assert_split([first, second], pool)
         self.wait_metric(d, 0, "ioqos_ungranted_owing_pods")
         self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)
+        ex = self.explain("default/first")
+        if ex:
+            self.assertNotIn("owesKernelSeconds", ex[1])
 
 
 class Restart(UngrantedTest):
@@ -1023,16 +1041,6 @@ class Burst(UngrantedTest):
 
     def wbps(self, cg):
         return (self.limits([cg])[0] or {}).get("wbps") or 0
-
-    def explain(self, pod):
-        if not os.environ.get("IOQOS_CTL_BIN"):
-            return None
-        r = subprocess.run([os.environ["IOQOS_CTL_BIN"], "explain", "--socket",
-                            os.path.join(self.env.state_dir, "plugin.sock"), "--json", pod],
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        disks = json.loads(r.stdout)["nodePolicy"]["ungranted"]["pod"]["disks"]
-        return json.loads(r.stdout)["nodePolicy"]["ungranted"], [x for x in disks if x["disk"] == DISK][0]
 
     def test_burst_above_the_grant_last_in_line(self):
         d = self.start()

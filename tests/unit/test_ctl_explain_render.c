@@ -150,7 +150,7 @@ Test(explain_render, ungranted_pod) {
       "\"pod\":{\"podSeen\":true,\"disks\":[{\"disk\":\"sda\",\"active\":true,"
       "\"poolBytesPerSec\":104857600,\"poolIops\":500,\"podsBounded\":1,\"granted\":false,"
       "\"bounded\":true,\"capBytesPerSec\":52428800,\"capIops\":250,"
-      "\"measuredBytesPerSec\":1048576},{\"disk\":\"sdb\",\"active\":false}]}}}}",
+      "\"measuredBytesPerSec\":1048576,\"owesKernelSeconds\":2.5},{\"disk\":\"sdb\",\"active\":false}]}}}}",
       &rc);
   cr_assert_eq(rc, 0, "%s", out);
   HAS(out, "none: the pod requests no ioqos units");
@@ -162,6 +162,7 @@ Test(explain_render, ungranted_pod) {
   HAS(out, "Node policy (this pod has no grant):");
   HAS(out, "sda: pool 100 MiB/s, 500 IOPS shared by 1 pod(s); this pod's bound 50 MiB/s, 250 "
            "IOPS; measured 1 MiB/s");
+  HAS(out, "    its io.max is held (2.5 s so far): after a cut it got through more than its limits allow");
   HAS(out, "sdb: no pod holds units of it: no bound applies");
   HAS(out, "Burstable 100, BestEffort left as is (this pod: BestEffort)");
   HAS(out, "iocost: enabled by the plugin");

@@ -66,6 +66,8 @@ json_object *explain_ungranted_pod(struct ungranted *u, const char *uid) {
         json_object_object_add(j, "measuredBytesPerSec", json_object_new_double(dv->rate[IOQ_RES_BANDWIDTH]));
       if (dv->rate[IOQ_RES_IOPS] >= 0)
         json_object_object_add(j, "measuredIops", json_object_new_double(dv->rate[IOQ_RES_IOPS]));
+      if (dv->owes) /* its io.max held: it got through after a cut (ungranted_owe.c) */
+        json_object_object_add(j, "owesKernelSeconds", json_object_new_double(dv->owes_s));
       if (dv->granted && dv->active) { /* as a lender: what it lends of its grant now */
         json_object_object_add(j, "lendsBytesPerSec", jint(dv->lends[IOQ_RES_BANDWIDTH]));
         json_object_object_add(j, "lendsIops", jint(dv->lends[IOQ_RES_IOPS]));
