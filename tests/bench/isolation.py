@@ -905,7 +905,7 @@ UNGRANTED_METRICS = ("ioqos_ungranted_pool_bytes_per_second", "ioqos_ungranted_p
                      "ioqos_ungranted_pods", "ioqos_ungranted_before_bound_max_bytes",
                      "ioqos_ungranted_writes_total", "ioqos_ungranted_failures_total",
                      "ioqos_ungranted_lent_bytes_per_second", "ioqos_ungranted_lent_iops",
-                     "ioqos_ungranted_reclaims_total")
+                     "ioqos_ungranted_reclaims_total", "ioqos_ungranted_owe_holds_total")
 LENT = "ioqos_ungranted_lent_bytes_per_second"
 BURST = "ioqos_ungranted_burst_bytes_per_second"
 

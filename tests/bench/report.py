@@ -132,6 +132,7 @@ def summarize_neighbours(rs, case, meta):
         unbounded_after += sum(1 for l in r.get("neighbours_iomax_after_release", []) if l)
     gauge = [r.get("metrics", {}).get("ioqos_ungranted_before_bound_max_bytes") for r in rs]
     fails = [r.get("metrics", {}).get("ioqos_ungranted_failures_total") for r in rs]
+    holds = [r.get("metrics", {}).get("ioqos_ungranted_owe_holds_total") for r in rs]
     caps_sum = [r["caps_sum_max_bytes"] / r["pool_bytes"] for r in rs
                 if r.get("caps_sum_max_bytes") and r.get("pool_bytes")]
     # the bound they had over the db's window, lent part included: per round the sum of each
@@ -150,6 +151,7 @@ def summarize_neighbours(rs, case, meta):
         "nb_bytes_before_max": max(before) if before else None,
         "nb_bytes_before_gauge_max": max([x for x in gauge if x is not None] or [None]),
         "nb_failures_total_max": max([x for x in fails if x is not None] or [None]),
+        "nb_owe_holds": [x for x in holds if x is not None],
         "nb_bounds_left_after_release": unbounded_after,
         "nb_caps_sum_vs_pool_max": max(caps_sum) if caps_sum else None,
         "nb_caps_mean_sum_bytes": med(caps_mean),
@@ -670,6 +672,11 @@ def markdown_ungranted(summary):
             if x.get("nb_failures_total_max"):
                 notes.append("%s %s + %s, %s: ioqos_ungranted_failures_total = %d." % (
                     c["device"], c["db"], c["backup"], s, x["nb_failures_total_max"]))
+            if any(x.get("nb_owe_holds") or []):
+                notes.append("%s %s + %s, %s: pods found owing the kernel after a cut, their io.max held "
+                             "until paid (ioqos_ungranted_owe_holds_total per round: %s; docs/ungranted.md "
+                             "\"io.max after a cut\")." % (c["device"], c["db"], c["backup"], s,
+                                                            ", ".join(str(h) for h in x["nb_owe_holds"])))
             if x.get("nb_caps_sum_vs_pool_max") is not None and x["nb_caps_sum_vs_pool_max"] > 1.001:
                 notes.append("%s %s + %s, %s: the sampled bounds summed to %.2f × the pool nobody holds at one "
                              "instant (what idle grants lend comes on top of it while they are idle; and the "

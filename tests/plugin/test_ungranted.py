@@ -160,6 +160,19 @@ class UngrantedTest(PluginTest):
         disks = json.loads(r.stdout)["nodePolicy"]["ungranted"]["pod"]["disks"]
         return json.loads(r.stdout)["nodePolicy"]["ungranted"], [x for x in disks if x["disk"] == DISK][0]
 
+    def one_pod_at_the_whole_pool(self):
+        """A granted db and one pod without a grant, bounded at the whole
+        pool: (daemon, pool, the pod's cgroup)."""
+        d = self.start()
+        k = self.env.kubelet
+        k.wait_list(BW, lambda l: len(l) == 1000)
+        self.grant("db", bw=200)
+        pool = pool_bw(200)
+        first = self.ungranted("burstable", "first")
+        wait_for(lambda: self.bounded(first) and self.limits([first])[0]["wbps"] == pool, 5,
+                 "the only pod without a grant at the whole pool")
+        return d, pool, first
+
     def wait_metric(self, d, value, name, timeout=5.0, **labels):
         got = []
 
@@ -345,14 +358,7 @@ class NewPodBesideFullPool(UngrantedTest):
         cut before the second gets its bound, so from the moment both are
         bounded their caps fit the pool (a reader between the two writes
         once saw 800 + 700 MiB/s of an 800 MiB/s pool)."""
-        d = self.start()
-        k = self.env.kubelet
-        k.wait_list(BW, lambda l: len(l) == 1000)
-        self.grant("db", bw=200)
-        pool = pool_bw(200)
-        first = self.ungranted("burstable", "first")
-        wait_for(lambda: self.bounded(first) and self.limits([first])[0]["wbps"] == pool, 5,
-                 "the only pod without a grant at the whole pool")
+        d, pool, first = self.one_pod_at_the_whole_pool()
         second = self.ungranted("besteffort", "second")
         self.wait_bounded([second])
         b, i = self.limits([first, second])
@@ -374,14 +380,7 @@ class Owes(UngrantedTest):
         carried across the write wraps); every write while it owes lets it
         through again. So a pod that did more since our last write than the
         limits in place allow keeps its io.max until it paid (ioq_ug_owes)."""
-        d = self.start()
-        k = self.env.kubelet
-        k.wait_list(BW, lambda l: len(l) == 1000)
-        self.grant("db", bw=200)
-        pool = pool_bw(200)
-        first = self.ungranted("burstable", "first")
-        wait_for(lambda: self.bounded(first) and self.limits([first])[0]["wbps"] == pool, 5,
-                 "the only pod without a grant at the whole pool")
+        d, pool, first = self.one_pod_at_the_whole_pool()
         t0 = time.monotonic()
         # six seconds of its cap at once: it owes for about six seconds
         set_io_stat(first, DEV, wbytes=6 * pool)
