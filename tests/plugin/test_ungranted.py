@@ -394,11 +394,29 @@ class Owes(UngrantedTest):
         if ex:
             self.assertGreaterEqual(ex[1].get("owesKernelSeconds", -1), 0, ex[1])
         self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)
-        # paid once its cap over the time since the write covers it: then cut
-        d.wait_log(r"pod paid what it owed, its io\.max is written again cgroup=\S*%s "
-                   % re.escape(os.path.basename(first)), timeout=12)
+        # paid once its cap over the time since the write covers it: then cut. The second pod
+        # writes at its cap meanwhile (busy), as a throttled pod does
+        paid = re.compile(r"pod paid what it owed, its io\.max is written again cgroup=\S*%s "
+                          % re.escape(os.path.basename(first)))
+        total, last, deadline = 0.0, time.monotonic(), time.monotonic() + 12
+        while not paid.search(d.text()):
+            self.assertLess(time.monotonic(), deadline, "never released")
+            now = time.monotonic()
+            total += (self.limits([second])[0] or {}).get("wbps", 0) * (now - last)
+            last = now
+            set_io_stat(second, DEV, wbytes=int(total))
+            time.sleep(0.05)
         self.assertGreater(time.monotonic() - t0, 5.0, "released before it paid")
         wait_for(lambda: self.limits([first])[0]["wbps"] < pool, 3, "the cut written after the hold")
+        # its rate while held is the kernel holding it, not its demand: the first write after the
+        # hold gives it an equal share, not the idle pod's quarter (a cut of a busy pod is what
+        # can let it through again)
+        text = d.text()
+        after = text[text.index("pod paid what it owed"):]
+        cut = re.search(r"ungranted cap written cgroup=\S*%s disk=\S+ bps=(\d+)" %
+                        re.escape(os.path.basename(first)), after)
+        self.assertIsNotNone(cut, after)
+        self.assertGreaterEqual(int(cut.group(1)), pool / 2 * 0.99, after)
         self.assert_split([first, second], pool)
         self.wait_metric(d, 0, "ioqos_ungranted_owing_pods")
         self.assertEqual(d.metric("ioqos_ungranted_owe_holds_total"), 1)

@@ -63,6 +63,8 @@ void ug_measure(struct ungranted *u, struct ug_pod *pp, double now) {
     s->last = cur;
     s->last_t = now;
     s->have_sample = true;
+    s->rate_void = s->owe_seen || s->owes;
+    s->owe_seen = false;
   }
 }
 
@@ -303,12 +305,14 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
     for (size_t i = 0; i < n; i++) {
       const struct ug_slot *s = &pp[i]->s[d];
       in[i].cap = s->bounded ? s->cap[r] : 0;
-      in[i].rate = s->bounded ? s->rate[r] : -1; /* unbounded: its rate says nothing of its demand */
+      /* unbounded, or held by the kernel while it owed: its rate says nothing of its demand */
+      in[i].rate = s->bounded && !s->rate_void && !s->owes ? s->rate[r] : -1;
     }
     for (size_t j = 0; j < nb; j++) {
       const struct ug_slot *s = &bp[j]->s[d];
       /* one not allowed any more has only its burst to give back */
-      bin[j] = (struct ioq_ug_burster){s->may_burst ? s->burst_base[r] : 0, s->burst[r], s->rate[r]};
+      bin[j] = (struct ioq_ug_burster){s->may_burst ? s->burst_base[r] : 0, s->burst[r],
+                                       s->rate_void || s->owes ? -1 : s->rate[r]};
     }
     ioq_ug_split_burst(dk->pool[r], floors[r], in, n, bin, nb, out[r], bout[r]);
   }

@@ -65,6 +65,12 @@ struct ug_slot { /* one pod on one disk */
   uint64_t wr_lim[IOQ_RES_COUNT];
   bool owes;
   double owes_t;
+  /* owed at some point since the last io.stat read (owe_seen), and so over
+   * the interval the rate was measured on (rate_void): that rate is the
+   * kernel holding it, not its demand, and it counts as busy in the split
+   * (else its release is a cut, and a cut of a busy pod can let it through
+   * again) */
+  bool owe_seen, rate_void;
 };
 
 struct ug_pod {

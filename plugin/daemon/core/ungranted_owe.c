@@ -32,6 +32,7 @@ bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct 
   struct ug_delta x = ug_iostat_delta(&s->wr_stat, cur);
   double bytes = x.rb > x.wb ? x.rb : x.wb, ios = x.ri > x.wi ? x.ri : x.wi, dt = now - s->wr_t;
   bool owes = ioq_ug_owes(s->wr_lim[IOQ_RES_BANDWIDTH], s->wr_lim[IOQ_RES_IOPS], bytes, ios, dt, s->owes);
+  s->owe_seen |= owes || s->owes;
   if (owes && !s->owes) {
     s->owes = true;
     s->owes_t = now;
