@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "support/metrics.h"
 #include "plugin.h"
 #include "ungranted_internal.h"
 
