@@ -2,6 +2,7 @@
 #include "grant/ungranted.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/numconv.h"
 
@@ -182,14 +183,77 @@ static bool over(uint64_t cap, double done, double dt, double slack_s, double sl
   return cap && done > (double)cap * (dt + slack_s) + slack;
 }
 
-bool ioq_ug_owes(uint64_t cap_bps, uint64_t cap_iops, double bytes, double ios, double dt, bool owed) {
+static bool dir_over(const uint64_t cap[IOQ_RES_COUNT], const struct ioq_ug_done *d, double dt, double slack_s,
+                     double slack_bytes, double slack_ios) {
+  return over(cap[IOQ_RES_BANDWIDTH], d->bytes, dt, slack_s, slack_bytes) ||
+         over(cap[IOQ_RES_IOPS], d->ios, dt, slack_s, slack_ios);
+}
+
+/* Seconds from now until the kernel has surely been paid for one direction:
+ * what it did beyond its cap since the write, plus a slice of the limit
+ * before it (carried into ours), at its cap; and a slice more. */
+static double paid_in(const uint64_t cap[IOQ_RES_COUNT], const uint64_t prev[IOQ_RES_COUNT],
+                      const struct ioq_ug_done *d, double dt) {
+  const double done[IOQ_RES_COUNT] = {[IOQ_RES_BANDWIDTH] = d->bytes, [IOQ_RES_IOPS] = d->ios};
+  double s = 0;
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    if (!cap[r])
+      continue;
+    double owed = done[r] + (double)prev[r] * IOQ_UG_SLICE_S - (double)cap[r] * dt;
+    if (owed / (double)cap[r] > s)
+      s = owed / (double)cap[r];
+  }
+  return s + IOQ_UG_SLICE_S;
+}
+
+enum ioq_ug_owe_step ioq_ug_owe_judge(struct ioq_ug_owe *o, const uint64_t cap[IOQ_RES_COUNT],
+                                      const uint64_t prev[IOQ_RES_COUNT], const struct ioq_ug_done done[IOQ_UG_DIRS],
+                                      double dt, double now) {
   if (dt < 0)
     dt = 0;
-  if (owed)
-    return over(cap_bps, bytes, dt, IOQ_UG_OWE_LEAVE_S, (double)IOQ_UG_OWE_LEAVE_BYTES) ||
-           over(cap_iops, ios, dt, IOQ_UG_OWE_LEAVE_S, IOQ_UG_OWE_LEAVE_IOS);
-  return over(cap_bps, bytes, dt, IOQ_UG_OWE_ENTER_S, (double)IOQ_UG_OWE_ENTER_BYTES) ||
-         over(cap_iops, ios, dt, IOQ_UG_OWE_ENTER_S, IOQ_UG_OWE_ENTER_IOS);
+  if (!o->owes) {
+    bool any = false;
+    for (int k = 0; k < IOQ_UG_DIRS; k++)
+      any |= o->dir[k] = dir_over(cap, &done[k], dt, IOQ_UG_OWE_ENTER_S, (double)IOQ_UG_OWE_ENTER_BYTES,
+                                  IOQ_UG_OWE_ENTER_IOS);
+    if (!any)
+      return IOQ_UG_OWE_NONE;
+    o->owes = true;
+    o->since = o->t = now;
+    o->until = now;
+    for (int k = 0; k < IOQ_UG_DIRS; k++) {
+      o->at[k] = done[k];
+      double in = o->dir[k] ? paid_in(cap, prev, &done[k], dt) : 0;
+      if (now + in > o->until)
+        o->until = now + in;
+    }
+    return IOQ_UG_OWE_BEGAN;
+  }
+  double span = now - o->t;
+  if (span < 0)
+    span = 0;
+  bool again = false, moved = true;
+  for (int k = 0; k < IOQ_UG_DIRS; k++) {
+    if (!o->dir[k])
+      continue;
+    struct ioq_ug_done p = {done[k].bytes - o->at[k].bytes, done[k].ios - o->at[k].ios};
+    if (dir_over(cap, &p, span, IOQ_UG_OWE_ENTER_S, (double)IOQ_UG_OWE_ENTER_BYTES, IOQ_UG_OWE_ENTER_IOS)) {
+      again = true;
+      double in = paid_in(cap, prev, &done[k], dt);
+      if (now + in > o->until)
+        o->until = now + in;
+    }
+    moved &= p.bytes > 0 || p.ios > 0;
+  }
+  o->t = now;
+  memcpy(o->at, done, sizeof o->at);
+  if (again)
+    return IOQ_UG_OWE_AGAIN;
+  if (moved || now >= o->until) {
+    o->owes = false;
+    return IOQ_UG_OWE_PAID;
+  }
+  return IOQ_UG_OWE_HELD;
 }
 
 bool ioq_ug_lend_reclaim(struct ioq_ug_lender *l) {

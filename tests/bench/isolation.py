@@ -283,6 +283,15 @@ def spawn_in(cgdir, argv, stdout):
                             stdout=stdout, stderr=subprocess.STDOUT)
 
 
+def cpu_jiffies():
+    """(busy, total) jiffies of every CPU together, from /proc/stat's first line:
+    the guest's CPU over a stage, which under TCG is what the db competes for."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    return sum(v) - idle, sum(v)
+
+
 def meminfo_dirty():
     """(Dirty, Writeback) of /proc/meminfo in KiB; (None, None) if unreadable."""
     d = w = None
@@ -1225,6 +1234,10 @@ class Scenario:
                            interval=WAKE_SAMPLE_S if stage in WAKE_STAGES else 0.2)
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
+            # what the guest's CPUs and the plugin did over the stage (under TCG
+            # the db's IOPS are CPU as much as disk: the control stages run no plugin)
+            cpu0 = cpu_jiffies()
+            plug0 = cl.daemon.metric("process_cpu_seconds_total") if cl else None
             t_start = time.monotonic()
             if stage != "solo" and not idle:
                 bk = spawn_in(backup.container_dir(), fio_backup(a, disk, mode, os.path.join(self.tmp, "bk.json")),
@@ -1277,6 +1290,13 @@ class Scenario:
                         res["monitor_not_met_at"] = time.monotonic()
                 rc = dbp.wait(timeout=max(1.0, deadline - time.monotonic()))
             t_end = time.monotonic()
+            cpu1 = cpu_jiffies()
+            res["cpu"] = {"window_s": round(t_end - t_start, 2), "ncpu": os.cpu_count(),
+                          "guest_busy": round((cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1]), 3)}
+            if plug0 is not None:
+                plug1 = cl.daemon.metric("process_cpu_seconds_total")
+                if plug1 is not None:
+                    res["cpu"]["plugin_s"] = round(plug1 - plug0, 2)
             if "monitor_not_met_at" in res:
                 # counted from when the granted backup (and, in the host stage,
                 # the host writer) had started writing: fio takes seconds to

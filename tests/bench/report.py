@@ -250,6 +250,11 @@ def summarize_case(case, meta=None):
             # node-wide dirty memory over the db's window (buffered writers' backlog)
             "dirty_max_mib": med([(r.get("meminfo") or {}).get("dirty_max_mib") for r in rs]),
             "writeback_max_mib": med([(r.get("meminfo") or {}).get("writeback_max_mib") for r in rs]),
+            # the guest's CPUs (all together) and the plugin over the stage
+            "cpu_guest_busy": med([(r.get("cpu") or {}).get("guest_busy") for r in rs]),
+            "cpu_plugin_share": med([r["cpu"]["plugin_s"] / (r["cpu"]["window_s"] * r["cpu"]["ncpu"])
+                                     for r in rs if (r.get("cpu") or {}).get("plugin_s") is not None
+                                     and r["cpu"].get("window_s") and r["cpu"].get("ncpu")]),
         }
         if s in NEIGHBOUR_STAGES or s in NB_CONTROL.values():
             st[s].update(summarize_neighbours(rs, case, meta or {}))
@@ -542,6 +547,28 @@ def markdown_dirty(summary):
     return L
 
 
+def markdown_cpu(summary):
+    """Per case and stage, how busy the guest's CPUs were over the stage and
+    the plugin's part of them: under TCG the db's IOPS are CPU as much as disk,
+    so a stage whose CPUs are saturated says little about the disk."""
+    rows = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if s in c["stages"]
+            and c["stages"][s].get("cpu_guest_busy") is not None]
+    if not rows:
+        return []
+    L = ["", "## CPU over each stage", "",
+         "The guest's CPUs, all together, busy over the stage (/proc/stat, idle and iowait excluded), and the "
+         "plugin's process CPU time (process_cpu_seconds_total) as a share of them; medians over rounds. "
+         "The plugin runs in every stage (the control stages' disk is not its).", "",
+         "| device | db | backup | stage | db IOPS | guest CPUs busy | plugin |", "|---|---|---|---|---:|---:|---:|"]
+    for c, s in rows:
+        x = c["stages"][s]
+        pl = x.get("cpu_plugin_share")
+        L.append("| %s | %s | %s | %s | %s | %.2f | %s |" % (
+            c["device"], c["db"], c["backup"], s, fmt_iops(x.get("db_iops")), x["cpu_guest_busy"],
+            "%.3f" % pl if pl is not None else "–"))
+    return L
+
+
 def markdown_ungranted(summary):
     L = []
     cases = [c for c in summary["cases"] if any(s in c["stages"] for s in NEIGHBOUR_STAGES)]
@@ -822,6 +849,7 @@ def markdown(summary):
     L += markdown_lending(summary)
     L += markdown_burst(summary)
     L += markdown_dirty(summary)
+    L += markdown_cpu(summary)
     if summary["accuracy"]:
         L.append("")
         L.append("## io.max accuracy (one backup pod alone, grant through the plugin)")

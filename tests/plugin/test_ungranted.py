@@ -379,7 +379,7 @@ class Owes(UngrantedTest):
         """blk-throttle on 6.1 can let a pod through after a cut (a debt
         carried across the write wraps); every write while it owes lets it
         through again. So a pod that did more since our last write than the
-        limits in place allow keeps its io.max until it paid (ioq_ug_owes)."""
+        limits in place allow keeps its io.max until it paid (ioq_ug_owe_judge)."""
         d, pool, first = self.one_pod_at_the_whole_pool()
         t0 = time.monotonic()
         # six seconds of its cap at once: it owes for about six seconds
@@ -387,7 +387,7 @@ class Owes(UngrantedTest):
         second = self.ungranted("besteffort", "second")
         self.wait_bounded([second])
         d.wait_log(r"pod owes the kernel, its io\.max is left as it is cgroup=\S*%s disk=\S+ "
-                   r"bytes=%d " % (re.escape(os.path.basename(first)), 6 * pool))
+                   r"direction=write bytes=%d " % (re.escape(os.path.basename(first)), 6 * pool))
         self.assertEqual(self.limits([first])[0]["wbps"], pool, "written while it owes")
         self.wait_metric(d, 1, "ioqos_ungranted_owing_pods")
         ex = self.explain("default/first")
@@ -407,6 +407,13 @@ class Owes(UngrantedTest):
             set_io_stat(second, DEV, wbytes=int(total))
             time.sleep(0.05)
         self.assertGreater(time.monotonic() - t0, 5.0, "released before it paid")
+        # its io.stat never moved (the kernel held it): held for the most it could owe, which
+        # counts what it may have been ahead of the limit before our write too
+        text = d.text()
+        most = float(re.search(r"pod owes the kernel.* held_for_at_most_s=([0-9.]+)", text).group(1))
+        m = re.search(r"pod paid what it owed.* held_s=([0-9.]+) reason=\"([^\"]*)\"", text)
+        self.assertGreaterEqual(float(m.group(1)), most - 0.01, text[-3000:])
+        self.assertEqual(m.group(2), "the most it could owe is paid at its cap")
         wait_for(lambda: self.limits([first])[0]["wbps"] < pool, 3, "the cut written after the hold")
         # its rate while held is the kernel holding it, not its demand: the first write after the
         # hold gives it an equal share, not the idle pod's quarter (a cut of a busy pod is what

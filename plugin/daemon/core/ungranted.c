@@ -349,7 +349,7 @@ size_t ungranted_stats(struct ungranted *u, struct ungranted_disk_stat *out, siz
   t->owing = 0;
   for (size_t k = 0; k < u->n; k++)
     for (size_t i = 0; i < u->n_disks; i++)
-      t->owing += u->pods[k].s[i].owes;
+      t->owing += u->pods[k].s[i].owe.owes;
   t->reclaim_s = u->reclaim_s;
   t->page_cache_bounded = u->mem_bounded;
   t->page_cache_writes = u->mem_writes;
@@ -409,8 +409,8 @@ int ungranted_pod_view(struct ungranted *u, const char *uid, struct ungranted_po
       v->burst[r] = sl->granted ? sl->burst[r] : 0;
     }
     v->may_burst = sl->granted && sl->may_burst;
-    v->owes = sl->owes;
-    v->owes_s = sl->owes ? ioq_mono_s() - sl->owes_t : 0;
+    v->owes = sl->owe.owes;
+    v->owes_s = sl->owe.owes ? ioq_mono_s() - sl->owe.since : 0;
   }
   pthread_mutex_unlock(&u->mu);
   return 0;

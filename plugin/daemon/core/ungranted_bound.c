@@ -63,7 +63,7 @@ void ug_measure(struct ungranted *u, struct ug_pod *pp, double now) {
     s->last = cur;
     s->last_t = now;
     s->have_sample = true;
-    s->rate_void = s->owe_seen || s->owes;
+    s->rate_void = s->owe_seen || s->owe.owes;
     s->owe_seen = false;
   }
 }
@@ -164,7 +164,8 @@ static bool write_caps(struct ungranted *u, struct ug_pod *pp, size_t d, const u
     *changed = wrote;
   if (wrote) {
     char b[24], i[24];
-    ug_owe_wrote(s, now, have_before ? &before : NULL, cap);
+    static const uint64_t none[IOQ_RES_COUNT] = {0};
+    ug_owe_wrote(s, now, have_before ? &before : NULL, cap, s->bounded ? s->cap : none);
     metrics_inc(u->p->metrics, C_UG_WRITES);
     ioq_debug("ungranted cap written cgroup=%s disk=%s bps=%s iops=%s", pp->cg.dir, dk->name,
               num(cap[0], b, sizeof b), num(cap[1], i, sizeof i));
@@ -228,13 +229,16 @@ static void write_burst(struct ungranted *u, struct ug_pod *pp, size_t d, const 
     return;
   }
   bool was = s->burst[0] || s->burst[1], is = extra[0] || extra[1];
+  /* in place now and before: the grant's limit and the extra on it */
+  uint64_t lim[IOQ_RES_COUNT], prev[IOQ_RES_COUNT];
+  for (int r = 0; r < IOQ_RES_COUNT; r++) {
+    lim[r] = s->burst_base[r] ? s->burst_base[r] + extra[r] : 0;
+    prev[r] = s->burst_base[r] ? s->burst_base[r] + s->burst[r] : 0;
+  }
   memcpy(s->burst, extra, sizeof s->burst);
   if (!rc)
     return;
-  uint64_t lim[IOQ_RES_COUNT]; /* in place now: the grant's limit and the extra on it */
-  for (int r = 0; r < IOQ_RES_COUNT; r++)
-    lim[r] = s->burst_base[r] ? s->burst_base[r] + extra[r] : 0;
-  ug_owe_wrote(s, now, have_before ? &before : NULL, lim);
+  ug_owe_wrote(s, now, have_before ? &before : NULL, lim, prev);
   metrics_inc(u->p->metrics, C_UG_WRITES);
   if (is && !was)
     ioq_info("granted pod bursting cgroup=%s disk=%s extra_bps=%llu extra_iops=%llu reason=\"%s\"",
@@ -306,13 +310,13 @@ void ug_balance_disk(struct ungranted *u, size_t d) {
       const struct ug_slot *s = &pp[i]->s[d];
       in[i].cap = s->bounded ? s->cap[r] : 0;
       /* unbounded, or held by the kernel while it owed: its rate says nothing of its demand */
-      in[i].rate = s->bounded && !s->rate_void && !s->owes ? s->rate[r] : -1;
+      in[i].rate = s->bounded && !s->rate_void && !s->owe.owes ? s->rate[r] : -1;
     }
     for (size_t j = 0; j < nb; j++) {
       const struct ug_slot *s = &bp[j]->s[d];
       /* one not allowed any more has only its burst to give back */
       bin[j] = (struct ioq_ug_burster){s->may_burst ? s->burst_base[r] : 0, s->burst[r],
-                                       s->rate_void || s->owes ? -1 : s->rate[r]};
+                                       s->rate_void || s->owe.owes ? -1 : s->rate[r]};
     }
     ioq_ug_split_burst(dk->pool[r], floors[r], in, n, bin, nb, out[r], bout[r]);
   }

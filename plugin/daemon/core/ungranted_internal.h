@@ -56,15 +56,15 @@ struct ug_slot { /* one pod on one disk */
   uint64_t burst[IOQ_RES_COUNT];
   uint64_t burst_base[IOQ_RES_COUNT];
   /* the last io.max write of ours (a bound, or a burst on a grant): the
-   * limits it put in place per resource, io.stat just before it and when.
-   * A pod that did more since than they allow owes the kernel and is not
-   * written again until it paid (ioq_ug_owes; owes_t: since when) */
+   * limits it put in place per resource and those it replaced (0: none),
+   * io.stat just before it and when. A pod that did more since than they
+   * allow owes the kernel and is not written again until it paid
+   * (ioq_ug_owe_judge) */
   bool have_wr;
   double wr_t;
   struct ioq_iostat wr_stat;
-  uint64_t wr_lim[IOQ_RES_COUNT];
-  bool owes;
-  double owes_t;
+  uint64_t wr_lim[IOQ_RES_COUNT], wr_prev[IOQ_RES_COUNT];
+  struct ioq_ug_owe owe;
   /* owed at some point since the last io.stat read (owe_seen), and so over
    * the interval the rate was measured on (rate_void): that rate is the
    * kernel holding it, not its demand, and it counts as busy in the split
@@ -154,14 +154,15 @@ struct ioq_iostat ug_iostat_of(const struct ioq_iostat *st, size_t n, struct ioq
 
 /* ungranted_owe.c: the guard before a write of a bound or a burst. Reads
  * the pod's io.stat into *cur (*have_cur: it was read) and says whether the
- * pod owes the kernel (ioq_ug_owes against our last write): then the write
+ * pod owes the kernel (ioq_ug_owe_judge against our last write): then the write
  * is held. Logs when a hold begins and ends. */
 bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct ioq_cg *cg, double now,
                  struct ioq_iostat *cur, bool *have_cur);
-/* After a write: the limits now in place per resource (0: none) and io.stat
- * just before it (NULL: not read; the next write is not judged). */
+/* After a write: the limits now in place per resource and those it replaced
+ * (0: none), and io.stat just before it (NULL: not read; the next write is
+ * not judged). */
 void ug_owe_wrote(struct ug_slot *s, double now, const struct ioq_iostat *before,
-                  const uint64_t lim[IOQ_RES_COUNT]);
+                  const uint64_t lim[IOQ_RES_COUNT], const uint64_t prev[IOQ_RES_COUNT]);
 
 /* ungranted.c */
 void ug_failed(struct ungranted *u, const ioq_err *e);

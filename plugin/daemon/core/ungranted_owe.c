@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The guard that keeps a pod that owes the kernel from being released again
- * (ioq_ug_owes in grant/ungranted.h; docs/ungranted.md "io.max after a
+ * (ioq_ug_owe_judge in grant/ungranted.h; docs/ungranted.md "io.max after a
  * cut"): before a bound or a burst is written, what the pod did since our
  * last write is checked against the limits that write put in place. A pod
  * that got through more than they allow (blk-throttle let it through after
@@ -29,35 +29,56 @@ bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct 
   if (!s->have_wr)
     return false;
   struct ug_delta x = ug_iostat_delta(&s->wr_stat, cur);
-  double bytes = x.rb > x.wb ? x.rb : x.wb, ios = x.ri > x.wi ? x.ri : x.wi, dt = now - s->wr_t;
-  bool owes = ioq_ug_owes(s->wr_lim[IOQ_RES_BANDWIDTH], s->wr_lim[IOQ_RES_IOPS], bytes, ios, dt, s->owes);
-  s->owe_seen |= owes || s->owes;
-  if (owes && !s->owes) {
-    s->owes = true;
-    s->owes_t = now;
+  const struct ioq_ug_done done[IOQ_UG_DIRS] = {[IOQ_UG_READ] = {x.rb, x.ri}, [IOQ_UG_WRITE] = {x.wb, x.wi}};
+  double dt = now - s->wr_t;
+  struct ioq_ug_owe *o = &s->owe;
+  const char *dir = "";
+  switch (ioq_ug_owe_judge(o, s->wr_lim, s->wr_prev, done, dt, now)) {
+  case IOQ_UG_OWE_NONE:
+    return false;
+  case IOQ_UG_OWE_BEGAN:
+    s->owe_seen = true;
     u->owe_holds++;
-    ioq_warn("ungranted: pod owes the kernel, its io.max is left as it is cgroup=%s disk=%s bytes=%.0f "
-             "ios=%.0f seconds=%.2f limit_bps=%llu limit_iops=%llu reason=\"it did more since our last "
-             "write than the limits in place allow: blk-throttle let it through after a cut (a debt "
-             "carried across the write as an unsigned number, Debian's 6.1 kernel); it is held until "
-             "that is paid, and a write before would let it through again\"",
-             pp->cg.dir, u->disks[d].name, bytes, ios, dt, (unsigned long long)s->wr_lim[IOQ_RES_BANDWIDTH],
-             (unsigned long long)s->wr_lim[IOQ_RES_IOPS]);
-  } else if (!owes && s->owes) {
-    s->owes = false;
-    ioq_info("ungranted: pod paid what it owed, its io.max is written again cgroup=%s disk=%s held_s=%.2f",
-             pp->cg.dir, u->disks[d].name, now - s->owes_t);
+    dir = o->dir[IOQ_UG_READ] && o->dir[IOQ_UG_WRITE] ? "read,write" : o->dir[IOQ_UG_READ] ? "read" : "write";
+    ioq_warn("ungranted: pod owes the kernel, its io.max is left as it is cgroup=%s disk=%s direction=%s "
+             "bytes=%.0f ios=%.0f seconds=%.2f limit_bps=%llu limit_iops=%llu held_for_at_most_s=%.2f "
+             "reason=\"it did more since our last write than the limits in place allow: blk-throttle let it "
+             "through after a cut (a debt carried across the write as an unsigned number, Debian's 6.1 "
+             "kernel); it is held until that is paid, and a write before would let it through again\"",
+             pp->cg.dir, u->disks[d].name, dir, o->dir[IOQ_UG_READ] ? x.rb : x.wb,
+             o->dir[IOQ_UG_READ] ? x.ri : x.wi, dt, (unsigned long long)s->wr_lim[IOQ_RES_BANDWIDTH],
+             (unsigned long long)s->wr_lim[IOQ_RES_IOPS], o->until - now);
+    return true;
+  case IOQ_UG_OWE_AGAIN:
+    s->owe_seen = true;
+    ioq_warn("ungranted: pod got through again while it owes, held longer cgroup=%s disk=%s bytes=%.0f "
+             "ios=%.0f seconds=%.2f held_for_at_most_s=%.2f",
+             pp->cg.dir, u->disks[d].name, x.rb > x.wb ? x.rb : x.wb, x.ri > x.wi ? x.ri : x.wi, dt,
+             o->until - now);
+    return true;
+  case IOQ_UG_OWE_HELD:
+    s->owe_seen = true;
+    return true;
+  case IOQ_UG_OWE_PAID:
+    s->owe_seen = true;
+    ioq_info("ungranted: pod paid what it owed, its io.max is written again cgroup=%s disk=%s held_s=%.2f "
+             "reason=\"%s\"",
+             pp->cg.dir, u->disks[d].name, now - o->since,
+             now >= o->until ? "the most it could owe is paid at its cap"
+                             : "the kernel lets its I/O go again at no more than its cap");
+    return false;
   }
-  return owes;
+  return false;
 }
 
-void ug_owe_wrote(struct ug_slot *s, double now, const struct ioq_iostat *before,
-                  const uint64_t lim[IOQ_RES_COUNT]) {
-  s->owes = false;
+void ug_owe_wrote(struct ug_slot *s, double now, const struct ioq_iostat *before, const uint64_t lim[IOQ_RES_COUNT],
+                  const uint64_t prev[IOQ_RES_COUNT]) {
+  s->owe.owes = false;
   s->have_wr = before && (lim[IOQ_RES_BANDWIDTH] || lim[IOQ_RES_IOPS]);
   if (!s->have_wr)
     return;
   s->wr_t = now;
   s->wr_stat = *before;
   memcpy(s->wr_lim, lim, sizeof s->wr_lim);
+  memcpy(s->wr_prev, prev, sizeof s->wr_prev);
 }
