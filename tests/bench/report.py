@@ -521,12 +521,17 @@ def markdown_burst(summary):
     return L
 
 
+def stage_rows(summary, key):
+    """(case, stage) of every stage that has the summary field key, in stage order."""
+    return [(c, s) for c in summary["cases"] for s in STAGE_ORDER if s in c["stages"]
+            and c["stages"][s].get(key) is not None]
+
+
 def markdown_dirty(summary):
     """Buffered writes: per case and stage, the db's rate and tail next to the
     node's Dirty / Writeback (max over the db's window, median over rounds);
     for a wal db its commit (fdatasync) p99 and worst commit."""
-    rows = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if s in c["stages"]
-            and c["stages"][s].get("dirty_max_mib") is not None]
+    rows = stage_rows(summary, "dirty_max_mib")
     if not rows:
         return []
     L = ["", "## Buffered writes: dirty memory beside the db", "",
@@ -551,8 +556,7 @@ def markdown_cpu(summary):
     """Per case and stage, how busy the guest's CPUs were over the stage and
     the plugin's part of them: under TCG the db's IOPS are CPU as much as disk,
     so a stage whose CPUs are saturated says little about the disk."""
-    rows = [(c, s) for c in summary["cases"] for s in STAGE_ORDER if s in c["stages"]
-            and c["stages"][s].get("cpu_guest_busy") is not None]
+    rows = stage_rows(summary, "cpu_guest_busy")
     if not rows:
         return []
     L = ["", "## CPU over each stage", "",
