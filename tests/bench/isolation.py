@@ -602,8 +602,7 @@ class Cluster:
             # the token-bucket recipe as deployed (docs/enforcement.md): the plugin
             # itself writes iocost's model at the pace, for every stage of this VM
             extra.setdefault("nodePolicy", {})["iocost"] = {"enable": True, "ctrl": "user",
-                                                            "pace": (args.plugin_pace if args.plugin_pace == "auto"
-                                                                     else float(args.plugin_pace))}
+                                                            "pace": args.plugin_pace}
         if args.ungranted_pool:
             # a fixed pool for the pods without a grant (devices[].ungrantedPool)
             extra["devices"] = [{"select": disk.dev,
@@ -1668,10 +1667,12 @@ def main():
     if a.plugin_pace:
         if a.plugin_pace != "auto":
             try:
-                if not 0 < float(a.plugin_pace) <= 1:
+                pace = float(a.plugin_pace)
+                if not 0 < pace <= 1:
                     raise ValueError
             except ValueError:
                 sys.exit("--plugin-pace: auto or a number in (0, 1], not %r" % a.plugin_pace)
+            a.plugin_pace = pace  # the config takes the number
         clash = [s for s in stages if s in ("weight", "weight-plain", "ioqos+pace")]
         if clash:
             sys.exit("--plugin-pace: the plugin owns iocost on the disk; stages %s write it too" % ",".join(clash))
