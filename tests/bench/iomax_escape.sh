@@ -10,8 +10,9 @@
 # for 3 s (lent), cut to 5 MiB/s, then rewritten six times, about every 1.7 s here, between 1.25
 # and 5 MiB/s (the plugin's re-splits). Prints the pod's io.stat write rate over the cut's first
 # second (a reading every 0.1 s, more under a busy TCG guest), then between readings
-# and what it wrote over the whole window against what its io.max allowed. A first reading
-# above 3 x the cut (15 MiB/s) is the cut letting it through (WRAP: blk-throttle's carried
+# and what it wrote over the whole window against what its io.max allowed. A first reading (from
+# the cut to the end of the first re-split's second) above 3 x the cut (15 MiB/s) is the cut
+# letting it through (WRAP: blk-throttle's carried
 # debt wrapped, docs/ungranted.md "io.max after a cut"); a window above 2 x is an ESCAPE (every
 # rewrite while it owes lets it through again). A measurement, not a test.
 #
