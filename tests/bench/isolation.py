@@ -1234,7 +1234,8 @@ class Scenario:
             samp.start()
             dbjson = os.path.join(self.tmp, "db.json")
             # what the guest's CPUs and the plugin did over the stage (under TCG
-            # the db's IOPS are CPU as much as disk: the control stages run no plugin)
+            # the db's IOPS are CPU as much as disk; in the control stages the plugin runs
+            # but the disk is not its)
             cpu0 = cpu_jiffies()
             plug0 = cl.daemon.metric("process_cpu_seconds_total") if cl else None
             t_start = time.monotonic()

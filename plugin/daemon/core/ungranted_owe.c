@@ -32,14 +32,16 @@ bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct 
   const struct ioq_ug_done done[IOQ_UG_DIRS] = {[IOQ_UG_READ] = {x.rb, x.ri}, [IOQ_UG_WRITE] = {x.wb, x.wi}};
   double dt = now - s->wr_t;
   struct ioq_ug_owe *o = &s->owe;
-  const char *dir = "";
-  switch (ioq_ug_owe_judge(o, s->wr_lim, s->wr_prev, done, dt, now)) {
+  enum ioq_ug_owe_step step = ioq_ug_owe_judge(o, s->wr_lim, s->wr_prev, done, dt, now);
+  if (step == IOQ_UG_OWE_NONE)
+    return false;
+  s->owe_seen = true; /* owed within this interval: its rate is the kernel holding it */
+  switch (step) {
   case IOQ_UG_OWE_NONE:
     return false;
-  case IOQ_UG_OWE_BEGAN:
-    s->owe_seen = true;
+  case IOQ_UG_OWE_BEGAN: {
     u->owe_holds++;
-    dir = o->dir[IOQ_UG_READ] && o->dir[IOQ_UG_WRITE] ? "read,write" : o->dir[IOQ_UG_READ] ? "read" : "write";
+    const char *dir = o->dir[IOQ_UG_READ] && o->dir[IOQ_UG_WRITE] ? "read,write" : o->dir[IOQ_UG_READ] ? "read" : "write";
     ioq_warn("ungranted: pod owes the kernel, its io.max is left as it is cgroup=%s disk=%s direction=%s "
              "bytes=%.0f ios=%.0f seconds=%.2f limit_bps=%llu limit_iops=%llu held_for_at_most_s=%.2f "
              "reason=\"it did more since our last write than the limits in place allow: blk-throttle let it "
@@ -49,18 +51,16 @@ bool ug_owe_hold(struct ungranted *u, struct ug_pod *pp, size_t d, const struct 
              o->dir[IOQ_UG_READ] ? x.ri : x.wi, dt, (unsigned long long)s->wr_lim[IOQ_RES_BANDWIDTH],
              (unsigned long long)s->wr_lim[IOQ_RES_IOPS], o->until - now);
     return true;
+  }
   case IOQ_UG_OWE_AGAIN:
-    s->owe_seen = true;
     ioq_warn("ungranted: pod got through again while it owes, held longer cgroup=%s disk=%s bytes=%.0f "
              "ios=%.0f seconds=%.2f held_for_at_most_s=%.2f",
              pp->cg.dir, u->disks[d].name, x.rb > x.wb ? x.rb : x.wb, x.ri > x.wi ? x.ri : x.wi, dt,
              o->until - now);
     return true;
   case IOQ_UG_OWE_HELD:
-    s->owe_seen = true;
     return true;
   case IOQ_UG_OWE_PAID:
-    s->owe_seen = true;
     ioq_info("ungranted: pod paid what it owed, its io.max is written again cgroup=%s disk=%s held_s=%.2f "
              "reason=\"%s\"",
              pp->cg.dir, u->disks[d].name, now - o->since,
